@@ -1,0 +1,3 @@
+"""privdash: privacy risk diagnostics for microdata."""
+
+__version__ = "0.1.0"

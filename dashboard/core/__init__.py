@@ -1,0 +1,1 @@
+"""The privdash core: pure computation over pandas and numpy, with no knowledge of the dashboard."""

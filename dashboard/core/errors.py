@@ -1,0 +1,114 @@
+"""Exceptions and input validation shared by the core, the CLI and the dashboard.
+
+Every error that a user can cause (a bad file, an unknown column, an impossible
+parameter) is raised as a :class:`PrivdashError` subclass whose message says
+what was wrong and how to fix it. The CLI prints the message and exits with a
+non-zero status; the dashboard shows it on the page. Anything else escaping the
+core is a bug.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from difflib import get_close_matches
+
+import pandas as pd
+
+__all__ = [
+    "ColumnError",
+    "ContractError",
+    "DataReadError",
+    "ParameterError",
+    "PrivdashError",
+    "TooManyQuasiIdentifiersError",
+    "check_columns",
+    "check_fraction",
+    "check_positive_int",
+    "check_threshold",
+]
+
+
+class PrivdashError(ValueError):
+    """Base class of every error caused by the user's input."""
+
+
+class DataReadError(PrivdashError):
+    """A file could not be read as a table (empty, binary, wrong format, too large ...)."""
+
+
+class ColumnError(PrivdashError):
+    """A column named by the user does not exist or cannot play the requested role."""
+
+
+class ContractError(PrivdashError):
+    """A data contract (column roles and types) is malformed or disagrees with the data."""
+
+
+class ParameterError(PrivdashError):
+    """A parameter is outside its valid range."""
+
+
+class TooManyQuasiIdentifiersError(ParameterError):
+    """An analysis over all subsets of the quasi-identifiers would be too large."""
+
+
+def check_columns(
+    data: pd.DataFrame, columns: Iterable[str], *, role: str = "column", allow_empty: bool = False
+) -> tuple[str, ...]:
+    """Return ``columns`` as a tuple after checking that each exists in ``data`` exactly once.
+
+    Raises :class:`ColumnError` naming the missing columns and suggesting close matches.
+    """
+    names = tuple(columns)
+    if not names and not allow_empty:
+        raise ColumnError(f"No {role} given: choose at least one.")
+    duplicated = sorted({name for name in names if names.count(name) > 1})
+    if duplicated:
+        raise ColumnError(f"{role.capitalize()} listed more than once: {', '.join(duplicated)}.")
+    available = [str(c) for c in data.columns]
+    missing = [name for name in names if name not in data.columns]
+    if missing:
+        hints = []
+        for name in missing:
+            close = get_close_matches(str(name), available, n=1)
+            hints.append(f"'{name}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
+        shown = ", ".join(available[:12]) + (" ..." if len(available) > 12 else "")
+        raise ColumnError(f"Unknown {role}: {', '.join(hints)}. Available columns: {shown}.")
+    return names
+
+
+def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
+    """Return ``value`` as an int, raising :class:`ParameterError` unless it is an integer >= ``minimum``."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
+        raise ParameterError(f"{name} must be a whole number, got {value!r}.")
+    if value < minimum:
+        raise ParameterError(f"{name} must be at least {minimum}, got {value!r}.")
+    return int(value)
+
+
+def check_fraction(value: object, name: str, *, inclusive_zero: bool = True, inclusive_one: bool = True) -> float:
+    """Return ``value`` as a float in [0, 1] (bounds as requested) or raise :class:`ParameterError`."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ParameterError(f"{name} must be a number between 0 and 1, got {value!r}.")
+    number = float(value)
+    low_ok = number > 0 or (inclusive_zero and number == 0)
+    high_ok = number < 1 or (inclusive_one and number == 1)
+    if not (low_ok and high_ok) or number != number:
+        bounds = ("[" if inclusive_zero else "(") + "0, 1" + ("]" if inclusive_one else ")")
+        raise ParameterError(f"{name} must lie in {bounds}, got {value!r}.")
+    return number
+
+
+def check_threshold(value: object, name: str) -> float:
+    """Return a non-negative finite float or raise :class:`ParameterError`."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value != value:
+        raise ParameterError(f"{name} must be a number, got {value!r}.")
+    if value < 0 or value == float("inf"):
+        raise ParameterError(f"{name} must be a finite number >= 0, got {value!r}.")
+    return float(value)
+
+
+def format_values(values: Sequence[object], limit: int = 5) -> str:
+    """Render a few values for an error message: ``'a', 'b', 'c' and 4 more``."""
+    shown = ", ".join(repr(v) for v in values[:limit])
+    return shown + (f" and {len(values) - limit} more" if len(values) > limit else "")
