@@ -388,7 +388,9 @@ def _weights(data: pd.DataFrame, name: str) -> np.ndarray:
     return values.to_numpy(dtype=np.float64)
 
 
-def _is_ordered(column: pd.Series, name: str, orders: Mapping[str, Sequence[Any]], ordered: Sequence[str] | None) -> bool:
+def _is_ordered(
+    column: pd.Series, name: str, orders: Mapping[str, Sequence[Any]], ordered: Sequence[str] | None
+) -> bool:
     if ordered is not None:
         return name in ordered
     if name in orders:
@@ -498,7 +500,11 @@ def _compatible_sums(
             parts_weight.append(joined["weight"].to_numpy())
     total = (
         pd.DataFrame(
-            {"cls": np.concatenate(parts_class), "value": np.concatenate(parts_value), "w": np.concatenate(parts_weight)}
+            {
+                "cls": np.concatenate(parts_class),
+                "value": np.concatenate(parts_value),
+                "w": np.concatenate(parts_weight),
+            }
         )
         .groupby(["cls", "value"], sort=True)["w"]
         .sum()
@@ -529,4 +535,3 @@ def _wildcard_distribution(dist: SensitiveDistribution, class_codes: np.ndarray)
         overall=dist.overall,
         n_classes=dist.n_classes,
     )
-

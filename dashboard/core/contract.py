@@ -141,7 +141,9 @@ class FieldMetadata:
             statistical_type = StatisticalType(str(raw_type).upper())
         except ValueError:
             allowed = ", ".join(t.value for t in StatisticalType)
-            raise ContractError(f"Column '{name}': unknown statistical_data_type {raw_type!r}; use {allowed}.") from None
+            raise ContractError(
+                f"Column '{name}': unknown statistical_data_type {raw_type!r}; use {allowed}."
+            ) from None
         ordinal = obj.get("ordinal_values")
         if ordinal is not None and not isinstance(ordinal, list):
             raise ContractError(f"Column '{name}': ordinal_values must be a list.")

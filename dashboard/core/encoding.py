@@ -20,6 +20,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -103,7 +104,7 @@ def encode_column(column: pd.Series, *, order: Sequence[Any] | None = None, sort
             categories, codes = _permute(categories, codes, permutation)
         return EncodedColumn(name, codes, categories)
     if sort is None:
-        sort = not (pd.api.types.is_string_dtype(dtype) or dtype == object)
+        sort = not (pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype))
     arrow = _arrow_dictionary(column)
     if arrow is not None:
         codes, categories = arrow
@@ -269,7 +270,7 @@ def _combined_keys(columns: Sequence[EncodedColumn], radices: list[int], shifted
     for run_codes, run_radices, run_shifted in runs:
         run_space = int(np.prod(run_radices, dtype=object))
         run_key = np.empty(n, dtype=_key_dtype(run_space))
-        _parallel_ranges(n, lambda lo, hi: _fill_keys(run_codes, run_radices, run_shifted, run_key, lo, hi))
+        _parallel_ranges(n, partial(_fill_keys, run_codes, run_radices, run_shifted, run_key))
         if key is None:
             key, space = run_key, run_space
             continue
