@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from dashboard.core.classes import (
     MISSING_LABEL,
     MissingPolicy,
+    class_size_frequencies,
     equivalence_classes,
     equivalence_classes_from_aggregate,
 )
@@ -113,6 +114,14 @@ def test_adult_all_qis_matches_source_figures(adult: pd.DataFrame) -> None:
     qis = [c for c in adult.columns if c != "salary-class"]
     classes = equivalence_classes(adult, qis)
     assert classes.n_classes == 18109 and classes.sample_uniques == 14021
+    pd.testing.assert_frame_equal(class_size_frequencies(adult, qis), classes.size_frequencies())
+
+
+def test_fast_size_table_equals_the_full_summary_under_every_policy() -> None:
+    data = pd.DataFrame({"a": ["x", "x", None, "y", "y", None], "b": ["1", "1", "1", "2", None, None]})
+    for policy in ("value", "wildcard", "drop"):
+        full = equivalence_classes(data, ["a", "b"], missing=policy).size_frequencies()
+        pd.testing.assert_frame_equal(class_size_frequencies(data, ["a", "b"], missing=policy), full)
 
 
 cells = st.sampled_from(["a", "b", None])
