@@ -379,10 +379,10 @@ def _finish(
     sizes = counts
     if policy == MissingPolicy.WILDCARD and (class_codes < 0).any():
         ids, zeros = np.arange(len(counts)), np.zeros(len(counts), np.int64)
-        sizes = _sum_by_class(_compatible_sums(class_codes, ids, zeros, counts), len(counts)).astype(np.int64)
+        sizes = _sum_by_class(compatible_sums(class_codes, ids, zeros, counts), len(counts)).astype(np.int64)
         distributions = {name: _wildcard_distribution(dist, class_codes) for name, dist in distributions.items()}
         if weight_sums is not None:
-            weight_sums = _sum_by_class(_compatible_sums(class_codes, ids, zeros, weight_sums), len(counts))
+            weight_sums = _sum_by_class(compatible_sums(class_codes, ids, zeros, weight_sums), len(counts))
     return EquivalenceClasses(
         quasi_identifiers=qis,
         missing_policy=policy,
@@ -480,7 +480,7 @@ def _row_keys(matrix: np.ndarray) -> np.ndarray:
     return np.unique(matrix, axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
 
 
-def _compatible_sums(
+def compatible_sums(
     class_codes: np.ndarray, source_class: np.ndarray, source_value: np.ndarray, source_weight: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """For every class j and value v: the sum of ``source_weight`` over source rows whose class is compatible.
@@ -541,7 +541,7 @@ def _sum_by_class(sparse: tuple[np.ndarray, np.ndarray, np.ndarray], n_classes: 
 
 
 def _wildcard_distribution(dist: SensitiveDistribution, class_codes: np.ndarray) -> SensitiveDistribution:
-    classes, values, sums = _compatible_sums(class_codes, dist.class_index, dist.value_index, dist.counts)
+    classes, values, sums = compatible_sums(class_codes, dist.class_index, dist.value_index, dist.counts)
     return SensitiveDistribution(
         name=dist.name,
         labels=dist.labels,
