@@ -1,0 +1,211 @@
+"""``privdash diagnose``: the disclosure-risk diagnosis of a table, as readable tables or one JSON object."""
+
+from __future__ import annotations
+
+import argparse
+import math
+from pathlib import Path
+from typing import Any
+
+from ..core.contract import DataContract
+from ..core.diagnose import Diagnosis, diagnose
+from ..core.errors import ParameterError
+from ..core.io import read_table
+from ._common import format_table, print_json, split_columns
+
+JSON_NOTES = (
+    "In --json output, a model value no threshold can satisfy (e.g. recursive c when a class has fewer than l "
+    "distinct values, or enhanced beta when some (q-p)/p exceeds -ln p) is null."
+)
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "diagnose",
+        help="equivalence classes, privacy models and re-identification risk of a table",
+        description="Diagnose the disclosure risk of a table: class sizes, k-anonymity, l-diversity, t-closeness, "
+        "delta-disclosure, beta-likeness, (alpha,k), prosecutor/journalist/marketer risk. " + JSON_NOTES,
+    )
+    parser.add_argument("file", type=Path, help="CSV (any delimiter), Excel or Parquet table")
+    parser.add_argument("--qi", help="quasi-identifier columns, comma-separated (default: the contract's)")
+    parser.add_argument("--sensitive", help="sensitive columns, comma-separated (default: the contract's)")
+    parser.add_argument(
+        "--missing",
+        choices=["value", "wildcard", "drop"],
+        default="value",
+        help="missing QI values: a category of their own (default), match anything, or drop the record",
+    )
+    parser.add_argument(
+        "--population",
+        help="population size N (a number) or a population table FILE with the same QI columns",
+    )
+    parser.add_argument("--population-count", help="column of the population table holding people per row")
+    parser.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N instead of --population N")
+    parser.add_argument("--weights", help="sampling-weight column (default: the contract's)")
+    parser.add_argument("--contract", type=Path, help="data contract JSON (roles, types, ordinal orders)")
+    parser.add_argument(
+        "--threshold",
+        type=float,
+        default=0.2,
+        help="highest acceptable per-record risk; records above it are at risk (default 0.2)",
+    )
+    parser.add_argument("--l", type=int, default=2, help="l of recursive (c,l)-diversity (default 2)")
+    parser.add_argument(
+        "--t-distance", choices=["equal", "ordered", "hierarchical"], help="force the t-closeness distance"
+    )
+    parser.add_argument("--combinations", action="store_true", help="also analyse every subset of the QIs")
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    data = read_table(args.file)
+    contract = DataContract.load(args.contract) if args.contract else None
+    population: Any = None
+    if args.population is not None:
+        population = _population_argument(args.population)
+    result = diagnose(
+        data,
+        split_columns(args.qi) or None,
+        sensitive=split_columns(args.sensitive) if args.sensitive is not None else None,
+        contract=contract,
+        missing=args.missing,
+        population=population,
+        population_count=args.population_count,
+        sampling_fraction=args.sampling_fraction,
+        weights=args.weights,
+        threshold=args.threshold,
+        l=args.l,
+        t_distance=args.t_distance,
+        combinations=args.combinations,
+    )
+    if args.json:
+        print_json(result.to_dict())
+    else:
+        print(render_text(result, args.file.name))
+    return 0
+
+
+def _population_argument(text: str) -> Any:
+    """A number of people, or a population table read from a file."""
+    try:
+        number = float(text.replace(",", "").replace("_", ""))
+    except ValueError:
+        path = Path(text)
+        if not path.exists():
+            raise ParameterError(
+                f"--population must be a number of people or an existing file, got '{text}'."
+            ) from None
+        return read_table(path)
+    if not math.isfinite(number) or number <= 0:
+        raise ParameterError(f"--population must be a positive number of people, got {text}.")
+    return number
+
+
+def _percent(part: float, whole: float) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "-"
+
+
+def render_text(result: Diagnosis, name: str) -> str:
+    """The diagnosis as readable plain-text sections."""
+    n = result.n_records
+    classes = result.classes
+    lines = [
+        f"{name}: {result.rows:,} rows, {len(result.quasi_identifiers)} quasi-identifiers "
+        f"({', '.join(result.quasi_identifiers)}); missing QI values: {result.missing_policy.value}"
+        + (f", {classes.n_dropped:,} rows dropped" if classes.n_dropped else ""),
+        f"equivalence classes: {classes.n_classes:,}   k = {result.k}   "
+        f"sample uniques: {result.sample_uniques:,} ({_percent(result.sample_uniques, n)})",
+    ]
+    if result.identifiers:
+        lines.append(f"direct identifiers to remove or mask: {', '.join(result.identifiers)}")
+    lines += ["", "class sizes"]
+    table = classes.size_frequencies()
+    shown = table[table["size"] <= 12]
+    rows: list[list[Any]] = [
+        [int(s), int(c), int(r)] for s, c, r in zip(shown["size"], shown["classes"], shown["records"], strict=True)
+    ]
+    larger = table[table["size"] > 12]
+    if len(larger):
+        rows.append(["> 12", int(larger["classes"].sum()), int(larger["records"].sum())])
+    lines.append(format_table(["size", "classes", "records"], rows, align="rrr"))
+    lines += ["", "records in classes smaller than k"]
+    below = result.records_below_k()
+    lines.append(
+        format_table(
+            ["k", "records", "share"],
+            [[k, count, _percent(count, n)] for k, count in below.items()],
+            align="rrr",
+        )
+    )
+    lines += ["", f"re-identification risk (records at risk: risk > {result.risk.threshold:g})"]
+    lines.append(
+        format_table(
+            ["attacker", "highest", "average", "lowest", "records at risk"],
+            [
+                [
+                    m.model,
+                    m.highest,
+                    m.average,
+                    m.lowest,
+                    f"{m.n_records_at_risk:,} ({_percent(m.n_records_at_risk, n)})",
+                ]
+                for m in result.risk.models
+            ],
+            align="lrrrr",
+        )
+    )
+    lines.append(f"population: {result.population.source}")
+    if result.population_uniqueness is not None:
+        uniqueness = result.population_uniqueness
+        estimate = uniqueness.dankar
+        value = (
+            f"{estimate.uniques:,.0f} ({100 * estimate.fraction:.2f}% of the population)" if estimate.valid else "n/a"
+        )
+        lines.append(f"population uniques (Dankar et al., {estimate.model.value}): {value}")
+    if result.individual_risk is not None:
+        individual = result.individual_risk
+        lines.append(
+            f"individual risk (sdcMicro): expected re-identifications {individual.expected_reidentifications:,.1f}, "
+            f"global risk {100 * individual.global_risk:.3f}%"
+        )
+    for attribute, models in result.sensitive_models.items():
+        summary = models.summary()
+        lines += ["", f"sensitive attribute '{attribute}'"]
+        lines.append(
+            format_table(
+                ["model", "value"],
+                [
+                    ["distinct l-diversity", summary["l_distinct"]],
+                    ["entropy l-diversity (exp H, natural log)", summary["l_entropy"]],
+                    [f"recursive (c,{summary['recursive_l']})-diversity: smallest integer c", summary["recursive_c"]],
+                    [f"t-closeness ({summary['t_distance']} distance)", summary["t_closeness"]],
+                    [f"delta-disclosure (log base {summary['delta_base']:g})", summary["delta_disclosure"]],
+                    ["basic beta-likeness", summary["beta_basic"]],
+                    ["enhanced beta-likeness", summary["beta_enhanced"]],
+                    ["(alpha,k)-anonymity: alpha", summary["alpha_k"]["alpha"]],
+                ],
+                align="lr",
+            )
+        )
+    if result.combinations is not None:
+        lines += ["", "QI combinations (smallest subsets with the most sample uniques first)"]
+        top = result.combinations.table.sort_values(["sample_uniques", "size"], ascending=[False, True]).head(15)
+        lines.append(
+            format_table(
+                ["quasi-identifiers", "distinction", "separation", "k", "sample uniques"],
+                [
+                    [", ".join(qis), distinction, separation, k, uniques]
+                    for qis, distinction, separation, k, uniques in zip(
+                        top["quasi_identifiers"],
+                        top["distinction"],
+                        top["separation"],
+                        top["k"],
+                        top["sample_uniques"],
+                        strict=True,
+                    )
+                ],
+                align="lrrrr",
+            )
+        )
+    return "\n".join(lines)
