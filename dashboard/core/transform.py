@@ -173,4 +173,10 @@ def _load_builtin_steps() -> None:
 
 
 # Modules whose import registers step kinds; each is added here when it lands.
-_BUILTIN_STEP_MODULES: tuple[str, ...] = ()
+_BUILTIN_STEP_MODULES: tuple[str, ...] = (
+    ".generalization",
+    ".postcodes",
+    ".suppression",
+    ".microaggregation",
+    ".identifiers",
+)
