@@ -1,0 +1,631 @@
+"""Data page: open a built-in dataset or upload a file, preview it, and set each column's role and type.
+
+Uploads go to ``/api/upload`` (see :mod:`dashboard.ui.app`); the table stays on the server and the preview grid
+asks for the rows it shows, a block at a time. Role and type edits, contract imports and ordinal orders all end in
+the page's view state (and so in the URL).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dash
+import dash_ag_grid as dag
+import dash_mantine_components as dmc
+import flask
+import numpy as np
+import pandas as pd
+from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+
+from dashboard.core.contract import ColumnRole, DataContract, StatisticalType
+from dashboard.core.errors import ContractError, PrivdashError
+from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title
+from dashboard.ui.pagestate import PAGE_STATE, state_from_query, state_from_store, state_store
+from dashboard.ui.services import LoadedDataset, Services, reference_values, too_large_message
+from dashboard.ui.state import StateError, ViewState, order_permutation
+
+PATH = "/data"
+NAME = "Data"
+ACCEPT = ".csv,.tsv,.txt,.tab,.dat,.xlsx,.xlsm,.parquet,.pq"
+
+ROLE_OPTIONS = (
+    (ColumnRole.IDENTIFIER, "ID"),
+    (ColumnRole.QUASI_IDENTIFIER, "QI"),
+    (ColumnRole.SENSITIVE, "Sensitive"),
+    (ColumnRole.INSENSITIVE, "Other"),
+    (ColumnRole.WEIGHT, "Weight"),
+)
+ROLE_LABEL = dict(ROLE_OPTIONS)
+TYPE_OPTIONS = (
+    (StatisticalType.NUMERICAL, "Numerical"),
+    (StatisticalType.NOMINAL, "Nominal"),
+    (StatisticalType.ORDINAL, "Ordinal"),
+    (StatisticalType.DATE, "Date"),
+    (StatisticalType.POSTCODE, "Postcode"),
+)
+ROLE_HELP = (
+    "ID: direct identifier (name, e-mail, id), left out of the analysis. QI: quasi-identifier an attacker may "
+    "know (age, sex, postcode). Sensitive: what must not be disclosed (diagnosis, income). Other: not used. "
+    "Weight: sampling weight."
+)
+
+# --- builders ------------------------------------------------------------------------------------------------------
+
+
+def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ()) -> Any:
+    """Where data comes from: the built-in datasets, the upload zone, and this browser's earlier uploads."""
+    zone_attributes: dict[str, Any] = {
+        "data-max-bytes": str(services.settings.max_upload_bytes),
+        "data-upload-url": "/api/upload",
+        "data-accept": ACCEPT,
+    }
+    limit_mb = services.settings.max_upload_bytes / 1e6
+    demo_value = state.dataset if state.dataset and state.dataset.startswith("demo:") else None
+    choices = services.demo_choices()
+    recent = [
+        dmc.Anchor(f"{info.filename} ({fmt_count(info.rows)} rows)", href=f"/data?{_dataset_query(info.id)}", size="sm")
+        for info in owned
+    ]
+    return card(
+        "Open a dataset",
+        dmc.Stack(
+            [
+                dmc.Group(
+                    [
+                        dmc.Select(
+                            id="demo-select",
+                            data=choices,
+                            value=demo_value or (choices[0]["value"] if choices else None),
+                            label="Built-in dataset",
+                            allowDeselect=False,
+                            flex=1,
+                        ),
+                        dmc.Button("Open", id="demo-open", variant="light"),
+                    ],
+                    align="flex-end",
+                    gap="xs",
+                ),
+                dmc.Divider(label="or upload a file", labelPosition="center"),
+                html.Div(
+                    [
+                        dmc.Text("Drop a CSV, Excel or Parquet file here, or click to choose one", fw=500),
+                        dmc.Text(f"Up to {limit_mb:g} MB. The file stays on this server.", size="xs", c="dimmed"),
+                    ],
+                    className="upload-zone",
+                    id="upload-zone",
+                    role="button",
+                    tabIndex="0",
+                    **zone_attributes,
+                ),
+                html.Div(
+                    dmc.Stack(
+                        [
+                            dmc.Progress(id="upload-progress", value=0, animated=True, striped=True),
+                            dmc.Group(
+                                [
+                                    dmc.Text("", id="upload-status", size="sm"),
+                                    dmc.Button("Cancel", id="upload-cancel", size="xs", variant="subtle", color="red"),
+                                ],
+                                justify="space-between",
+                            ),
+                        ],
+                        gap=4,
+                    ),
+                    id="upload-controls",
+                    style={"display": "none"},
+                ),
+                html.Div(id="upload-message"),
+                dcc.Store(id="upload-result"),
+                *([dmc.Text("Your uploads", size="sm", fw=500, mt="xs"), dmc.Stack(recent, gap=2)] if recent else []),
+            ],
+            gap="sm",
+        ),
+    )
+
+
+def _dataset_query(dataset_id: str) -> str:
+    return ViewState(dataset=dataset_id).to_search().lstrip("?")
+
+
+def dataset_summary(loaded: LoadedDataset) -> Any:
+    """Name, shape and origin of the open dataset."""
+    rows, cols = loaded.frame.shape
+    badges = [dmc.Badge(f"{fmt_count(rows)} rows", id="dataset-rows"), dmc.Badge(f"{cols} columns")]
+    if loaded.is_demo:
+        badges.append(dmc.Badge("built-in, synthetic", color="teal"))
+    elif loaded.expires is not None:
+        badges.append(dmc.Badge("uploaded", color="gray"))
+    return dmc.Group([dmc.Text(loaded.title, fw=600, id="dataset-title"), *badges], gap="xs")
+
+
+def preview_grid(loaded: LoadedDataset) -> Any:
+    """A virtualised preview: the grid asks the server for the rows it displays, 100 at a time."""
+    columns = [
+        {"field": f"c{i}", "headerName": name, "sortable": True, "width": 150, "minWidth": 90}
+        for i, name in enumerate(loaded.columns)
+    ]
+    return dag.AgGrid(
+        id="preview-grid",
+        columnDefs=[{"field": "_row", "headerName": "#", "width": 90, "sortable": False, "pinned": "left"}, *columns],
+        rowModelType="infinite",
+        defaultColDef={"resizable": True, "filter": False},
+        dashGridOptions={
+            "cacheBlockSize": 100,
+            "maxBlocksInCache": 20,
+            "infiniteInitialRowCount": min(len(loaded.frame), 100),
+            "rowBuffer": 10,
+        },
+        style={"height": "360px"},
+    )
+
+
+def preview_rows(frame: pd.DataFrame, request: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The block of rows an infinite grid asked for (``startRow``..``endRow``, sorted as its ``sortModel``)."""
+    request = request or {}
+    start = max(int(request.get("startRow", 0) or 0), 0)
+    end = max(int(request.get("endRow", start + 100) or start + 100), start)
+    order: np.ndarray | None = None
+    sort_model = request.get("sortModel") or []
+    if sort_model:
+        sort = sort_model[0]
+        field = str(sort.get("colId", ""))
+        if field.startswith("c") and field[1:].isdigit() and int(field[1:]) < frame.shape[1]:
+            column = frame.iloc[:, int(field[1:])]
+            order = column.argsort(kind="stable").to_numpy()
+            if sort.get("sort") == "desc":
+                order = order[::-1]
+    positions = np.arange(start, min(end, len(frame))) if order is None else order[start:end]
+    block = frame.iloc[positions]
+    rows = json_records(block)
+    for position, row in zip(positions.tolist(), rows, strict=True):
+        row["_row"] = position + 1
+    return {"rowData": rows, "rowCount": len(frame)}
+
+
+def json_records(block: pd.DataFrame) -> list[dict[str, Any]]:
+    """Rows as JSON-safe dicts keyed ``c0, c1 ...`` (missing values become None, other values text or numbers)."""
+    out: dict[str, list[Any]] = {}
+    for i in range(block.shape[1]):
+        column = block.iloc[:, i]
+        if pd.api.types.is_bool_dtype(column) or not pd.api.types.is_numeric_dtype(column):
+            values = column.astype(object).where(column.notna(), None)
+            out[f"c{i}"] = [v if v is None or isinstance(v, str | bool) else str(v) for v in values]
+        else:
+            numbers = column.astype("float64")
+            out[f"c{i}"] = [None if v != v else (int(v) if float(v).is_integer() else v) for v in numbers.tolist()]
+    n = len(block)
+    return [{key: values[r] for key, values in out.items()} for r in range(n)]
+
+
+def column_editor(loaded: LoadedDataset, state: ViewState, profile: Mapping[str, Mapping[str, Any]]) -> Any:
+    """The per-column table: name with the suggestion's reason, role, type, missing values and distinct values."""
+    suggested = {f.name: f.role for f in loaded.contract.fields}
+    rows = []
+    for name in loaded.columns:
+        role = state.roles.get(name, suggested.get(name, ColumnRole.INSENSITIVE))
+        kind = state.types.get(name, StatisticalType.NOMINAL)
+        stats = profile.get(name, {})
+        reason = loaded.reasons.get(name)
+        hint = f"Suggested {ROLE_LABEL.get(suggested.get(name, ColumnRole.INSENSITIVE), 'Other')}"
+        if reason:
+            hint += f": {reason}"
+        rows.append(
+            dmc.TableTr(
+                [
+                    dmc.TableTd(
+                        dmc.Stack(
+                            [dmc.Text(name, fw=600, size="sm"), dmc.Text(hint, size="xs", c="dimmed")],
+                            gap=0,
+                        )
+                    ),
+                    dmc.TableTd(
+                        dmc.SegmentedControl(
+                            id={"type": "role", "column": name},
+                            data=[{"value": r.value, "label": label} for r, label in ROLE_OPTIONS],
+                            value=ColumnRole(role).value,
+                            size="xs",
+                        )
+                    ),
+                    dmc.TableTd(
+                        dmc.Select(
+                            id={"type": "kind", "column": name},
+                            data=[{"value": t.value, "label": label} for t, label in TYPE_OPTIONS],
+                            value=StatisticalType(kind).value,
+                            allowDeselect=False,
+                            size="xs",
+                            w=130,
+                        )
+                    ),
+                    dmc.TableTd(dmc.Text(stats.get("missing", ""), size="sm"), ta="right"),
+                    dmc.TableTd(dmc.Text(stats.get("distinct", ""), size="sm"), ta="right"),
+                    dmc.TableTd(dmc.Text(stats.get("examples", ""), size="xs", c="dimmed", lineClamp=1, maw=220)),
+                ],
+                **{"data-column": name},
+            )
+        )
+    head = dmc.TableThead(
+        dmc.TableTr(
+            [
+                dmc.TableTh("Column"),
+                dmc.TableTh("Role"),
+                dmc.TableTh("Type"),
+                dmc.TableTh("Missing", ta="right"),
+                dmc.TableTh("Distinct", ta="right"),
+                dmc.TableTh("Examples"),
+            ]
+        )
+    )
+    return dmc.TableScrollContainer(
+        dmc.Table([head, dmc.TableTbody(rows)], highlightOnHover=True, verticalSpacing="xs", id="column-table"),
+        minWidth=900,
+    )
+
+
+def contract_tools() -> Any:
+    """Import and export of the data contract JSON, and a reset to the suggestions."""
+    return dmc.Group(
+        [
+            dcc.Upload(dmc.Button("Import contract", variant="light", size="xs"), id="contract-upload", accept=".json"),
+            dmc.Button("Export contract", id="contract-export", variant="light", size="xs"),
+            dmc.Button("Reset to suggestions", id="contract-reset", variant="subtle", size="xs", color="gray"),
+            dcc.Download(id="contract-download"),
+        ],
+        gap="xs",
+    )
+
+
+def ordinal_columns(state: ViewState) -> list[str]:
+    return [name for name, kind in state.types.items() if kind == StatisticalType.ORDINAL]
+
+
+def order_editor(state: ViewState) -> Any:
+    """Edit the order of an ordinal column: drag the rows, or type the values one per line."""
+    columns = ordinal_columns(state)
+    return card(
+        "Ordinal order",
+        dmc.Group(
+            [
+                dmc.Select(
+                    id="order-column",
+                    data=columns,
+                    value=columns[0] if columns else None,
+                    placeholder="no ordinal column" if not columns else None,
+                    label="Column",
+                    w=240,
+                    allowDeselect=False,
+                ),
+            ]
+        ),
+        dmc.SimpleGrid(
+            [
+                dag.AgGrid(
+                    id="order-grid",
+                    columnDefs=[{"field": "value", "headerName": "Lowest first (drag to reorder)", "rowDrag": True}],
+                    rowData=[],
+                    columnSize="responsiveSizeToFit",
+                    dashGridOptions={"rowDragManaged": True, "animateRows": True},
+                    style={"height": "260px"},
+                    className="order-grid",
+                ),
+                dmc.Stack(
+                    [
+                        dmc.Textarea(
+                            id="order-text",
+                            label="Or edit the list (one value per line, lowest first)",
+                            autosize=True,
+                            minRows=6,
+                            maxRows=10,
+                        ),
+                        dmc.Button("Apply list", id="order-apply", size="xs", variant="light", w=120),
+                    ],
+                    gap="xs",
+                ),
+            ],
+            cols=2,
+            mt="sm",
+        ),
+        html.Div(id="order-message"),
+        description="Ordinal columns are compared by this order (t-closeness, generalisation).",
+    )
+
+
+def layout(services: Services, **query: Any) -> Any:
+    """The Data page for the state in ``query``."""
+    state, problem = state_from_query(query)
+    owned: list[Any] = []
+    try:
+        owned = (
+            services.store.owned(flask.request.cookies.get("privdash_session", ""))
+            if flask.has_request_context()
+            else []
+        )
+    except OSError:
+        owned = []
+    body: list[Any] = [page_title("Data", "Pick a table and tell privdash what each column is.")]
+    if problem:
+        body.append(error_alert(problem, title="This link could not be read", alert_id="state-error"))
+    loaded = None
+    if state.dataset:
+        try:
+            loaded = services.dataset(state.dataset)
+            if not state.roles:
+                state = services.initial_state(loaded, state)
+        except PrivdashError as exc:
+            body.append(error_alert(str(exc), title="The dataset is not available", alert_id="dataset-error"))
+            loaded = None
+    left = source_card(services, state, owned)
+    if loaded is None:
+        right = card("Dataset", no_dataset("Nothing is open yet."))
+        body.append(dmc.Grid([dmc.GridCol(left, span={"base": 12, "md": 5}), dmc.GridCol(right, span="auto")]))
+        body.append(state_store(state))
+        return html.Div(body)
+    right = card(None, dataset_summary(loaded), dmc.Space(h="sm"), preview_grid(loaded))
+    body.append(
+        dmc.Grid([dmc.GridCol(left, span={"base": 12, "md": 4}), dmc.GridCol(right, span={"base": 12, "md": 8})])
+    )
+    body.append(
+        card(
+            "Columns",
+            dmc.Group(
+                [dmc.Text(ROLE_HELP, size="xs", c="dimmed", maw=760), contract_tools()],
+                justify="space-between",
+                align="flex-start",
+                mb="sm",
+            ),
+            html.Div(id="column-message"),
+            column_editor(loaded, state, services.profile(loaded)),
+            dmc.Group(
+                [dmc.Anchor(dmc.Button("Check the risk", id="to-risk-button"), id="to-risk", href=state.href("/risk"))],
+                justify="flex-end",
+                mt="md",
+            ),
+            mt="md",
+        )
+    )
+    body.append(html.Div(order_editor(state), id="order-card", style={"marginTop": "16px"}))
+    body.append(state_store(state))
+    return html.Div(body)
+
+
+# --- callbacks -----------------------------------------------------------------------------------------------------
+
+
+def register(app: Dash, services: Services) -> None:
+    dash.register_page(
+        __name__,
+        path=PATH,
+        name=NAME,
+        title="privdash · Data",
+        order=0,
+        layout=lambda **q: layout(services, **q),
+    )
+    # The site root shows the Data page too (a redirect would drop the query string).
+    dash.register_page(
+        f"{__name__}.home", path="/", name=NAME, title="privdash", order=99, layout=lambda **q: layout(services, **q)
+    )
+
+    @app.callback(
+        Output("redirect", "href", allow_duplicate=True),
+        Input("demo-open", "n_clicks"),
+        State("demo-select", "value"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def open_demo(clicks: int | None, dataset_id: str | None, data: Any) -> Any:
+        if not clicks or not dataset_id:
+            return no_update
+        loaded = services.dataset(dataset_id)
+        return services.initial_state(loaded, _targets(data)).href(PATH)
+
+    @app.callback(
+        Output("upload-message", "children"),
+        Output("redirect", "href", allow_duplicate=True),
+        Input("upload-result", "data"),
+        prevent_initial_call=True,
+    )
+    def upload_done(result: Mapping[str, Any] | None) -> tuple[Any, Any]:
+        message, href = upload_outcome(result, services.settings.max_upload_bytes)
+        return message, href or no_update
+
+    @app.callback(
+        Output("preview-grid", "getRowsResponse"),
+        Input("preview-grid", "getRowsRequest"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def preview_block(request: Mapping[str, Any] | None, data: Any) -> Any:
+        state = state_from_store(data)
+        if not state.dataset or not request:
+            return no_update
+        return preview_rows(services.dataset(state.dataset).frame, request)
+
+    @app.callback(
+        Output(PAGE_STATE, "data"),
+        Output({"type": "role", "column": ALL}, "value"),
+        Output({"type": "kind", "column": ALL}, "value"),
+        Output("column-message", "children"),
+        Output("to-risk", "href"),
+        Output("order-column", "data"),
+        Input({"type": "role", "column": ALL}, "value"),
+        Input({"type": "kind", "column": ALL}, "value"),
+        Input("contract-upload", "contents"),
+        Input("contract-reset", "n_clicks"),
+        State({"type": "role", "column": ALL}, "id"),
+        State("contract-upload", "filename"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def update_columns(
+        roles: list[str],
+        kinds: list[str],
+        contract_contents: str | None,
+        _reset: int | None,
+        ids: list[dict[str, str]],
+        contract_name: str | None,
+        data: Any,
+    ) -> tuple:
+        state = state_from_store(data)
+        loaded = services.dataset(str(state.dataset))
+        names = [item["column"] for item in ids]
+        trigger = ctx.triggered_id
+        try:
+            if trigger == "contract-upload":
+                new_state = state_with_contract(services, loaded, state, contract_contents, contract_name)
+            elif trigger == "contract-reset":
+                new_state = services.initial_state(loaded, state)
+            else:
+                new_state = state.with_columns(
+                    dict(zip(names, roles, strict=True)), dict(zip(names, kinds, strict=True))
+                )
+            services.contract(loaded, new_state).validate(loaded.frame)
+            message = None
+        except (PrivdashError, StateError) as exc:
+            new_state, message = state, error_alert(str(exc), title="This change was not applied")
+        return (
+            new_state.to_dict(),
+            [new_state.roles[n].value for n in names],
+            [new_state.types[n].value for n in names],
+            message,
+            new_state.href("/risk"),
+            ordinal_columns(new_state),
+        )
+
+    @app.callback(
+        Output("contract-download", "data"),
+        Input("contract-export", "n_clicks"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def export_contract(_clicks: int | None, data: Any) -> Any:
+        state = state_from_store(data)
+        loaded = services.dataset(str(state.dataset))
+        stem = loaded.title.rsplit(".", 1)[0] if not loaded.is_demo else str(state.dataset).split(":")[-1]
+        return {"content": services.contract(loaded, state).to_json(), "filename": f"{stem}.contract.json"}
+
+    @app.callback(
+        Output("order-grid", "rowData"),
+        Output("order-text", "value"),
+        Input("order-column", "value"),
+        Input(PAGE_STATE, "data"),
+    )
+    def show_order(column: str | None, data: Any) -> tuple[Any, Any]:
+        state = state_from_store(data)
+        if not column or not state.dataset or column not in ordinal_columns(state):
+            return [], ""
+        loaded = services.dataset(state.dataset)
+        order = current_order(services, loaded, state, column)
+        return [{"value": str(v)} for v in order], "\n".join(str(v) for v in order)
+
+    @app.callback(
+        Output(PAGE_STATE, "data", allow_duplicate=True),
+        Output("order-message", "children"),
+        Input("order-grid", "virtualRowData"),
+        Input("order-apply", "n_clicks"),
+        State("order-text", "value"),
+        State("order-column", "value"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def save_order(
+        rows: list[dict[str, Any]] | None, _apply: int | None, text: str | None, column: str | None, data: Any
+    ) -> tuple[Any, Any]:
+        state = state_from_store(data)
+        if not column or not state.dataset:
+            return no_update, None
+        labels = [str(r["value"]) for r in rows or []] if ctx.triggered_id == "order-grid" else _lines(text)
+        if not labels:
+            return no_update, None
+        loaded = services.dataset(state.dataset)
+        try:
+            new_state = state_with_order(loaded, state, column, labels)
+        except StateError as exc:
+            return no_update, error_alert(str(exc), title="This order was not applied")
+        if new_state == state:
+            return no_update, None
+        return new_state.to_dict(), None
+
+
+def _targets(data: Any) -> ViewState:
+    try:
+        state = state_from_store(data)
+    except StateError:
+        return ViewState()
+    return ViewState(missing=state.missing, k=state.k, l=state.l, t=state.t, risk=state.risk)
+
+
+def _lines(text: str | None) -> list[str]:
+    return [line.strip() for line in (text or "").splitlines() if line.strip()]
+
+
+def upload_outcome(result: Mapping[str, Any] | None, limit: int) -> tuple[Any, str | None]:
+    """What the page shows after an upload: an error message, or the address of the new dataset's view."""
+    if not result:
+        return None, None
+    if result.get("too_large"):
+        info = result["too_large"]
+        message = too_large_message(info.get("filename"), int(info.get("size", 0)), limit)
+        return error_alert(message, title="The file was not loaded", alert_id="upload-error"), None
+    if result.get("error"):
+        return error_alert(str(result["error"]), title="The file was not loaded", alert_id="upload-error"), None
+    if result.get("href"):
+        return None, str(result["href"])
+    return None, None
+
+
+def state_with_contract(
+    services: Services, loaded: LoadedDataset, state: ViewState, contents: str | None, filename: str | None
+) -> ViewState:
+    """The state after importing a data contract file (``contents`` as sent by ``dcc.Upload``)."""
+    import base64
+
+    from dashboard.ui.services import state_from_contract
+
+    if not contents or "," not in contents:
+        raise ContractError("The contract file is empty.")
+    try:
+        text = base64.b64decode(contents.split(",", 1)[1]).decode("utf-8-sig")
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ContractError(f"{filename or 'The contract'} is not a UTF-8 JSON file.") from exc
+    contract = DataContract.from_json(text)
+    unknown = [f.name for f in contract.fields if f.name not in loaded.columns]
+    if unknown:
+        raise ContractError(
+            f"{filename or 'The contract'} names columns this table does not have: {', '.join(unknown[:5])}."
+        )
+    contract.validate(loaded.frame[[f.name for f in contract.fields]])
+    return state_from_contract(loaded, contract, state)
+
+
+def current_order(services: Services, loaded: LoadedDataset, state: ViewState, column: str) -> list[Any]:
+    """The order the state gives an ordinal column."""
+    contract = services.contract(loaded, state)
+    return list(contract[column].ordinal_values or ())
+
+
+def state_with_order(loaded: LoadedDataset, state: ViewState, column: str, labels: Sequence[str]) -> ViewState:
+    """The state with a new order for an ordinal column, given as the values' text, lowest first."""
+    values = reference_values(loaded, column)
+    by_label = {str(v): v for v in values}
+    unknown = [label for label in labels if label not in by_label]
+    if unknown:
+        raise StateError(f"Not a value of '{column}': {', '.join(unknown[:5])}.")
+    missing = [label for label in by_label if label not in labels]
+    if missing or len(set(labels)) != len(labels):
+        raise StateError(
+            f"List every value of '{column}' exactly once"
+            + (f" (missing: {', '.join(missing[:5])})." if missing else ".")
+        )
+    perm = order_permutation([by_label[label] for label in labels], values)
+    return state.updated(orders={**state.orders, column: perm})
+
+
+__all__ = [
+    "column_editor",
+    "json_records",
+    "layout",
+    "preview_rows",
+    "register",
+    "state_with_order",
+    "upload_outcome",
+]

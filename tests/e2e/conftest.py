@@ -1,0 +1,79 @@
+"""Browser tests: the dashboard served on a free local port, driven by Playwright in Debian's headless Chromium.
+
+No browser is downloaded: ``browser_type_launch_args`` points Playwright at ``/usr/bin/chromium`` (override with
+``PRIVDASH_CHROMIUM``). Every test in this folder is marked ``e2e``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from werkzeug.serving import make_server
+
+from dashboard.ui.app import create_app
+from dashboard.ui.settings import Settings
+
+CHROMIUM_FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-dev-shm-usage",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-quic",
+    "--no-first-run",
+]
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.e2e)
+
+
+def _chromium() -> str:
+    path = os.environ.get("PRIVDASH_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+    if not Path(path).exists():
+        pytest.fail("The browser tests need Chromium: install Debian's 'chromium' package (see scripts/test.sh).")
+    return path
+
+
+@pytest.fixture(scope="session")
+def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
+    return {**browser_type_launch_args, "executable_path": _chromium(), "headless": True, "args": CHROMIUM_FLAGS}
+
+
+@pytest.fixture(scope="session")
+def live_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    root = tmp_path_factory.mktemp("privdash")
+    return Settings(store_dir=root / "store", cache_dir=root / "cache", max_upload_bytes=5_000_000)
+
+
+@pytest.fixture(scope="session")
+def live_server(live_settings: Settings) -> Iterator[str]:
+    """The app on ``http://127.0.0.1:<free port>``, for the whole session."""
+    logging.getLogger("werkzeug").setLevel(logging.WARNING)
+    app = create_app(live_settings)
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        thread.join(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def screenshots() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
