@@ -83,6 +83,12 @@ class ViewState:
         Re-identification risk threshold tau: a record is at risk when its risk exceeds it.
     violating
         Per-class table shows only the classes that fail a target.
+    fix
+        The Fix page's step list, in order: compact JSON objects whose meaning belongs to that page
+        (``dashboard.pages.fix``); settings only, never data values.
+    geo
+        The Postcodes page's settings (population table, level, strategy, threshold ...), a compact JSON object
+        whose meaning belongs to that page (``dashboard.pages.postcodes``).
     """
 
     dataset: str | None = None
@@ -95,6 +101,8 @@ class ViewState:
     t: float = 0.2
     risk: float = 0.2
     violating: bool = False
+    fix: tuple[Mapping[str, Any], ...] = ()
+    geo: Mapping[str, Any] = field(default_factory=dict)
 
     # --- derived views ------------------------------------------------------------------------------------------
 
@@ -171,6 +179,8 @@ class ViewState:
             ("t", self.t if self.t != defaults.t else None),
             ("r", self.risk if self.risk != defaults.risk else None),
             ("x", 1 if self.violating else None),
+            ("f", [dict(step) for step in self.fix] if self.fix else None),
+            ("g", dict(self.geo) if self.geo else None),
         ):
             if value is not None:
                 out[key] = value
@@ -218,6 +228,8 @@ class ViewState:
                 t=float(obj.get("t", DEFAULTS.t)),
                 risk=float(obj.get("r", DEFAULTS.risk)),
                 violating=bool(obj.get("x", 0)),
+                fix=tuple(obj.get("f", ())),
+                geo=dict(obj.get("g", {})),
             )
         except StateError:
             raise
@@ -255,6 +267,17 @@ def _optional_str(value: Any) -> str | None:
     return value
 
 
+def _json_object(value: Any, what: str) -> dict[str, Any]:
+    """A plain JSON object (string keys; JSON scalars, lists and objects as values), checked by a round trip."""
+    if not isinstance(value, Mapping):
+        raise StateError(f"The link's {what} is not an object.")
+    try:
+        text = json.dumps(dict(value), allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise StateError(f"The link's {what} is not plain JSON.") from exc
+    return dict(json.loads(text))
+
+
 def _validated(state: ViewState) -> ViewState:
     try:
         state = replace(
@@ -268,6 +291,8 @@ def _validated(state: ViewState) -> ViewState:
             t=float(state.t),
             risk=float(state.risk),
             violating=bool(state.violating),
+            fix=tuple(_json_object(step, "fix step") for step in state.fix),
+            geo=_json_object(state.geo, "postcode settings"),
         )
     except (TypeError, ValueError) as exc:
         raise StateError(f"Invalid view settings: {exc}") from exc
