@@ -22,11 +22,13 @@ from dashboard.core.contract import ColumnRole, DataContract, StatisticalType
 from dashboard.core.errors import ContractError, PrivdashError
 from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title
 from dashboard.ui.pagestate import PAGE_STATE, state_from_query, state_from_store, state_store
-from dashboard.ui.services import LoadedDataset, Services, reference_values, too_large_message
-from dashboard.ui.state import StateError, ViewState, order_permutation
+from dashboard.ui.services import DEMO_PREFIX, LoadedDataset, Services, reference_values, too_large_message
+from dashboard.ui.state import QUERY_KEY, StateError, ViewState, order_permutation
 
 PATH = "/data"
 NAME = "Data"
+#: The dataset the site root opens on a first visit.
+HOME_DATASET = DEMO_PREFIX + "people"
 ACCEPT = ".csv,.tsv,.txt,.tab,.dat,.xlsx,.xlsm,.parquet,.pq"
 
 ROLE_OPTIONS = (
@@ -388,6 +390,13 @@ def layout(services: Services, **query: Any) -> Any:
     return html.Div(body)
 
 
+def home(services: Services, **query: Any) -> Any:
+    """The site root: the Data page, on the built-in demo dataset when no view state is given."""
+    if QUERY_KEY not in query:
+        query = {**query, QUERY_KEY: ViewState(dataset=HOME_DATASET).encode()}
+    return layout(services, **query)
+
+
 # --- callbacks -----------------------------------------------------------------------------------------------------
 
 
@@ -400,9 +409,10 @@ def register(app: Dash, services: Services) -> None:
         order=0,
         layout=lambda **q: layout(services, **q),
     )
-    # The site root shows the Data page too (a redirect would drop the query string).
+    # The site root shows the Data page too (a redirect would drop the query string); opened bare, it starts on the
+    # built-in demo dataset so that a first visit has something to look at.
     dash.register_page(
-        f"{__name__}.home", path="/", name=NAME, title="privdash", order=99, layout=lambda **q: layout(services, **q)
+        f"{__name__}.home", path="/", name=NAME, title="privdash", order=99, layout=lambda **q: home(services, **q)
     )
 
     @app.callback(

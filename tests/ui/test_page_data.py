@@ -130,3 +130,11 @@ def test_importing_a_contract(services: Services) -> None:
     wrong_type = {"field_metadata": [{"field_name": "name", "statistical_data_type": "NUMERICAL"}]}
     with pytest.raises(ContractError, match="non-numbers"):
         page.state_with_contract(services, loaded, state, _upload(json.dumps(wrong_type)), "c.json")
+
+
+def test_site_root_opens_the_demo_dataset(services: Services) -> None:
+    text = as_json(page.home(services))
+    assert "Customers (synthetic, 5,000 people)" in text and "Nothing is open yet" not in text
+    # With a view state (a share link, or the user's own choice), the root shows exactly that state.
+    empty = as_json(page.home(services, s=""))
+    assert "Nothing is open yet" in empty
