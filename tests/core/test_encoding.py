@@ -77,7 +77,7 @@ def test_large_key_spaces_and_exclusion() -> None:
 
 def test_chunked_counting_matches_bincount() -> None:
     rng = np.random.default_rng(9)
-    n = 1_000_003  # not a multiple of the chunk size
+    n = 1_100_003  # more than four chunks (threaded), not a multiple of the chunk size
     frame = pd.DataFrame({c: pd.Categorical(rng.choice(["1", "2", "3"], n)) for c in "ABCD"})
     frame.loc[::97, "B"] = None
     encoded = encode_columns(frame, list(frame.columns))
