@@ -8,6 +8,7 @@ variable                   meaning                                              
 ``PRIVDASH_MAX_UPLOAD_MB`` largest accepted upload, in MB (10^6 bytes)                  ``100``
 ``PRIVDASH_CACHE_DIR``     folder of the background-job cache                           ``./var/cache``
 ``PRIVDASH_CACHE_ITEMS``   parsed tables each worker keeps in memory                    ``4``
+``PRIVDASH_DATA_DIR``      shared reference data (census populations, polygons)         ``../shared/data``
 =========================  ==========================================================  ===================
 """
 
@@ -43,6 +44,8 @@ class Settings:
     max_upload_bytes: int = 100_000_000
     cache_dir: Path = Path("var/cache")
     cache_items: int = 4
+    #: Folder of the shared reference data; None: :func:`dashboard.core.postcodes.default_data_dir`.
+    data_dir: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -63,4 +66,5 @@ class Settings:
             max_upload_bytes=int(max_mb * 1e6),
             cache_dir=Path(env.get("PRIVDASH_CACHE_DIR", default.cache_dir)),
             cache_items=cache_items,
+            data_dir=Path(env["PRIVDASH_DATA_DIR"]) if env.get("PRIVDASH_DATA_DIR") else None,
         )
