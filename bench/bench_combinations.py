@@ -28,6 +28,8 @@ from typing import TypeVar
 import numpy as np
 import pandas as pd
 
+from bench._common import machine
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
@@ -109,6 +111,7 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     parser.add_argument("--scale", type=int, default=10)
     args = parser.parse_args()
+    print(f"machine: {machine()}")
     adult = read_table(Path(args.data_dir) / "arx_adult" / "adult.csv")
     run(adult, "Adult", args.repeat, naive=True)
     if args.scale > 1:
