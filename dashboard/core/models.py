@@ -570,12 +570,55 @@ def _ordered_distance(sparse: _Sparse, n_classes: int) -> np.ndarray:
     out = np.zeros(n_classes)
     if m <= 1:
         return out
+    fast = _ordered_distance_sparse(sparse, n_classes)
+    if fast is not None:
+        return fast
     step = _blocks(n_classes, m).step
     for start in _blocks(n_classes, m):
         stop = min(start + step, n_classes)
         cumulative = np.cumsum(_block_differences(sparse, start, stop), axis=1)
         out[start:stop] = np.abs(cumulative).sum(axis=1, dtype=np.float64)
     return out / (sparse.sizes * float(sparse.total) * (m - 1))
+
+
+def _ordered_distance_sparse(sparse: _Sparse, n_classes: int) -> np.ndarray | None:
+    """The ordered distance in ``O(entries * log m)`` instead of ``O(classes * m)``, exactly; None if it can't.
+
+    ``sum_i |D_j(i)|`` with ``D_j(i) = N C_j(i) - f_j P(i)``, where ``C_j`` (the class's cumulative counts) is
+    constant between two values present in the class and ``P`` (the table's cumulative counts) is non-decreasing.
+    On such a run ``[lo, hi]`` with ``a = N C``, ``D`` changes sign once, at the first ``i`` with
+    ``P(i) > a // f`` (binary search), and each side sums in closed form from the prefix sums ``S`` of ``P``. Sums
+    stay in int64, so the result equals the dense computation; when they could overflow, or a class has no entry,
+    None sends the caller to the dense blocks.
+    """
+    m = sparse.dist.n_values
+    n_entries = len(sparse.cls)
+    if n_entries == 0 or len(np.unique(sparse.cls)) != n_classes:
+        return None
+    cumulative = np.cumsum(np.asarray(sparse.dist.overall, dtype=np.int64))  # P(i)
+    total = int(cumulative[-1])
+    if int(sparse.sizes.max()) * m * max(total, 1) >= 2**62:
+        return None
+    prefix = np.concatenate(([0], np.cumsum(cumulative)))  # prefix[x + 1] = S(x) = P(0) + ... + P(x)
+    value = np.asarray(sparse.dist.value_index, dtype=np.int64)
+    order = np.lexsort((value, sparse.cls))
+    cls, value, count = sparse.cls[order], value[order], sparse.count[order]
+    size = sparse.size[order]
+    starts = np.flatnonzero(np.r_[True, cls[1:] != cls[:-1]])
+    running = np.cumsum(count)
+    class_cumulative = running - np.repeat(running[starts] - count[starts], np.diff(np.r_[starts, n_entries]))
+    last = np.r_[cls[1:] != cls[:-1], True]
+    lo = value
+    hi = np.where(last, m - 1, np.r_[value[1:], 0] - 1)
+    a = class_cumulative * total
+    split = np.clip(np.searchsorted(cumulative, a // size, side="right"), lo, hi + 1)
+    below = a * (split - lo) - size * (prefix[split] - prefix[lo])
+    above = size * (prefix[hi + 1] - prefix[split]) - a * (hi + 1 - split)
+    per_entry = below + above
+    # Before a class's first value C = 0, so |D| = f P(i).
+    per_entry[starts] += size[starts] * prefix[value[starts]]
+    sums = np.add.reduceat(per_entry, starts)
+    return sums.astype(np.float64) / (sparse.sizes * float(sparse.total) * (m - 1))
 
 
 @dataclass(frozen=True, eq=False)

@@ -596,3 +596,31 @@ def test_block_processing_matches_a_single_block(monkeypatch: pytest.MonkeyPatch
     monkeypatch.setattr(models_module, "BLOCK_CELLS", 7 * 30)  # blocks of 7 classes, the last one partial
     np.testing.assert_array_equal(t_closeness(classes, "s").per_class, whole_ordered)
     np.testing.assert_array_equal(t_closeness(classes, "s", hierarchy=hierarchy).per_class, whole_hier)
+
+
+@pytest.mark.parametrize("missing", ["value", "wildcard", "drop"])
+def test_ordered_distance_sparse_path_equals_the_dense_blocks(missing: str) -> None:
+    from dashboard.core import models
+
+    rng = np.random.default_rng(11)
+    for _ in range(25):
+        n = int(rng.integers(2, 300))
+        frame = pd.DataFrame(
+            {
+                "a": rng.integers(0, int(rng.integers(1, 15)), n).astype(float),
+                "b": rng.integers(0, 3, n),
+                "s": rng.integers(0, int(rng.integers(2, 25)), n).astype(float),
+            }
+        )
+        frame.loc[rng.random(n) < 0.1, "a"] = np.nan
+        frame.loc[rng.random(n) < 0.1, "s"] = np.nan
+        classes = equivalence_classes(frame, ["a", "b"], sensitive=["s"], missing=missing)
+        sparse = models._sparse(classes, "s")
+        m = sparse.dist.n_values
+        if m <= 1:
+            continue
+        dense = np.abs(np.cumsum(models._block_differences(sparse, 0, classes.n_classes), axis=1)).sum(axis=1)
+        expected = dense / (sparse.sizes * float(sparse.total) * (m - 1))
+        fast = models._ordered_distance_sparse(sparse, classes.n_classes)
+        assert fast is not None
+        np.testing.assert_array_equal(fast, expected)
