@@ -1,36 +1,1259 @@
-"""Fix page: generalisation, suppression and microaggregation previews (filled by the fixes feature)."""
+"""Fix page: build a list of anonymization steps and see, before and after, what it does to risk and utility.
+
+The step list lives in the view state (``ViewState.fix``: settings only, see :mod:`dashboard.ui.fixes`), so the
+share link reproduces the fixed view; Undo drops the last step. Every number comes from the core: the steps are
+applied by :func:`dashboard.ui.fixes.run_fixes` (the core's step functions), the risk before from the cached
+diagnosis of :class:`~dashboard.ui.services.Services` and after from :func:`dashboard.core.diagnose.diagnose` of the
+fixed table, utility from :mod:`dashboard.core.utility`. Step lists with microaggregation or the least-lossy
+search are previewed in a background job (progress bar, cancel button); their results are kept in a disk cache
+so the downloads and the other callbacks of this page reuse them. Downloads (fixed data, value mapping, recipe) go
+through ``dcc.Download``, never through a store.
+"""
 
 from __future__ import annotations
 
+import hashlib
+import io
+import json
+import math
+import re
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import dash
-from dash import Dash, html
+import dash_mantine_components as dmc
+import diskcache
+import pandas as pd
+import plotly.graph_objects as go
+from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
+from plotly.subplots import make_subplots
 
-from dashboard.ui.components import coming_soon
-from dashboard.ui.pagestate import state_from_query, state_store
-from dashboard.ui.services import Services
+from dashboard.core.classes import MissingPolicy
+from dashboard.core.contract import ColumnRole, StatisticalType
+from dashboard.core.diagnose import Diagnosis, diagnose
+from dashboard.core.errors import PrivdashError
+from dashboard.core.risk import records_at_risk_by_k
+from dashboard.core.utility import Metric, classifier_accuracy, value_distributions
+from dashboard.pages.risk import size_bins, size_histogram
+from dashboard.ui.components import (
+    card,
+    error_alert,
+    fmt_count,
+    fmt_number,
+    fmt_share,
+    no_dataset,
+    page_title,
+    stat_card,
+)
+from dashboard.ui.fixes import (
+    BUILDERS,
+    KINDS,
+    SLOW_KINDS,
+    FixError,
+    FixRun,
+    build_hierarchy,
+    cells_changed,
+    check_spec,
+    default_rule,
+    describe_result,
+    describe_spec,
+    extend_run,
+    information_loss_pair,
+    key_status,
+    rule_from_text,
+    rule_text,
+    start_run,
+)
+from dashboard.ui.pagestate import PAGE_STATE, state_from_query, state_from_store, state_store
+from dashboard.ui.services import LoadedDataset, Services, default_k_values
+from dashboard.ui.state import StateError, ViewState
+from dashboard.ui.storage import parquet_safe
+from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE, figure
 
 PATH = "/fix"
 NAME = "Fix"
 
+#: The k of the records-suppressed curve.
+CURVE_K = tuple(range(1, 21))
+#: Values shown in a before/after distribution (the most frequent ones).
+DIST_VALUES = 30
+#: Download formats: button id suffix -> label.
+DOWNLOADS = {"csv": "Fixed data (CSV)", "parquet": "Fixed data (Parquet)", "mapping": "Value mapping (CSV)"}
+DOWNLOADS["recipe"] = "Recipe (JSON)"
+
+#: Control id -> property, read when a step is added (see :func:`spec_from_controls`).
+CONTROLS: dict[str, str] = {
+    "fix-gen-column": "value",
+    "fix-gen-builder": "value",
+    "fix-gen-param": "value",
+    "fix-gen-level": "value",
+    "fix-tb-column": "value",
+    "fix-tb-top": "value",
+    "fix-tb-bottom": "value",
+    "fix-tb-quantiles": "checked",
+    "fix-tb-labels": "checked",
+    "fix-rs-k": "value",
+    "fix-rs-budget": "value",
+    "fix-cs-k": "value",
+    "fix-cs-importance": "value",
+    "fix-ma-k": "value",
+    "fix-ma-decimals": "value",
+    "fix-drop-columns": "value",
+    "fix-mask-columns": "value",
+    "fix-mask-first": "value",
+    "fix-mask-last": "value",
+    "fix-ps-columns": "value",
+    "fix-ps-length": "value",
+    "fix-search-k": "value",
+    "fix-search-l": "checked",
+    "fix-search-t": "checked",
+    "fix-search-risk": "checked",
+    "fix-search-suppression": "value",
+    "fix-search-metric": "value",
+}
+
+# --- controls -> spec ----------------------------------------------------------------------------------------------
+
+
+def _number(value: Any, name: str) -> float | None:
+    if value in (None, ""):
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise FixError(f"{name} must be a number, got {value!r}.") from None
+
+
+def _required(value: Any, name: str) -> float:
+    number = _number(value, name)
+    if number is None:
+        raise FixError(f"Give {name}.")
+    return number
+
+
+def _whole(value: float) -> int | float:
+    return int(value) if float(value).is_integer() else value
+
+
+def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewState) -> dict[str, Any]:
+    """The fix spec the controls of technique ``kind`` describe (validated); raises :class:`FixError`."""
+    if kind not in KINDS:
+        raise FixError("Choose a technique.")
+    v = values
+    spec: dict[str, Any] = {"kind": kind}
+    if kind == "generalize":
+        if not v.get("fix-gen-column"):
+            raise FixError("Choose the column to generalize.")
+        spec.update(
+            column=v["fix-gen-column"],
+            rule=rule_from_text(str(v.get("fix-gen-builder") or ""), v.get("fix-gen-param")),
+            level=_whole(_required(v.get("fix-gen-level"), "the level")),
+        )
+    elif kind == "top_bottom":
+        if not v.get("fix-tb-column"):
+            raise FixError("Choose the column to top- or bottom-code.")
+        spec.update(
+            column=v["fix-tb-column"],
+            top=_number(v.get("fix-tb-top"), "The top threshold"),
+            bottom=_number(v.get("fix-tb-bottom"), "The bottom threshold"),
+            quantiles=bool(v.get("fix-tb-quantiles")),
+            labels=bool(v.get("fix-tb-labels")),
+        )
+    elif kind == "suppress_records":
+        spec.update(
+            k=_whole(_required(v.get("fix-rs-k"), "k")),
+            budget=_required(v.get("fix-rs-budget"), "the budget") / 100,
+        )
+    elif kind == "suppress_cells":
+        spec.update(k=_whole(_required(v.get("fix-cs-k"), "k")), importance=list(v.get("fix-cs-importance") or []))
+    elif kind == "microaggregate":
+        decimals = _number(v.get("fix-ma-decimals"), "Decimals")
+        spec.update(
+            k=_whole(_required(v.get("fix-ma-k"), "k")), decimals=None if decimals is None else _whole(decimals)
+        )
+    elif kind == "drop":
+        spec["columns"] = list(v.get("fix-drop-columns") or [])
+    elif kind == "mask":
+        spec.update(
+            columns=list(v.get("fix-mask-columns") or []),
+            first=_whole(_number(v.get("fix-mask-first"), "Characters kept at the start") or 0),
+            last=_whole(_number(v.get("fix-mask-last"), "Characters kept at the end") or 0),
+        )
+    elif kind == "pseudonymize":
+        spec.update(
+            columns=list(v.get("fix-ps-columns") or []),
+            length=_whole(_number(v.get("fix-ps-length"), "The pseudonym length") or 16),
+        )
+    else:
+        spec.update(
+            k=_whole(_required(v.get("fix-search-k"), "k")),
+            l=state.l if v.get("fix-search-l") else None,
+            t=state.t if v.get("fix-search-t") else None,
+            risk=state.risk if v.get("fix-search-risk") else None,
+            suppression=_required(v.get("fix-search-suppression"), "the suppression limit") / 100,
+            metric=v.get("fix-search-metric") or Metric.LOSS.value,
+        )
+    return check_spec(spec)
+
+
+def is_slow(specs: Sequence[Mapping[str, Any]]) -> bool:
+    """True when a step list contains a step previewed in the background."""
+    return any(isinstance(s, Mapping) and s.get("kind") in SLOW_KINDS for s in specs)
+
+
+# --- applying the state's list (cached) ----------------------------------------------------------------------------
+
+_DISK: dict[str, diskcache.Cache] = {}
+_DISK_LOCK = threading.Lock()
+
+
+def _disk(services: Services) -> diskcache.Cache:
+    """The disk cache of slow runs (shared by the web workers and the background jobs)."""
+    folder = Path(services.settings.cache_dir) / "fix-runs"
+    with _DISK_LOCK:
+        if str(folder) not in _DISK:
+            folder.mkdir(parents=True, exist_ok=True)
+            _DISK[str(folder)] = diskcache.Cache(str(folder), size_limit=2**30)
+        return _DISK[str(folder)]
+
+
+def _run_key(loaded: LoadedDataset, contract_json: str, missing: str, specs: Sequence[Mapping[str, Any]]) -> str:
+    text = json.dumps([loaded.id, contract_json, missing, list(specs)], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def fix_run(services: Services, state: ViewState, progress: Callable[[int, str], None] | None = None) -> FixRun:
+    """The state's step list applied to its dataset (each prefix kept in the per-process cache; prefixes with a
+    slow step also on disk). Raises ``PrivdashError`` when the dataset or its contract is not usable."""
+    if not state.dataset:
+        raise FixError("No dataset is open.")
+    loaded = services.dataset(state.dataset)
+    contract = services.contract(loaded, state)
+    contract_json = contract.to_json(indent=None)
+    contract.validate(loaded.frame)
+
+    def prefix(n: int) -> FixRun:
+        specs = state.fix[:n]
+        key = _run_key(loaded, contract_json, state.missing.value, specs)
+
+        def build() -> FixRun:
+            if n == 0:
+                return start_run(loaded.frame, contract, state.missing)
+            slow = is_slow(specs)
+            if slow:
+                stored = _disk(services).get(key)
+                if isinstance(stored, FixRun):
+                    return stored
+            previous = prefix(n - 1)
+            if progress is not None and previous.error is None:
+                progress(n - 1, describe_spec(specs[-1]))
+            run = extend_run(previous, specs[-1], n - 1)
+            if slow:
+                _disk(services).set(key, run, expire=services.settings.store_ttl)
+            return run
+
+        return services.derived(("fix-run", id(loaded.frame), key), build)
+
+    return prefix(len(state.fix))
+
+
+def run_ready(services: Services, state: ViewState) -> bool:
+    """True when the state's list has no slow step, or its run is already on disk (no background job needed)."""
+    if not is_slow(state.fix) or not state.dataset:
+        return True
+    try:
+        loaded = services.dataset(state.dataset)
+        contract = services.contract(loaded, state)
+    except PrivdashError:
+        return True
+    return _run_key(loaded, contract.to_json(indent=None), state.missing.value, state.fix) in _disk(services)
+
+
+def fixed_diagnosis(services: Services, run: FixRun, state: ViewState) -> Diagnosis:
+    """The core's diagnosis of the fixed table (wildcard classes after cell suppression)."""
+    policy = MissingPolicy.WILDCARD if run.wildcard else state.missing
+    if not run.specs:
+        return services.diagnosis(state)
+
+    def build() -> Diagnosis:
+        return diagnose(
+            run.data,
+            contract=run.contract,
+            missing=policy,
+            threshold=state.risk,
+            k_values=default_k_values(state.k),
+        )
+
+    return services.derived(("fix-diagnosis", run, policy.value, state.risk, state.k), build)
+
+
+# --- builders: before / after --------------------------------------------------------------------------------------
+
+
+def risk_cards(diagnosis: Diagnosis, state: ViewState, side: str) -> Any:
+    """k, highest prosecutor risk, records at risk, and l and t when there are sensitive attributes."""
+    classes = diagnosis.classes
+    prosecutor = diagnosis.risk.prosecutor
+    cards = [
+        stat_card(
+            "k-anonymity",
+            fmt_count(diagnosis.k),
+            passed=classes.records_below(state.k) == 0 if classes.n_classes else None,
+            detail=f"target k ≥ {state.k}; {fmt_count(classes.records_below(state.k))} records in smaller classes",
+            card_id=f"fix-{side}-k",
+        ),
+        stat_card(
+            "Highest risk",
+            fmt_share(prosecutor.highest),
+            passed=prosecutor.highest <= state.risk,
+            detail=f"prosecutor; target ≤ {fmt_share(state.risk, 0)}",
+            card_id=f"fix-{side}-risk",
+        ),
+        stat_card(
+            "Records at risk",
+            fmt_count(prosecutor.n_records_at_risk),
+            passed=prosecutor.n_records_at_risk == 0,
+            detail=f"{fmt_share(prosecutor.records_at_risk)} of {fmt_count(diagnosis.n_records)} records",
+            card_id=f"fix-{side}-at-risk",
+        ),
+    ]
+    models = list(diagnosis.sensitive_models.values())
+    if models:
+        worst_l = min(models, key=lambda m: m.l_distinct.value)
+        worst_t = max(models, key=lambda m: m.t_closeness.value)
+        cards.append(
+            stat_card(
+                "l-diversity",
+                fmt_number(worst_l.l_distinct.value),
+                passed=all(m.l_distinct.satisfies(state.l) for m in models),
+                detail=f"target l ≥ {state.l}; lowest on {worst_l.attribute}",
+                card_id=f"fix-{side}-l",
+            )
+        )
+        cards.append(
+            stat_card(
+                "t-closeness",
+                fmt_number(worst_t.t_closeness.value),
+                passed=all(m.t_closeness.satisfies(state.t) for m in models),
+                detail=f"target t ≤ {fmt_number(state.t)}; highest on {worst_t.attribute}",
+                card_id=f"fix-{side}-t",
+            )
+        )
+    return dmc.SimpleGrid(cards, cols={"base": 2, "xl": 3}, spacing="sm", id=f"fix-{side}-cards")
+
+
+def side_view(diagnosis: Diagnosis | None, state: ViewState, side: str, title: str, problem: str | None) -> Any:
+    """One column of the comparison: risk cards and the class-size histogram."""
+    if diagnosis is None:
+        return card(title, error_alert(problem or "Not available.", title="The risk cannot be computed"))
+    binned = size_bins(diagnosis.classes.size_frequencies())
+    return card(
+        title,
+        risk_cards(diagnosis, state, side),
+        dmc.Text("Class sizes", size="sm", fw=500, mt="md"),
+        dcc.Graph(figure=size_histogram(binned, state.k), config={"displaylogo": False}, id=f"fix-{side}-sizes"),
+        description=f"{fmt_count(diagnosis.n_records)} records in {fmt_count(diagnosis.classes.n_classes)} classes"
+        + (" (missing cells match any value)" if diagnosis.missing_policy == MissingPolicy.WILDCARD else ""),
+    )
+
+
+def suppression_curve(before: Diagnosis, after: Diagnosis | None, k_target: int) -> go.Figure:
+    """% of records record suppression would remove to reach each k (records in classes smaller than k)."""
+    traces = []
+    for diagnosis, name, color, dash_style in (
+        (before, "before", COLORS["muted"], "dot"),
+        (after, "after the steps", COLORS["primary"], "solid"),
+    ):
+        if diagnosis is None:
+            continue
+        curve = records_at_risk_by_k(diagnosis.classes, CURVE_K)
+        traces.append(
+            go.Scatter(
+                x=curve.x,
+                y=100 * curve.fraction,
+                customdata=curve.records,
+                name=name,
+                mode="lines+markers",
+                line={"shape": "hv", "color": color, "dash": dash_style},
+                hovertemplate=f"{name}, k = %{{x}}: %{{customdata:,}} records (%{{y:.1f}}%)<extra></extra>",
+            )
+        )
+    fig = figure(*traces, xaxis_title="k", yaxis_title="records suppressed (%)", height=300, showlegend=True)
+    fig.add_vline(x=k_target, line_dash="dash", line_color=COLORS["muted"])
+    fig.update_yaxes(range=[0, 100])
+    fig.update_layout(legend={"orientation": "h", "y": 1.12})
+    return fig
+
+
+def steps_table(run: FixRun) -> Any:
+    """What each applied step did (the core's summaries)."""
+    rows = [
+        dmc.TableTr(
+            [
+                dmc.TableTd(str(i + 1)),
+                dmc.TableTd(describe_spec(spec)),
+                dmc.TableTd(describe_result(spec, result), className="step-outcome"),
+            ]
+        )
+        for i, (spec, result) in enumerate(zip(run.specs, run.results, strict=True))
+    ]
+    if not rows:
+        return dmc.Text("No step yet: add one on the left. Before and after are the same.", size="sm", c="dimmed")
+    head = dmc.TableThead(dmc.TableTr([dmc.TableTh("#"), dmc.TableTh("step"), dmc.TableTh("result")]))
+    return dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-outcomes", striped=True)
+
+
+# --- builders: utility ---------------------------------------------------------------------------------------------
+
+
+def loss_table(run: FixRun) -> Any:
+    """ARX's information-loss metrics before and after, or why they are not defined for this list."""
+    try:
+        before, after = information_loss_pair(run)
+    except PrivdashError as exc:
+        return dmc.Text(
+            "Information-loss metrics are defined for generalization and suppression of records; this list "
+            f"changes values in other ways ({exc}). The cells changed per column are shown instead.",
+            size="sm",
+            c="dimmed",
+            id="fix-loss-undefined",
+        )
+    help_text = {
+        Metric.LOSS: "0 = nothing generalized, 1 = all",
+        Metric.PRECISION: "mean generalization level",
+        Metric.DISCERNIBILITY: "sum of squared class sizes",
+        Metric.AECS: "average class size",
+        Metric.ENTROPY: "bits lost",
+    }
+    rows = [
+        dmc.TableTr(
+            [
+                dmc.TableTd(metric.value),
+                dmc.TableTd(fmt_number(before.value(metric)), ta="right"),
+                dmc.TableTd(fmt_number(after.value(metric)), ta="right", className=f"loss-{metric.value}"),
+                dmc.TableTd(help_text[metric], c="dimmed"),
+            ]
+        )
+        for metric in Metric
+    ]
+    head = dmc.TableThead(
+        dmc.TableTr(
+            [
+                dmc.TableTh("metric"),
+                dmc.TableTh("before", ta="right"),
+                dmc.TableTh("after", ta="right"),
+                dmc.TableTh(""),
+            ]
+        )
+    )
+    return dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-loss-table")
+
+
+def changed_table(run: FixRun) -> Any:
+    """Cells changed per column and records removed."""
+    table = cells_changed(run)
+    table = table[table["changed"] > 0]
+    dropped = [c for c in run.original.columns if c not in run.data.columns]
+    lines = [f"{fmt_count(run.rows_removed)} of {fmt_count(len(run.original))} records removed"]
+    if dropped:
+        lines.append(f"columns dropped: {', '.join(map(str, dropped))}")
+    rows = [
+        dmc.TableTr(
+            [dmc.TableTd(name), dmc.TableTd(fmt_count(n), ta="right"), dmc.TableTd(fmt_share(share), ta="right")]
+        )
+        for name, n, share in zip(table["column"], table["changed"], table["share"], strict=True)
+    ]
+    head = dmc.TableThead(
+        dmc.TableTr([dmc.TableTh("column"), dmc.TableTh("cells changed", ta="right"), dmc.TableTh("share", ta="right")])
+    )
+    return dmc.Stack(
+        [
+            dmc.Text("; ".join(lines), size="sm", id="fix-removed"),
+            dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-changed-table") if rows else None,
+        ],
+        gap=4,
+    )
+
+
+def distribution_figure(run: FixRun, column: str | None) -> go.Figure:
+    """Counts of the values of ``column`` before (left) and after (right), the most frequent of each side, in value
+    order; suppressed records appear as a value of their own on the right."""
+    if not column or column not in run.data.columns or column not in run.original.columns:
+        return figure(height=300)
+    table = value_distributions(run.original, run.data, [column], kept_rows=run.kept_rows)
+    fig = make_subplots(rows=1, cols=2, shared_yaxes=True, subplot_titles=("before", "after"), horizontal_spacing=0.04)
+    for col, side, color in ((1, "original", COLORS["muted"]), (2, "transformed", COLORS["primary"])):
+        shown = table[table[side] > 0].nlargest(DIST_VALUES, side, keep="first")
+        keys = [_value_key(v) for v in shown["value"]]
+        shown = shown.iloc[sorted(range(len(keys)), key=keys.__getitem__)]
+        fig.add_trace(
+            go.Bar(
+                x=shown["value"].astype(str),
+                y=shown[side],
+                name="before" if col == 1 else "after",
+                marker_color=color,
+                hovertemplate="%{x}: %{y:,} records<extra></extra>",
+            ),
+            row=1,
+            col=col,
+        )
+    fig.update_layout(template=PLOTLY_TEMPLATE, height=320, yaxis_title="records")
+    fig.update_xaxes(type="category")
+    return fig
+
+
+_LEADING_NUMBER = re.compile(r"^[<>=\s\[]*(-?\d+(?:\.\d+)?)")
+
+
+def _value_key(value: Any) -> tuple[float, str]:
+    """Sort key of a value label: by its leading number when it has one (``39``, ``35-39``, ``>= 90``), else text."""
+    text = str(value)
+    match = _LEADING_NUMBER.match(text)
+    return (float(match.group(1)) if match else math.inf, text)
+
+
+def utility_card(run: FixRun, state: ViewState) -> Any:
+    columns = [str(c) for c in run.data.columns if c in run.original.columns]
+    qis = [c for c in run.base_contract.quasi_identifiers if c in columns]
+    first = qis[0] if qis else (columns[0] if columns else None)
+    targets = [c for c in columns if c not in qis]
+    target = next((c for c in run.base_contract.sensitive if c in targets), targets[0] if targets else None)
+    return card(
+        "Utility",
+        dmc.Grid(
+            [
+                dmc.GridCol(
+                    dmc.Stack(
+                        [dmc.Text("Information loss", size="sm", fw=500), loss_table(run), changed_table(run)], gap=6
+                    ),
+                    span={"base": 12, "lg": 5},
+                ),
+                dmc.GridCol(
+                    dmc.Stack(
+                        [
+                            dmc.Select(
+                                id="fix-dist-column",
+                                label="Distribution of",
+                                data=columns,
+                                value=first,
+                                searchable=True,
+                                allowDeselect=False,
+                                w=260,
+                            ),
+                            dcc.Graph(
+                                figure=distribution_figure(run, first),
+                                config={"displaylogo": False},
+                                id="fix-dist-chart",
+                            ),
+                        ],
+                        gap=4,
+                    ),
+                    span={"base": 12, "lg": 7},
+                ),
+            ]
+        ),
+        dmc.Group(
+            [
+                dmc.Select(
+                    id="fix-clf-target",
+                    label="Classifier accuracy: predict",
+                    data=targets,
+                    value=target,
+                    searchable=True,
+                    allowDeselect=False,
+                    w=260,
+                ),
+                dmc.Button("Compare original and fixed", id="fix-clf-run", variant="light"),
+            ],
+            align="flex-end",
+            mt="sm",
+        ),
+        dcc.Loading(html.Div(id="fix-clf-result"), type="dot", delay_show=300),
+        description="What the steps cost: ARX information-loss metrics, cells changed, value distributions and, on "
+        "request, the accuracy of a classifier trained on the fixed data (features: the quasi-identifiers).",
+    )
+
+
+def classifier_view(run: FixRun, target: str | None) -> Any:
+    """Accuracy of a logistic regression on the original vs the fixed table (core's classifier_accuracy)."""
+    features = [c for c in run.base_contract.quasi_identifiers if c in run.data.columns and c != target]
+    if not target or not features:
+        return error_alert("Choose a target column; the quasi-identifiers are the features.", title="Nothing to train")
+    try:
+        result = classifier_accuracy(run.original, run.data, target=target, features=features, kept_rows=run.kept_rows)
+    except PrivdashError as exc:
+        return error_alert(str(exc), title="The classifier could not be trained")
+    return dmc.Text(
+        f"Predicting {target} from {', '.join(features)}: accuracy {fmt_share(result.original_accuracy)} on the "
+        f"original, {fmt_share(result.transformed_accuracy)} on the fixed data (always guessing the most frequent "
+        f"value: {fmt_share(result.baseline_accuracy)}).",
+        size="sm",
+        id="fix-clf-text",
+    )
+
+
+def preview(services: Services, state: ViewState, progress: Callable[[int, str], None] | None = None) -> Any:
+    """Everything right of the controls for ``state``: outcomes, before / after, the curve and utility."""
+    try:
+        run = fix_run(services, state, progress)
+        before = services.diagnosis(state)
+    except (PrivdashError, StateError) as exc:
+        return error_alert(str(exc), title="The fix cannot be previewed", alert_id="fix-error")
+    parts: list[Any] = []
+    if run.error:
+        parts.append(
+            error_alert(
+                run.error + " Undo it, or change its settings and add it again.",
+                title="A step could not be applied",
+                alert_id="fix-step-error",
+            )
+        )
+    after: Diagnosis | None = None
+    problem = None
+    try:
+        after = fixed_diagnosis(services, run, state)
+    except PrivdashError as exc:
+        problem = str(exc)
+    parts += [
+        card("Steps applied", steps_table(run)),
+        dmc.Grid(
+            [
+                dmc.GridCol(side_view(before, state, "before", "Before", None), span={"base": 12, "md": 6}),
+                dmc.GridCol(side_view(after, state, "after", "After", problem), span={"base": 12, "md": 6}),
+            ],
+            gutter="md",
+        ),
+        card(
+            "Records suppressed to reach k",
+            dcc.Graph(
+                figure=suppression_curve(before, after, state.k), config={"displaylogo": False}, id="fix-k-curve"
+            ),
+            description="Share of the records in classes smaller than k: what record suppression would remove to "
+            "reach each k, before and after the steps (dashed line: the target k).",
+        ),
+        utility_card(run, state),
+    ]
+    return dmc.Stack(parts, gap="md")
+
+
+# --- builders: controls --------------------------------------------------------------------------------------------
+
+
+def _options(names: Sequence[str]) -> list[dict[str, str]]:
+    return [{"value": n, "label": n} for n in names]
+
+
+def technique_panels(loaded: LoadedDataset, state: ViewState, technique: str) -> list[Any]:
+    """One block of inputs per technique; only the chosen technique's block is shown."""
+    columns = list(loaded.columns)
+    qis = [c for c in columns if state.roles.get(c) == ColumnRole.QUASI_IDENTIFIER]
+    identifiers = [c for c in columns if state.roles.get(c) == ColumnRole.IDENTIFIER]
+    numeric = [c for c in columns if pd.api.types.is_numeric_dtype(loaded.frame[c])]
+    gen_column = qis[0] if qis else (columns[0] if columns else None)
+    rule: dict[str, Any] = {"builder": "intervals", "widths": [5]}
+    if gen_column:
+        rule = default_rule(loaded.frame[gen_column], state.types.get(gen_column, StatisticalType.NOMINAL), state.k)
+    builder = str(rule["builder"])
+    key_ok, key_text = key_status()
+    k_input = {"min": 2, "step": 1, "w": 110, "value": max(state.k, 2)}
+    panels: dict[str, list[Any]] = {
+        "generalize": [
+            dmc.Select(
+                id="fix-gen-column",
+                label="Column",
+                data=_options(qis + [c for c in columns if c not in qis]),
+                value=gen_column,
+                searchable=True,
+                allowDeselect=False,
+            ),
+            dmc.Select(
+                id="fix-gen-builder",
+                label="Hierarchy",
+                data=[{"value": b, "label": t} for b, t in BUILDERS.items()],
+                value=rule["builder"],
+                allowDeselect=False,
+            ),
+            dmc.TextInput(id="fix-gen-param", label="Rule", value=rule_text(rule), description=_rule_help(builder)),
+            dmc.NumberInput(id="fix-gen-level", label="Level", value=1, min=0, step=1, w=110),
+            dmc.Text("", id="fix-gen-hint", size="xs", c="dimmed"),
+        ],
+        "top_bottom": [
+            dmc.Select(
+                id="fix-tb-column",
+                label="Numeric column",
+                data=_options(numeric),
+                value=numeric[0] if numeric else None,
+                searchable=True,
+            ),
+            dmc.Group(
+                [
+                    dmc.NumberInput(id="fix-tb-top", label="Top threshold", w=140),
+                    dmc.NumberInput(id="fix-tb-bottom", label="Bottom threshold", w=140),
+                ]
+            ),
+            dmc.Checkbox(id="fix-tb-quantiles", label="Thresholds are quantiles (0 to 1)", checked=False),
+            dmc.Checkbox(id="fix-tb-labels", label="Publish labels (“>= 90”) instead of the threshold", checked=False),
+        ],
+        "suppress_records": [
+            dmc.NumberInput(id="fix-rs-k", label="k", **k_input),
+            dmc.NumberInput(id="fix-rs-budget", label="Budget (% of records)", value=5, min=0, max=100, step=1, w=180),
+            dmc.Text(
+                "Records of classes smaller than k are removed, smallest classes first, within the budget "
+                "(the classes are formed as on the Risk page).",
+                size="xs",
+                c="dimmed",
+            ),
+        ],
+        "suppress_cells": [
+            dmc.NumberInput(id="fix-cs-k", label="k", **k_input),
+            dmc.MultiSelect(
+                id="fix-cs-importance",
+                label="Importance (most important first)",
+                data=_options(qis),
+                value=[],
+                clearable=True,
+            ),
+            dmc.Text(
+                "QI cells are blanked, least important QIs first, until every record matches k "
+                "records (a blank matches any value).",
+                size="xs",
+                c="dimmed",
+            ),
+        ],
+        "microaggregate": [
+            dmc.NumberInput(id="fix-ma-k", label="k", **k_input),
+            dmc.NumberInput(id="fix-ma-decimals", label="Round means to decimals", min=0, step=1, w=180),
+            dmc.Text("Runs in the background: clustering large tables takes a while.", size="xs", c="dimmed"),
+        ],
+        "drop": [dmc.MultiSelect(id="fix-drop-columns", label="Columns", data=_options(columns), value=identifiers)],
+        "mask": [
+            dmc.MultiSelect(id="fix-mask-columns", label="Columns", data=_options(columns), value=identifiers),
+            dmc.Group(
+                [
+                    dmc.NumberInput(id="fix-mask-first", label="Keep first", value=0, min=0, step=1, w=110),
+                    dmc.NumberInput(id="fix-mask-last", label="Keep last", value=0, min=0, step=1, w=110),
+                ]
+            ),
+        ],
+        "pseudonymize": [
+            dmc.MultiSelect(id="fix-ps-columns", label="Columns", data=_options(columns), value=identifiers),
+            dmc.NumberInput(
+                id="fix-ps-length", label="Pseudonym length (hex characters)", value=16, min=8, max=64, step=1, w=220
+            ),
+            dmc.Text(key_text, size="xs", c="green.8" if key_ok else "red.8", id="fix-key-status"),
+        ],
+        "search": [
+            dmc.NumberInput(id="fix-search-k", label="k", value=state.k, min=1, step=1, w=110),
+            dmc.Checkbox(
+                id="fix-search-l",
+                label=f"l-diversity ≥ {state.l} on the sensitive attributes",
+                checked=False,
+                disabled=not state.sensitive,
+            ),
+            dmc.Checkbox(
+                id="fix-search-t",
+                label=f"t-closeness ≤ {fmt_number(state.t)}",
+                checked=False,
+                disabled=not state.sensitive,
+            ),
+            dmc.Checkbox(id="fix-search-risk", label=f"highest risk ≤ {fmt_share(state.risk, 0)}", checked=False),
+            dmc.NumberInput(
+                id="fix-search-suppression",
+                label="Suppression limit (% of records)",
+                value=5,
+                min=0,
+                max=100,
+                step=1,
+                w=220,
+            ),
+            dmc.Select(
+                id="fix-search-metric",
+                label="Information loss to minimize",
+                data=[m.value for m in Metric],
+                value=Metric.LOSS.value,
+                allowDeselect=False,
+                w=220,
+            ),
+            dmc.Text(
+                "Searches every combination of generalization levels of the QIs (default hierarchies per type) "
+                "for the one of least loss meeting the targets; runs in the background.",
+                size="xs",
+                c="dimmed",
+            ),
+        ],
+    }
+    return [
+        html.Div(
+            dmc.Stack(children, gap="xs"),
+            id={"type": "fix-panel", "kind": kind},
+            style=_shown(kind == technique),
+        )
+        for kind, children in panels.items()
+    ]
+
+
+def _shown(visible: bool) -> dict[str, str]:
+    return {} if visible else {"display": "none"}
+
+
+def _rule_help(builder: str) -> str:
+    return {
+        "intervals": "Widths, finest first, each a multiple of the previous (e.g. 5, 10, 20)",
+        "quantiles": "Intervals per level, finest first (e.g. 8, 4, 2)",
+        "dates": "Levels: month, quarter, year",
+        "postcodes": "Levels: sector, district, area",
+        "masking": "Levels of masking (last characters hidden per level)",
+        "rare": "Values seen fewer times than this become 'Other'",
+    }.get(builder, "")
+
+
+def step_list(state: ViewState) -> Any:
+    """The state's steps, in order (a malformed one is shown with its message)."""
+    items = []
+    for i, spec in enumerate(state.fix):
+        try:
+            line = dmc.Text(describe_spec(check_spec(spec)), size="sm")
+        except FixError as exc:
+            line = dmc.Text(f"Malformed step: {exc}", size="sm", c="red.8")
+        items.append(dmc.ListItem(line, className="fix-step", id=f"fix-step-{i}"))
+    if not items:
+        return dmc.Text("No step yet.", size="sm", c="dimmed", id="fix-no-steps")
+    return dmc.List(items, type="ordered", spacing=4, id="fix-step-list")
+
+
+def controls(loaded: LoadedDataset, state: ViewState) -> Any:
+    technique = "generalize"
+    return dmc.Stack(
+        [
+            card(
+                "Add a step",
+                dmc.Select(
+                    id="fix-technique",
+                    label="Technique",
+                    data=[{"value": k, "label": v} for k, v in KINDS.items()],
+                    value=technique,
+                    allowDeselect=False,
+                    mb="xs",
+                ),
+                *technique_panels(loaded, state, technique),
+                dmc.Button("Add step", id="fix-add", mt="md", fullWidth=True),
+                html.Div(id="fix-message", style={"marginTop": "8px"}),
+            ),
+            card(
+                "Steps",
+                html.Div(step_list(state), id="fix-steps"),
+                dmc.Group(
+                    [
+                        dmc.Button("Undo last step", id="fix-undo", variant="light", size="xs"),
+                        dmc.Button("Remove all", id="fix-clear", variant="subtle", color="red", size="xs"),
+                    ],
+                    mt="sm",
+                ),
+                dmc.Text("Targets", size="sm", fw=500, mt="md"),
+                dmc.Group(
+                    [
+                        dmc.NumberInput(id="fix-target-k", label="k", value=state.k, min=1, step=1, w=80),
+                        dmc.NumberInput(id="fix-target-l", label="l", value=state.l, min=1, step=1, w=80),
+                        dmc.NumberInput(
+                            id="fix-target-t", label="t", value=state.t, min=0, max=1, step=0.05, decimalScale=3, w=90
+                        ),
+                        dmc.NumberInput(
+                            id="fix-target-risk",
+                            label="risk",
+                            value=state.risk,
+                            min=0,
+                            max=1,
+                            step=0.05,
+                            decimalScale=3,
+                            w=90,
+                        ),
+                    ],
+                    gap="xs",
+                ),
+                description="Applied in order to the table; the link carries the settings, never data values.",
+            ),
+            card(
+                "Download",
+                dmc.Stack(
+                    [
+                        dmc.Button(label, id=f"fix-dl-{key}", variant="light", size="xs", fullWidth=True)
+                        for key, label in DOWNLOADS.items()
+                    ],
+                    gap=6,
+                ),
+                dcc.Download(id="fix-download"),
+                html.Div(id="fix-download-message"),
+                dmc.Code("privdash anonymize --recipe recipe.json IN -o OUT", block=True, mt="sm"),
+                description="The recipe re-applies these steps to new data with the same columns:",
+            ),
+        ],
+        gap="md",
+    )
+
+
+def running_box() -> Any:
+    return html.Div(
+        card(
+            None,
+            dmc.Stack(
+                [
+                    dmc.Progress(id="fix-progress", value=0, striped=True, animated=True),
+                    dmc.Group(
+                        [
+                            dmc.Text("Waiting ...", id="fix-status", size="sm", c="dimmed"),
+                            dmc.Button("Cancel", id="fix-cancel", size="xs", variant="subtle", color="red"),
+                        ],
+                        justify="space-between",
+                    ),
+                ],
+                gap=4,
+            ),
+        ),
+        id="fix-running",
+        style={"display": "none"},
+    )
+
 
 def layout(services: Services, **query: Any) -> Any:
-    """A short note on what the page will do; the view state passes through unchanged."""
-    state, _ = state_from_query(query)
-    return html.Div(
-        [
-            coming_soon(
-                "Fix",
-                "Try generalisation, suppression and microaggregation on the quasi-identifiers and see the risk "
-                "and the information lost before exporting. This page is being built.",
-            ),
-            state_store(state),
-        ]
-    )
+    """The Fix page for the state in ``query``."""
+    state, problem = state_from_query(query)
+    body: list[Any] = [
+        page_title("Fix", "Generalize, suppress, aggregate: see what each step does to the risk and to the data.")
+    ]
+    if problem:
+        body.append(error_alert(problem, title="This link could not be read", alert_id="state-error"))
+    loaded = None
+    if state.dataset:
+        try:
+            loaded = services.dataset(state.dataset)
+            if not state.roles:
+                state = services.initial_state(loaded, state)
+        except PrivdashError as exc:
+            body.append(error_alert(str(exc), title="The dataset is not available", alert_id="dataset-error"))
+    if loaded is None:
+        body += [no_dataset(), state_store(state)]
+        return html.Div(body)
+    ready = run_ready(services, state)
+    body += [
+        dmc.Grid(
+            [
+                dmc.GridCol(controls(loaded, state), span={"base": 12, "lg": 3}),
+                dmc.GridCol(
+                    [
+                        running_box(),
+                        dcc.Loading(
+                            html.Div(preview(services, state) if ready else None, id="fix-results"),
+                            delay_show=300,
+                            type="dot",
+                        ),
+                        html.Div(id="fix-slow-results"),
+                    ],
+                    span={"base": 12, "lg": 9},
+                ),
+            ],
+            gutter="md",
+        ),
+        dcc.Store(id="fix-slow-request", data=None),
+        dcc.Store(id="fix-initial-request", data=None if ready else state.to_dict()),
+        state_store(state),
+    ]
+    return html.Div(body)
+
+
+# --- downloads -----------------------------------------------------------------------------------------------------
+
+
+def download_stem(loaded: LoadedDataset) -> str:
+    return loaded.id.split(":", 1)[1] if loaded.is_demo else Path(loaded.title).stem or "data"
+
+
+def download_payload(run: FixRun, what: str, stem: str) -> dict[str, Any]:
+    """What ``dcc.Download`` sends for ``what``: ``csv``, ``parquet`` (the fixed table), ``mapping`` or ``recipe``."""
+    if what == "csv":
+        return {"content": run.data.to_csv(index=False), "filename": f"{stem}-fixed.csv", "type": "text/csv"}
+    if what == "parquet":
+        buffer = io.BytesIO()
+        parquet_safe(run.data).to_parquet(buffer, index=False)
+        return dcc.send_bytes(buffer.getvalue(), f"{stem}-fixed.parquet")
+    if what == "mapping":
+        return {"content": run.mapping().to_csv(index=False), "filename": f"{stem}-mapping.csv", "type": "text/csv"}
+    if what == "recipe":
+        return {"content": run.recipe.to_json() + "\n", "filename": f"{stem}-recipe.json", "type": "application/json"}
+    raise FixError(f"Unknown download {what!r}.")
+
+
+# --- callbacks -----------------------------------------------------------------------------------------------------
+
+
+def _refresh(services: Services, state: ViewState, previous_request: Any) -> tuple[Any, Any, Any, Any]:
+    """Outputs after a state change: results, slow results, step list, background request.
+
+    A quick list is previewed at once (and a pending background request is withdrawn); a slow one that is not
+    cached yet is handed to the background job.
+    """
+    steps = step_list(state)
+    if run_ready(services, state):
+        return preview(services, state), None, steps, (no_update if previous_request is None else None)
+    waiting = dmc.Text("Computing the preview in the background ...", size="sm", c="dimmed", id="fix-waiting")
+    return waiting, None, steps, state.to_dict()
 
 
 def register(app: Dash, services: Services) -> None:
     dash.register_page(
         __name__, path=PATH, name=NAME, title="privdash · Fix", order=2, layout=lambda **q: layout(services, **q)
     )
+    control_ids = list(CONTROLS)
+
+    @app.callback(
+        Output({"type": "fix-panel", "kind": ALL}, "style"),
+        Input("fix-technique", "value"),
+        State({"type": "fix-panel", "kind": ALL}, "id"),
+    )
+    def show_panel(technique: str | None, ids: list[dict[str, str]]) -> list[dict[str, str]]:
+        return [_shown(item["kind"] == technique) for item in ids]
+
+    @app.callback(
+        Output("fix-gen-builder", "value"),
+        Output("fix-gen-param", "value"),
+        Input("fix-gen-column", "value"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def default_generalization(column: str | None, data: Any) -> tuple[Any, Any]:
+        state = state_from_store(data)
+        if not column or not state.dataset:
+            return no_update, no_update
+        try:
+            values = fix_run(services, state).data[column] if run_ready(services, state) else None
+        except (PrivdashError, KeyError):
+            values = None
+        if values is None:
+            values = services.dataset(state.dataset).frame[column]
+        kind = state.types.get(column, StatisticalType.NOMINAL)
+        if not pd.api.types.is_numeric_dtype(values) and kind == StatisticalType.NUMERICAL:
+            kind = StatisticalType.NOMINAL
+        rule = default_rule(values, kind, state.k)
+        return rule["builder"], rule_text(rule)
+
+    @app.callback(
+        Output("fix-gen-param", "description"),
+        Output("fix-gen-hint", "children"),
+        Input("fix-gen-builder", "value"),
+        Input("fix-gen-param", "value"),
+        Input("fix-gen-level", "value"),
+        State("fix-gen-column", "value"),
+        State(PAGE_STATE, "data"),
+    )
+    def generalization_hint(builder: str | None, text: str | None, level: Any, column: str | None, data: Any) -> tuple:
+        return _rule_help(builder or ""), hierarchy_hint(services, state_from_store(data), column, builder, text, level)
+
+    view_outputs = [
+        Output("fix-results", "children", allow_duplicate=True),
+        Output("fix-slow-results", "children", allow_duplicate=True),
+        Output("fix-steps", "children", allow_duplicate=True),
+        Output("fix-slow-request", "data", allow_duplicate=True),
+    ]
+    unchanged = (no_update, no_update, no_update, no_update)
+
+    @app.callback(
+        Output(PAGE_STATE, "data", allow_duplicate=True),
+        Output("fix-message", "children"),
+        *view_outputs,
+        Input("fix-add", "n_clicks"),
+        State("fix-technique", "value"),
+        *[State(cid, prop) for cid, prop in CONTROLS.items()],
+        State(PAGE_STATE, "data"),
+        State("fix-slow-request", "data"),
+        prevent_initial_call=True,
+    )
+    def add_step(_clicks: int | None, technique: str | None, *rest: Any) -> tuple[Any, ...]:
+        state = state_from_store(rest[-2])
+        values = dict(zip(control_ids, rest[:-2], strict=True))
+        new_state, message = add_spec(services, state, technique, values)
+        if message is not None:
+            alert = error_alert(message, title="This step was not added", alert_id="fix-add-error")
+            return (no_update, alert, *unchanged)
+        return (new_state.to_dict(), None, *_refresh(services, new_state, rest[-1]))
+
+    @app.callback(
+        Output(PAGE_STATE, "data", allow_duplicate=True),
+        *view_outputs,
+        Input("fix-undo", "n_clicks"),
+        Input("fix-clear", "n_clicks"),
+        State(PAGE_STATE, "data"),
+        State("fix-slow-request", "data"),
+        prevent_initial_call=True,
+    )
+    def undo(_undo: int | None, _clear: int | None, data: Any, request: Any) -> tuple[Any, ...]:
+        state = state_from_store(data)
+        if not state.fix:
+            return (no_update, *unchanged)
+        new_state = state.updated(fix=() if ctx.triggered_id == "fix-clear" else state.fix[:-1])
+        return (new_state.to_dict(), *_refresh(services, new_state, request))
+
+    @app.callback(
+        Output(PAGE_STATE, "data", allow_duplicate=True),
+        *view_outputs,
+        Input("fix-target-k", "value"),
+        Input("fix-target-l", "value"),
+        Input("fix-target-t", "value"),
+        Input("fix-target-risk", "value"),
+        State(PAGE_STATE, "data"),
+        State("fix-slow-request", "data"),
+        prevent_initial_call=True,
+    )
+    def targets(k: Any, l: Any, t: Any, risk: Any, data: Any, request: Any) -> tuple[Any, ...]:  # noqa: E741
+        state = state_from_store(data)
+        try:
+            new_state = state.updated(
+                k=int(k) if k not in (None, "") else state.k,
+                l=int(l) if l not in (None, "") else state.l,
+                t=float(t) if t not in (None, "") else state.t,
+                risk=float(risk) if risk not in (None, "") else state.risk,
+            )
+        except (StateError, ValueError):
+            return (no_update, *unchanged)
+        if new_state == state:
+            return (no_update, *unchanged)
+        return (new_state.to_dict(), *_refresh(services, new_state, request))
+
+    app.clientside_callback(
+        "function(request) { return request || window.dash_clientside.no_update; }",
+        Output("fix-slow-request", "data", allow_duplicate=True),
+        Input("fix-initial-request", "data"),
+        prevent_initial_call="initial_duplicate",
+    )
+
+    @app.callback(
+        Output("fix-slow-results", "children"),
+        Input("fix-slow-request", "data"),
+        prevent_initial_call=True,
+        background=True,
+        progress=[Output("fix-progress", "value"), Output("fix-status", "children")],
+        running=[(Output("fix-running", "style"), {"display": "block"}, {"display": "none"})],
+        cancel=[Input("fix-cancel", "n_clicks"), Input("url", "pathname")],
+        interval=300,
+    )
+    def slow_preview(set_progress: Callable[[tuple[int, str]], None], request: Any) -> Any:
+        if not request:
+            return None
+        state = state_from_store(request)
+        total = max(len(state.fix), 1)
+
+        def progress(index: int, text: str) -> None:
+            set_progress((int(100 * index / total), f"Step {index + 1} of {total}: {text} ..."))
+
+        return preview(services, state, progress)
+
+    @app.callback(
+        Output("fix-dist-chart", "figure"),
+        Input("fix-dist-column", "value"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def distribution(column: str | None, data: Any) -> Any:
+        try:
+            return distribution_figure(fix_run(services, state_from_store(data)), column)
+        except PrivdashError:
+            return no_update
+
+    @app.callback(
+        Output("fix-clf-result", "children"),
+        Input("fix-clf-run", "n_clicks"),
+        State("fix-clf-target", "value"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def classifier(_clicks: int | None, target: str | None, data: Any) -> Any:
+        try:
+            run = fix_run(services, state_from_store(data))
+        except PrivdashError as exc:
+            return error_alert(str(exc), title="The classifier could not be trained")
+        return classifier_view(run, target)
+
+    @app.callback(
+        Output("fix-download", "data"),
+        Output("fix-download-message", "children"),
+        *[Input(f"fix-dl-{key}", "n_clicks") for key in DOWNLOADS],
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def download(*args: Any) -> tuple[Any, Any]:
+        state = state_from_store(args[-1])
+        what = str(ctx.triggered_id or "").removeprefix("fix-dl-")
+        try:
+            run = fix_run(services, state)
+            if run.error:
+                raise FixError(run.error + " Undo it before downloading.")
+            payload = download_payload(run, what, download_stem(services.dataset(str(state.dataset))))
+        except PrivdashError as exc:
+            return no_update, error_alert(str(exc), title="Nothing to download", alert_id="fix-download-error")
+        return payload, None
+
+
+def add_spec(
+    services: Services, state: ViewState, technique: str | None, values: Mapping[str, Any]
+) -> tuple[ViewState, str | None]:
+    """The state with the step the controls describe appended, or the unchanged state and why not.
+
+    A quick step is applied first (through the cache, so the preview reuses it) and refused when the core refuses
+    it; a slow step (microaggregation, search) is only validated here and applied by the background preview.
+    """
+    try:
+        spec = spec_from_controls(technique, values, state)
+        new_state = state.updated(fix=(*state.fix, spec))
+    except (PrivdashError, StateError) as exc:
+        return state, str(exc)
+    if is_slow(new_state.fix):
+        return new_state, None
+    try:
+        run = fix_run(services, new_state)
+    except PrivdashError as exc:
+        return state, str(exc)
+    if run.error is not None:
+        return state, run.error
+    return new_state, None
+
+
+def hierarchy_hint(
+    services: Services, state: ViewState, column: str | None, builder: str | None, text: str | None, level: Any
+) -> str:
+    """The levels the rule makes for ``column``, from one value of the table, or why the rule does not fit."""
+    if not column or not builder or not state.dataset:
+        return ""
+    try:
+        rule = rule_from_text(builder, text)
+        frame = fix_run(services, state).data if run_ready(services, state) else services.dataset(state.dataset).frame
+        if column not in frame.columns:
+            return f"'{column}' is not in the fixed table."
+        hierarchy = build_hierarchy(rule, frame[column])
+    except (PrivdashError, StateError) as exc:
+        return str(exc)
+    example = hierarchy.matrix()[len(hierarchy.leaves) // 2]
+    text = f"Levels 0–{hierarchy.max_level}: {' → '.join(str(v) for v in example)}."
+    if isinstance(level, int | float) and level > hierarchy.max_level:
+        text += f" Level {level:g} is above the top level {hierarchy.max_level}."
+    return text
+
+
+__all__ = [
+    "add_spec",
+    "classifier_view",
+    "distribution_figure",
+    "download_payload",
+    "fix_run",
+    "fixed_diagnosis",
+    "hierarchy_hint",
+    "is_slow",
+    "layout",
+    "loss_table",
+    "preview",
+    "register",
+    "risk_cards",
+    "run_ready",
+    "spec_from_controls",
+    "step_list",
+    "suppression_curve",
+]

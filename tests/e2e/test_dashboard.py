@@ -199,11 +199,3 @@ def test_file_over_the_limit_is_refused_before_upload(
     message = too_large_message("big.csv", path.stat().st_size, live_settings.max_upload_bytes)
     expect(page.locator("#upload-error")).to_contain_text(message, timeout=TIMEOUT)
     assert not sent
-
-
-def test_placeholder_pages(page: Page, live_server: str, screenshots: Path) -> None:
-    page.set_viewport_size(VIEWPORT)
-    for path in ("fix",):
-        page.goto(f"{live_server}/{path}")
-        expect(page.locator(".coming-note")).to_be_visible(timeout=TIMEOUT)
-        page.screenshot(path=str(screenshots / f"{path}.png"))
