@@ -377,6 +377,14 @@ def _numbers(index: pd.Index) -> pd.Index:
 def canonical_text(values: Iterable[Any]) -> pd.Index:
     """The canonical text of each value: integral numbers without decimals, midnight dates as ``YYYY-MM-DD``,
     other values as ``str`` with surrounding spaces removed (used to match values across types)."""
+    index = values if isinstance(values, pd.Index) else None
+    if index is not None and len(index) and not index.hasnans:
+        # Vectorised for the common all-text and all-integer cases (same result as the per-value rule).
+        kind = index.inferred_type
+        if kind == "string":
+            return pd.Index(np.asarray(index.astype(object).str.strip(), dtype=object), dtype=object)
+        if kind == "integer" and not pd.api.types.is_bool_dtype(index.dtype):
+            return pd.Index(np.asarray(index.astype(np.int64).astype(str), dtype=object), dtype=object)
     return pd.Index([_canonical(v) for v in values], dtype=object)
 
 

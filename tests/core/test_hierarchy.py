@@ -12,6 +12,7 @@ from dashboard.core.hierarchy import (
     TOP,
     Hierarchy,
     HierarchyError,
+    canonical_text,
     date_hierarchy,
     format_arx_hierarchy,
     hierarchy_from_rule,
@@ -333,3 +334,22 @@ def test_unknown_rule() -> None:
         hierarchy_from_rule({"builder": "intervals"}, [1])
     with pytest.raises(HierarchyError, match="no non-missing values"):
         interval_hierarchy([None, None], widths=[5])
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [" a", "b ", "c"],
+        ["EC1A 1BB", "B1 1BA"],
+        [1, 2, -3],
+        [1.0, 2.5],
+        ["a", None],
+        [True, False],
+        [1, "a"],
+    ],
+)
+def test_canonical_text_fast_paths_match_the_per_value_rule(values: list) -> None:
+    from dashboard.core.hierarchy import _canonical
+
+    for index in (pd.Index(values), pd.Index(values, dtype=object)):
+        assert list(canonical_text(index)) == [_canonical(v) for v in index]
