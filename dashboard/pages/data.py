@@ -20,8 +20,8 @@ from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard.core.contract import ColumnRole, DataContract, StatisticalType
 from dashboard.core.errors import ContractError, PrivdashError
-from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title
-from dashboard.ui.pagestate import PAGE_STATE, state_from_query, state_from_store, state_store
+from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title, progress_panel
+from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
 from dashboard.ui.services import DEMO_PREFIX, LoadedDataset, Services, reference_values, too_large_message
 from dashboard.ui.state import QUERY_KEY, StateError, ViewState, order_permutation
 
@@ -101,19 +101,7 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
                     **zone_attributes,
                 ),
                 html.Div(
-                    dmc.Stack(
-                        [
-                            dmc.Progress(id="upload-progress", value=0, animated=True, striped=True),
-                            dmc.Group(
-                                [
-                                    dmc.Text("", id="upload-status", size="sm"),
-                                    dmc.Button("Cancel", id="upload-cancel", size="xs", variant="subtle", color="red"),
-                                ],
-                                justify="space-between",
-                            ),
-                        ],
-                        gap=4,
-                    ),
+                    progress_panel("upload", status="", dimmed=False),
                     id="upload-controls",
                     style={"display": "none"},
                 ),
@@ -334,7 +322,7 @@ def order_editor(state: ViewState) -> Any:
 
 def layout(services: Services, **query: Any) -> Any:
     """The Data page for the state in ``query``."""
-    state, problem = state_from_query(query)
+    state, loaded, alerts = open_page(services, query)
     owned: list[Any] = []
     try:
         owned = (
@@ -344,18 +332,7 @@ def layout(services: Services, **query: Any) -> Any:
         )
     except OSError:
         owned = []
-    body: list[Any] = [page_title("Data", "Pick a table and tell privdash what each column is.")]
-    if problem:
-        body.append(error_alert(problem, title="This link could not be read", alert_id="state-error"))
-    loaded = None
-    if state.dataset:
-        try:
-            loaded = services.dataset(state.dataset)
-            if not state.roles:
-                state = services.initial_state(loaded, state)
-        except PrivdashError as exc:
-            body.append(error_alert(str(exc), title="The dataset is not available", alert_id="dataset-error"))
-            loaded = None
+    body: list[Any] = [page_title("Data", "Pick a table and tell privdash what each column is."), *alerts]
     left = source_card(services, state, owned)
     if loaded is None:
         right = card("Dataset", no_dataset("Nothing is open yet."))

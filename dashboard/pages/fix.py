@@ -45,6 +45,7 @@ from dashboard.ui.components import (
     fmt_share,
     no_dataset,
     page_title,
+    progress_panel,
     stat_card,
 )
 from dashboard.ui.fixes import (
@@ -66,7 +67,7 @@ from dashboard.ui.fixes import (
     rule_text,
     start_run,
 )
-from dashboard.ui.pagestate import PAGE_STATE, state_from_query, state_from_store, state_store
+from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
 from dashboard.ui.services import LoadedDataset, Services, default_k_values
 from dashboard.ui.state import StateError, ViewState
 from dashboard.ui.storage import parquet_safe
@@ -895,22 +896,7 @@ def controls(loaded: LoadedDataset, state: ViewState) -> Any:
 
 def running_box() -> Any:
     return html.Div(
-        card(
-            None,
-            dmc.Stack(
-                [
-                    dmc.Progress(id="fix-progress", value=0, striped=True, animated=True),
-                    dmc.Group(
-                        [
-                            dmc.Text("Waiting ...", id="fix-status", size="sm", c="dimmed"),
-                            dmc.Button("Cancel", id="fix-cancel", size="xs", variant="subtle", color="red"),
-                        ],
-                        justify="space-between",
-                    ),
-                ],
-                gap=4,
-            ),
-        ),
+        card(None, progress_panel("fix")),
         id="fix-running",
         style={"display": "none"},
     )
@@ -918,20 +904,11 @@ def running_box() -> Any:
 
 def layout(services: Services, **query: Any) -> Any:
     """The Fix page for the state in ``query``."""
-    state, problem = state_from_query(query)
+    state, loaded, alerts = open_page(services, query)
     body: list[Any] = [
-        page_title("Fix", "Generalize, suppress, aggregate: see what each step does to the risk and to the data.")
+        page_title("Fix", "Generalize, suppress, aggregate: see what each step does to the risk and to the data."),
+        *alerts,
     ]
-    if problem:
-        body.append(error_alert(problem, title="This link could not be read", alert_id="state-error"))
-    loaded = None
-    if state.dataset:
-        try:
-            loaded = services.dataset(state.dataset)
-            if not state.roles:
-                state = services.initial_state(loaded, state)
-        except PrivdashError as exc:
-            body.append(error_alert(str(exc), title="The dataset is not available", alert_id="dataset-error"))
     if loaded is None:
         body += [no_dataset(), state_store(state)]
         return html.Div(body)

@@ -34,9 +34,10 @@ from dashboard.ui.components import (
     fmt_share,
     no_dataset,
     page_title,
+    progress_panel,
     stat_card,
 )
-from dashboard.ui.pagestate import PAGE_STATE, state_from_query, state_from_store, state_store
+from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
 from dashboard.ui.services import Services
 from dashboard.ui.state import StateError, ViewState
 from dashboard.ui.theme import COLORS, figure
@@ -678,19 +679,7 @@ def combination_card() -> Any:
     return card(
         "Which QI combinations make records unique",
         html.Div(
-            dmc.Stack(
-                [
-                    dmc.Progress(id="combo-progress", value=0, striped=True, animated=True),
-                    dmc.Group(
-                        [
-                            dmc.Text("Waiting ...", id="combo-status", size="sm", c="dimmed"),
-                            dmc.Button("Cancel", id="combo-cancel", size="xs", variant="subtle", color="red"),
-                        ],
-                        justify="space-between",
-                    ),
-                ],
-                gap=4,
-            ),
+            progress_panel("combo"),
             id="combo-running",
             style={"display": "none"},
         ),
@@ -714,18 +703,8 @@ def combination_request(state: ViewState) -> dict[str, Any]:
 
 def layout(services: Services, **query: Any) -> Any:
     """The Risk page for the state in ``query``."""
-    state, problem = state_from_query(query)
-    body: list[Any] = [page_title("Risk", "How easily can the records be re-identified, and which ones?")]
-    if problem:
-        body.append(error_alert(problem, title="This link could not be read", alert_id="state-error"))
-    loaded = None
-    if state.dataset:
-        try:
-            loaded = services.dataset(state.dataset)
-            if not state.roles:
-                state = services.initial_state(loaded, state)
-        except PrivdashError as exc:
-            body.append(error_alert(str(exc), title="The dataset is not available", alert_id="dataset-error"))
+    state, loaded, alerts = open_page(services, query)
+    body: list[Any] = [page_title("Risk", "How easily can the records be re-identified, and which ones?"), *alerts]
     if loaded is None:
         body += [no_dataset(), state_store(state)]
         return html.Div(body)

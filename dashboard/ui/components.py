@@ -6,22 +6,21 @@ Builders are plain functions returning Dash components, so they are tested as da
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import dash_mantine_components as dmc
-from dash import dcc, html
+from dash import dcc
 
 __all__ = [
     "NAV_ITEMS",
     "card",
-    "coming_soon",
     "error_alert",
     "fmt_count",
     "fmt_number",
     "fmt_share",
     "no_dataset",
     "page_title",
+    "progress_panel",
     "shell",
     "stat_card",
 ]
@@ -234,12 +233,20 @@ def no_dataset(message: str | None = None) -> Any:
     )
 
 
-def coming_soon(title: str, note: str, *, extra: Sequence[Any] = ()) -> Any:
-    """Placeholder body of a page whose feature is not available yet."""
-    return html.Div(
+def progress_panel(prefix: str, *, status: str = "Waiting ...", dimmed: bool = True) -> Any:
+    """Progress bar, status line and cancel button of a background job: ids ``<prefix>-progress``,
+    ``<prefix>-status`` and ``<prefix>-cancel``."""
+    text_props: dict[str, Any] = {"c": "dimmed"} if dimmed else {}
+    return dmc.Stack(
         [
-            page_title(title),
-            dmc.Alert(dmc.Text(note), title="Coming", color="gray", variant="light", className="coming-note"),
-            *extra,
-        ]
+            dmc.Progress(id=f"{prefix}-progress", value=0, striped=True, animated=True),
+            dmc.Group(
+                [
+                    dmc.Text(status, id=f"{prefix}-status", size="sm", **text_props),
+                    dmc.Button("Cancel", id=f"{prefix}-cancel", size="xs", variant="subtle", color="red"),
+                ],
+                justify="space-between",
+            ),
+        ],
+        gap=4,
     )

@@ -12,9 +12,13 @@ from typing import Any
 
 from dash import dcc
 
+from dashboard.core.errors import PrivdashError
+
+from .components import error_alert
+from .services import LoadedDataset, Services
 from .state import QUERY_KEY, StateError, ViewState
 
-__all__ = ["PAGE_STATE", "state_from_query", "state_from_store", "state_store"]
+__all__ = ["PAGE_STATE", "open_page", "state_from_query", "state_from_store", "state_store"]
 
 PAGE_STATE = "page-state"
 
@@ -40,3 +44,25 @@ def state_from_store(data: Mapping[str, Any] | None) -> ViewState:
 def state_store(state: ViewState) -> dcc.Store:
     """The page's state store, initialised with ``state``."""
     return dcc.Store(id=PAGE_STATE, data=state.to_dict())
+
+
+def open_page(services: Services, query: Mapping[str, Any]) -> tuple[ViewState, LoadedDataset | None, list[Any]]:
+    """What a page's ``layout(**query)`` starts from: the view state, its dataset, and alerts for what failed.
+
+    The dataset is None when the state names none or it cannot be opened (expired, unknown id); a state without
+    column roles takes the dataset's suggested ones.
+    """
+    state, problem = state_from_query(query)
+    alerts: list[Any] = []
+    if problem:
+        alerts.append(error_alert(problem, title="This link could not be read", alert_id="state-error"))
+    loaded = None
+    if state.dataset:
+        try:
+            loaded = services.dataset(state.dataset)
+            if not state.roles:
+                state = services.initial_state(loaded, state)
+        except PrivdashError as exc:
+            alerts.append(error_alert(str(exc), title="The dataset is not available", alert_id="dataset-error"))
+            loaded = None
+    return state, loaded, alerts

@@ -9,11 +9,11 @@ import plotly
 
 from dashboard.ui.components import (
     NAV_ITEMS,
-    coming_soon,
     error_alert,
     fmt_count,
     fmt_number,
     fmt_share,
+    progress_panel,
     shell,
     stat_card,
 )
@@ -59,6 +59,10 @@ def test_shell_has_navigation_header_and_share() -> None:
     assert "http" not in text  # nothing is fetched from the internet
 
 
-def test_coming_soon_note() -> None:
-    text = as_json(coming_soon("Fix", "Being built."))
-    assert "Being built." in text and "coming-note" in text
+def test_progress_panel_ids_and_status() -> None:
+    text = as_json(progress_panel("combo"))
+    for suffix in ("progress", "status", "cancel"):
+        assert f'"combo-{suffix}"' in text
+    assert "Waiting ..." in text and "dimmed" in text
+    plain = as_json(progress_panel("upload", status="", dimmed=False))
+    assert '"upload-status"' in plain and "dimmed" not in plain
