@@ -116,23 +116,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_job(args: argparse.Namespace) -> int:
-    other = [
-        name
-        for name, value in (
-            ("FILE", args.file),
-            ("--qi", args.qi),
-            ("--hierarchies", args.hierarchies),
-            ("--l", args.l),
-            ("--t", args.t),
-            ("--max-risk", args.max_risk),
-            ("--sensitive", args.sensitive),
-            ("--output", args.output),
-            ("--save-recipe", args.save_recipe),
-            ("--recipe", args.recipe),
-        )
-        if value is not None
+#: Options of the search that neither --recipe nor --config takes (argparse destinations).
+_SEARCH_OPTIONS = ("qi", "hierarchies", "l", "t", "max_risk", "sensitive")
+
+
+def _given(args: argparse.Namespace, destinations: tuple[str, ...]) -> list[str]:
+    """The options among ``destinations`` that were given, as typed (``FILE`` for the positional argument)."""
+    return [
+        "FILE" if name == "file" else "--" + name.replace("_", "-")
+        for name in destinations
+        if getattr(args, name) is not None
     ]
+
+
+def _run_job(args: argparse.Namespace) -> int:
+    other = _given(args, ("file", *_SEARCH_OPTIONS, "output", "save_recipe", "recipe"))
     if other:
         raise ParameterError(
             f"--config runs the job file as written (source, target, contract, k); drop {', '.join(other)}."
@@ -161,19 +159,7 @@ def _refuse_overwrite(path: Path | None, inputs: list[Path]) -> None:
 
 
 def _run_recipe(args: argparse.Namespace) -> int:
-    search_options = [
-        name
-        for name, value in (
-            ("--qi", args.qi),
-            ("--hierarchies", args.hierarchies),
-            ("--l", args.l),
-            ("--t", args.t),
-            ("--max-risk", args.max_risk),
-            ("--sensitive", args.sensitive),
-            ("--save-recipe", args.save_recipe),
-        )
-        if value is not None
-    ]
+    search_options = _given(args, (*_SEARCH_OPTIONS, "save_recipe"))
     if search_options:
         raise ParameterError(
             f"--recipe re-applies a saved recipe; it cannot be combined with {', '.join(search_options)}."
