@@ -32,12 +32,12 @@ import pandas as pd
 import plotly
 
 from bench._common import machine
-from dashboard.core.contract import ColumnRole
+from dashboard.application.services import Services
+from dashboard.application.settings import Settings
+from dashboard.application.state import ViewState
+from dashboard.core.data.contract import ColumnRole
 from dashboard.pages import risk
 from dashboard.ui.app import create_app
-from dashboard.ui.services import Services
-from dashboard.ui.settings import Settings
-from dashboard.ui.state import ViewState
 
 QIS = list("ABCIJKXY")
 TARGET_ROLE_CHANGE = 1.0

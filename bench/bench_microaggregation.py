@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from bench._common import best_time, data_path, machine
-from dashboard.core.identifiers import mask_identifiers, pseudonymize
-from dashboard.core.io import read_table
-from dashboard.core.microaggregation import microaggregate
-from dashboard.core.suppression import suppress_cells, suppress_records, top_bottom_code
-from dashboard.core.transform import TransformResult
+from dashboard.core.data.tables import read_table
+from dashboard.core.transform.identifiers import mask_identifiers, pseudonymize
+from dashboard.core.transform.microaggregation import microaggregate
+from dashboard.core.transform.steps import TransformResult
+from dashboard.core.transform.suppression import suppress_cells, suppress_records, top_bottom_code
 
 NUMERICAL = ["x1", "x2", "x3", "x4"]
 

@@ -20,11 +20,11 @@ from pathlib import Path
 from plotly.io.json import to_json_plotly
 
 from bench._common import DATA_DIR, best_time, machine
-from dashboard.core.postcodes import Strategy
+from dashboard.application.services import Services
+from dashboard.application.settings import Settings
+from dashboard.application.state import ViewState
+from dashboard.core.geo.postcodes import Strategy
 from dashboard.pages import postcodes as page
-from dashboard.ui.services import Services
-from dashboard.ui.settings import Settings
-from dashboard.ui.state import ViewState
 
 
 def main() -> None:

@@ -22,16 +22,16 @@ import numpy as np
 import pandas as pd
 
 from bench._common import best_time, data_path, machine
-from dashboard.core.classes import equivalence_classes
-from dashboard.core.io import read_table
-from dashboard.core.population import (
+from dashboard.core.data.tables import read_table
+from dashboard.core.measure.classes import equivalence_classes
+from dashboard.core.measure.population import (
     population_counts_from_size,
     population_counts_from_table,
     population_counts_from_weights,
     population_uniqueness,
     population_uniqueness_from_sizes,
 )
-from dashboard.core.risk import (
+from dashboard.core.measure.risk import (
     individual_risk,
     prosecutor_risk,
     records_at_risk_by_k,

@@ -20,10 +20,15 @@ import time
 import numpy as np
 
 from bench._common import best_time, data_path, machine, ratio
-from dashboard.core.hierarchy import load_hierarchies
-from dashboard.core.io import read_table
-from dashboard.core.search import GeneralizationLattice, PrivacyTargets, optimal_generalization, suppression_budget
-from dashboard.core.utility import Metric
+from dashboard.core.data.tables import read_table
+from dashboard.core.search.lattice import (
+    GeneralizationLattice,
+    PrivacyTargets,
+    optimal_generalization,
+    suppression_budget,
+)
+from dashboard.core.transform.hierarchy import load_hierarchies
+from dashboard.core.utility.metrics import Metric
 
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
 K = 5

@@ -10,13 +10,14 @@ from typing import Any
 
 import pandas as pd
 
-from ..core.errors import ParameterError
-from ..core.hierarchy import load_hierarchies
-from ..core.io import read_table, write_table
-from ..core.jobs import run_job_file
-from ..core.search import SearchResult, optimal_generalization, suppression_budget
-from ..core.transform import Recipe, TransformResult, apply_recipe
-from ..core.utility import Metric, information_loss
+from dashboard.core.data.tables import read_table, write_table
+from dashboard.core.errors import ParameterError
+from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
+from dashboard.core.transform.hierarchy import load_hierarchies
+from dashboard.core.transform.jobs import run_job_file
+from dashboard.core.transform.steps import Recipe, TransformResult, apply_recipe
+from dashboard.core.utility.metrics import Metric, information_loss
+
 from ._common import format_table, print_json, split_columns
 
 

@@ -6,8 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from ..core.demo import people_contract, people_table, uniform_table
-from ..core.io import write_table
+from dashboard.core.data.demo import people_contract, people_table, uniform_table
+from dashboard.core.data.tables import write_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

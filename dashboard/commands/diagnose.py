@@ -7,10 +7,11 @@ import math
 from pathlib import Path
 from typing import Any
 
-from ..core.contract import DataContract
-from ..core.diagnose import Diagnosis, diagnose
-from ..core.errors import ParameterError
-from ..core.io import read_table
+from dashboard.core.data.contract import DataContract
+from dashboard.core.data.tables import read_table
+from dashboard.core.errors import ParameterError
+from dashboard.core.measure.diagnose import Diagnosis, diagnose
+
 from ._common import format_table, print_json, split_columns
 
 JSON_NOTES = (

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..core.errors import ParameterError
-from ..core.postcodes import (
+from dashboard.core.errors import ParameterError
+from dashboard.core.geo.postcodes import (
     DEFAULT_THRESHOLD,
     Neighbours,
     PopulationTable,
@@ -20,6 +20,7 @@ from ..core.postcodes import (
     neighbours_from_doogal,
     read_population,
 )
+
 from ._common import format_table, print_json
 
 _STRATEGIES = "{" + ",".join(s.value for s in Strategy) + "}"
@@ -118,7 +119,7 @@ def _threshold(text: str) -> int:
 def _neighbours(args: argparse.Namespace, table: PopulationTable) -> Neighbours:
     if args.neighbours is not None:
         return neighbours_from_doogal(args.neighbours)
-    from ..core.geography import district_neighbours, district_polygons_dir
+    from dashboard.core.geo.geography import district_neighbours, district_polygons_dir
 
     folder = args.polygons if args.polygons is not None else district_polygons_dir(default_data_dir())
     if args.polygons is None and not folder.is_dir() and table.nearby is not None:

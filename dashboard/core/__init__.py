@@ -10,7 +10,17 @@ The names below are the public Python API; the dashboard and the ``privdash`` co
 Every result is an immutable dataclass; ``Diagnosis.to_dict()`` gives the JSON printed by ``privdash diagnose --json``.
 """
 
-from .classes import (
+from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType, suggest_contract
+from dashboard.core.data.tables import read_table, write_table
+from dashboard.core.errors import ColumnError, ContractError, DataReadError, ParameterError, PrivdashError
+from dashboard.core.geo.postcodes import (
+    PopulationTable,
+    Strategy,
+    generalize_postcodes,
+    read_population,
+    recode_postcodes,
+)
+from dashboard.core.measure.classes import (
     MISSING_LABEL,
     EquivalenceClasses,
     MissingPolicy,
@@ -18,23 +28,37 @@ from .classes import (
     equivalence_classes,
     equivalence_classes_from_aggregate,
 )
-from .combinations import CombinationRisk, MinimalSampleUniques, combination_risk, minimal_sample_uniques
-from .contract import ColumnRole, DataContract, FieldMetadata, StatisticalType, suggest_contract
-from .diagnose import Diagnosis, diagnose
-from .errors import ColumnError, ContractError, DataReadError, ParameterError, PrivdashError
-from .generalization import generalize
-from .hierarchy import Hierarchy, hierarchy_from_rule, load_hierarchies, read_arx_hierarchy, write_arx_hierarchy
-from .identifiers import drop_identifiers, mask_identifiers, pseudonymize
-from .io import read_table, write_table
-from .jobs import run_job_file
-from .microaggregation import microaggregate, microaggregate_with_contract
-from .models import SensitiveModels, sensitive_models
-from .postcodes import PopulationTable, Strategy, generalize_postcodes, read_population, recode_postcodes
-from .risk import RiskSummary, individual_risk, journalist_risk, marketer_risk, prosecutor_risk, risk_summary
-from .search import PrivacyTargets, SearchResult, optimal_generalization
-from .suppression import suppress_cells, suppress_records, top_bottom_code
-from .transform import Recipe, Step, TransformResult, apply_recipe
-from .utility import Metric, information_loss, utility_report
+from dashboard.core.measure.combinations import (
+    CombinationRisk,
+    MinimalSampleUniques,
+    combination_risk,
+    minimal_sample_uniques,
+)
+from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from dashboard.core.measure.models import SensitiveModels, sensitive_models
+from dashboard.core.measure.risk import (
+    RiskSummary,
+    individual_risk,
+    journalist_risk,
+    marketer_risk,
+    prosecutor_risk,
+    risk_summary,
+)
+from dashboard.core.search.lattice import PrivacyTargets, SearchResult, optimal_generalization
+from dashboard.core.transform.generalization import generalize
+from dashboard.core.transform.hierarchy import (
+    Hierarchy,
+    hierarchy_from_rule,
+    load_hierarchies,
+    read_arx_hierarchy,
+    write_arx_hierarchy,
+)
+from dashboard.core.transform.identifiers import drop_identifiers, mask_identifiers, pseudonymize
+from dashboard.core.transform.jobs import run_job_file
+from dashboard.core.transform.microaggregation import microaggregate, microaggregate_with_contract
+from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_recipe
+from dashboard.core.transform.suppression import suppress_cells, suppress_records, top_bottom_code
+from dashboard.core.utility.metrics import Metric, information_loss, utility_report
 
 __all__ = [
     "MISSING_LABEL",

@@ -18,12 +18,12 @@ import numpy as np
 import pandas as pd
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from dashboard.core.contract import ColumnRole, DataContract, StatisticalType
+from dashboard.application.services import DEMO_PREFIX, LoadedDataset, Services, reference_values, too_large_message
+from dashboard.application.state import QUERY_KEY, StateError, ViewState, order_permutation
+from dashboard.core.data.contract import ColumnRole, DataContract, StatisticalType
 from dashboard.core.errors import ContractError, PrivdashError
 from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title, progress_panel
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
-from dashboard.ui.services import DEMO_PREFIX, LoadedDataset, Services, reference_values, too_large_message
-from dashboard.ui.state import QUERY_KEY, StateError, ViewState, order_permutation
 
 PATH = "/data"
 NAME = "Data"
@@ -566,7 +566,7 @@ def state_with_contract(
     """The state after importing a data contract file (``contents`` as sent by ``dcc.Upload``)."""
     import base64
 
-    from dashboard.ui.services import state_from_contract
+    from dashboard.application.services import state_from_contract
 
     if not contents or "," not in contents:
         raise ContractError("The contract file is empty.")

@@ -1,13 +1,14 @@
 """Fix page: build a list of anonymization steps and see, before and after, what it does to risk and utility.
 
-The step list lives in the view state (``ViewState.fix``: settings only, see :mod:`dashboard.ui.fixes`), so the
+The step list lives in the view state (``ViewState.fix``: settings only, see :mod:`dashboard.application.fixes`), so the
 share link reproduces the fixed view; Undo drops the last step. Every number comes from the core: the steps are
-applied by :func:`dashboard.ui.fixes.run_fixes` (the core's step functions), the risk before from the cached
-diagnosis of :class:`~dashboard.ui.services.Services` and after from :func:`dashboard.core.diagnose.diagnose` of the
-fixed table, utility from :mod:`dashboard.core.utility`. Step lists with microaggregation or the least-lossy
-search are previewed in a background job (progress bar, cancel button); their results are kept in a disk cache
-so the downloads and the other callbacks of this page reuse them. Downloads (fixed data, value mapping, recipe) go
-through ``dcc.Download``, never through a store.
+applied by :func:`dashboard.application.fixes.run_fixes` (the core's step functions), the risk before from the cached
+diagnosis of :class:`~dashboard.application.services.Services` and after from
+:func:`dashboard.core.measure.diagnose.diagnose` of the fixed table, utility from
+:mod:`dashboard.core.utility.metrics`. Step lists with microaggregation or the least-lossy search are previewed in a
+background job (progress bar, cancel button); their results are kept in a disk cache so the downloads and the other
+callbacks of this page reuse them. Downloads (fixed data, value mapping, recipe) go through ``dcc.Download``, never
+through a store.
 """
 
 from __future__ import annotations
@@ -30,25 +31,7 @@ import plotly.graph_objects as go
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from plotly.subplots import make_subplots
 
-from dashboard.core.classes import MissingPolicy
-from dashboard.core.contract import ColumnRole, StatisticalType
-from dashboard.core.diagnose import Diagnosis, diagnose
-from dashboard.core.errors import PrivdashError
-from dashboard.core.risk import records_at_risk_by_k
-from dashboard.core.utility import Metric, classifier_accuracy, value_distributions
-from dashboard.pages.risk import size_bins, size_histogram
-from dashboard.ui.components import (
-    card,
-    error_alert,
-    fmt_count,
-    fmt_number,
-    fmt_share,
-    no_dataset,
-    page_title,
-    progress_panel,
-    stat_card,
-)
-from dashboard.ui.fixes import (
+from dashboard.application.fixes import (
     BUILDERS,
     KINDS,
     SLOW_KINDS,
@@ -67,10 +50,28 @@ from dashboard.ui.fixes import (
     rule_text,
     start_run,
 )
+from dashboard.application.services import LoadedDataset, Services, default_k_values
+from dashboard.application.state import StateError, ViewState
+from dashboard.application.storage import parquet_safe
+from dashboard.core.data.contract import ColumnRole, StatisticalType
+from dashboard.core.errors import PrivdashError
+from dashboard.core.measure.classes import MissingPolicy
+from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from dashboard.core.measure.risk import records_at_risk_by_k
+from dashboard.core.utility.metrics import Metric, classifier_accuracy, value_distributions
+from dashboard.pages.risk import size_bins, size_histogram
+from dashboard.ui.components import (
+    card,
+    error_alert,
+    fmt_count,
+    fmt_number,
+    fmt_share,
+    no_dataset,
+    page_title,
+    progress_panel,
+    stat_card,
+)
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
-from dashboard.ui.services import LoadedDataset, Services, default_k_values
-from dashboard.ui.state import StateError, ViewState
-from dashboard.ui.storage import parquet_safe
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE, figure
 
 PATH = "/fix"

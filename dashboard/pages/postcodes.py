@@ -4,9 +4,9 @@ mapping applied to the open dataset's postcode column.
 Definitions
 -----------
 A *source unit* is a postcode district (UK) or a 3-digit ZIP area (US); a *published unit* is what a strategy of
-:mod:`dashboard.core.postcodes` maps it to. Every unit gets a traffic light from its census population ``P``:
+:mod:`dashboard.core.geo.postcodes` maps it to. Every unit gets a traffic light from its census population ``P``:
 
-* **red**: the unit fails the threshold (:func:`~dashboard.core.postcodes.fails_threshold`: ``P < threshold`` for
+* **red**: the unit fails the threshold (:func:`~dashboard.core.geo.postcodes.fails_threshold`: ``P < threshold`` for
   the UK strategies, ``P <= threshold`` for ``zip3``);
 * **amber**: it passes but ``P < threshold * (1 + margin / 100)``, so a small change of the threshold or of the
   population (a newer census) could make it fail; ``margin`` is a percentage (default 25);
@@ -15,7 +15,7 @@ A *source unit* is a postcode district (UK) or a 3-digit ZIP area (US); a *publi
 The map shows, as the user picks, the source districts or the postcode areas coloured by their own population
 ("before"), or the published units of the strategy, districts dissolved by the mapping ("after"). It is a MapLibre
 choropleth on a blank style (``white-bg``): no tile server, so nothing leaves the host. Polygons come from
-:mod:`dashboard.core.geography` (coverage-clean, simplified, memoised); the page rounds their coordinates to
+:mod:`dashboard.core.geo.geography` (coverage-clean, simplified, memoised); the page rounds their coordinates to
 :data:`DISPLAY_DECIMALS` decimals (about 10 m, well under the 500 m simplification), which keeps shared vertices
 shared (no gaps) and the largest map (every UK district) under 2 MB. A threshold change that keeps the polygons
 sends only the new colours (a ``Patch``). The US data has no polygons, so ``zip3`` shows bars of the smallest ZIP3
@@ -23,8 +23,8 @@ areas instead.
 
 View state
 ----------
-The page's settings live in :attr:`ViewState.geo <dashboard.ui.state.ViewState>` as a compact object (defaults left
-out): ``p`` population source (``ew``, ``doogal``, ``us``), ``l`` what the map shows (``district``, ``area``,
+The page's settings live in :attr:`ViewState.geo <dashboard.application.state.ViewState>` as a compact object (defaults
+left out): ``p`` population source (``ew``, ``doogal``, ``us``), ``l`` what the map shows (``district``, ``area``,
 ``units``), ``s`` strategy, ``t`` threshold (people), ``m`` amber margin (percent). :meth:`GeoSettings.from_dict`
 validates it and says what is wrong with a bad link.
 """
@@ -49,12 +49,12 @@ import shapely
 from dash import Dash, Input, Output, Patch, State, dcc, html, no_update
 from shapely.geometry import mapping as geometry_mapping
 
-from dashboard.core import geography
-from dashboard.core.contract import StatisticalType
-from dashboard.core.diagnose import Diagnosis, diagnose
+from dashboard.application.services import Services
+from dashboard.application.state import StateError, ViewState
+from dashboard.core.data.contract import StatisticalType
 from dashboard.core.errors import PrivdashError
-from dashboard.core.population import PopulationCounts, PopulationSource
-from dashboard.core.postcodes import (
+from dashboard.core.geo import geography
+from dashboard.core.geo.postcodes import (
     DEFAULT_THRESHOLD,
     PopulationTable,
     PostcodeGeneralization,
@@ -66,11 +66,11 @@ from dashboard.core.postcodes import (
     population_counts,
     read_population,
 )
-from dashboard.core.risk import RiskSummary, risk_summary
+from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from dashboard.core.measure.population import PopulationCounts, PopulationSource
+from dashboard.core.measure.risk import RiskSummary, risk_summary
 from dashboard.ui.components import card, error_alert, fmt_count, fmt_share, page_title
 from dashboard.ui.pagestate import PAGE_STATE, state_from_query, state_from_store, state_store
-from dashboard.ui.services import Services
-from dashboard.ui.state import StateError, ViewState
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE
 
 PATH = "/postcodes"
@@ -254,7 +254,7 @@ class ReferenceDataMissing(PrivdashError):
 
 
 def data_dir(services: Services) -> Path:
-    """The shared-data folder: the app's setting, else :func:`~dashboard.core.postcodes.default_data_dir`."""
+    """The shared-data folder: the app's setting, else :func:`~dashboard.core.geo.postcodes.default_data_dir`."""
     configured = services.settings.data_dir
     return Path(configured) if configured is not None else default_data_dir()
 
@@ -280,7 +280,7 @@ def population_table(folder: Path, source: str) -> PopulationTable:
 
 
 def district_layer(folder: Path) -> geography.PolygonLayer:
-    """The district polygons (memoised by :mod:`~dashboard.core.geography`)."""
+    """The district polygons (memoised by :mod:`~dashboard.core.geo.geography`)."""
     directory = geography.district_polygons_dir(folder)
     if not directory.is_dir():
         raise ReferenceDataMissing(f"The postcode district polygons were not found in {directory}.")
@@ -288,7 +288,7 @@ def district_layer(folder: Path) -> geography.PolygonLayer:
 
 
 def area_layer(folder: Path) -> geography.PolygonLayer:
-    """The postcode area polygons (memoised by :mod:`~dashboard.core.geography`)."""
+    """The postcode area polygons (memoised by :mod:`~dashboard.core.geo.geography`)."""
     path = geography.area_polygons_path(folder)
     if not path.is_file():
         raise ReferenceDataMissing(f"The postcode area polygons were not found at {path}.")
@@ -758,7 +758,7 @@ def postcode_columns(state: ViewState) -> list[str]:
 
 def apply_mapping(services: Services, state: ViewState, result: PostcodeGeneralization, column: str) -> ApplyResult:
     """Recode ``column`` with the mapping and diagnose again, with the census populations of the published units as
-    the population class sizes ``F_j`` (:func:`~dashboard.core.postcodes.population_counts`)."""
+    the population class sizes ``F_j`` (:func:`~dashboard.core.geo.postcodes.population_counts`)."""
     if not state.dataset:
         raise PrivdashError("No dataset is open.")
     if column not in state.quasi_identifiers:

@@ -1,9 +1,9 @@
 """Risk page: equivalence classes, privacy models and re-identification risk of the open dataset.
 
-Every number comes from :func:`dashboard.core.diagnose.diagnose` (through the per-process cache of
-:class:`~dashboard.ui.services.Services`) or, for the QI-combination analysis, from
-:mod:`dashboard.core.combinations` in a background job with a progress bar and a cancel button. The builders here
-only arrange those results; callbacks turn control values into a new view state and call the builders.
+Every number comes from :func:`dashboard.core.measure.diagnose.diagnose` (through the per-process cache of
+:class:`~dashboard.application.services.Services`) or, for the QI-combination analysis, from
+:mod:`dashboard.core.measure.combinations` in a background job with a progress bar and a cancel button. The builders
+here only arrange those results; callbacks turn control values into a new view state and call the builders.
 """
 
 from __future__ import annotations
@@ -20,12 +20,19 @@ import pandas as pd
 import plotly.graph_objects as go
 from dash import ClientsideFunction, Dash, Input, Output, State, dcc, html, no_update
 
-from dashboard.core.classes import MissingPolicy
-from dashboard.core.combinations import CombinationRisk, MinimalSampleUniques, combination_risk, minimal_sample_uniques
-from dashboard.core.contract import ColumnRole
-from dashboard.core.diagnose import Diagnosis
+from dashboard.application.services import Services
+from dashboard.application.state import StateError, ViewState
+from dashboard.core.data.contract import ColumnRole
 from dashboard.core.errors import PrivdashError
-from dashboard.core.risk import AttackerRisk, records_at_risk_by_k
+from dashboard.core.measure.classes import MissingPolicy
+from dashboard.core.measure.combinations import (
+    CombinationRisk,
+    MinimalSampleUniques,
+    combination_risk,
+    minimal_sample_uniques,
+)
+from dashboard.core.measure.diagnose import Diagnosis
+from dashboard.core.measure.risk import AttackerRisk, records_at_risk_by_k
 from dashboard.ui.components import (
     card,
     error_alert,
@@ -38,8 +45,6 @@ from dashboard.ui.components import (
     stat_card,
 )
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
-from dashboard.ui.services import Services
-from dashboard.ui.state import StateError, ViewState
 from dashboard.ui.theme import COLORS, figure
 
 PATH = "/risk"

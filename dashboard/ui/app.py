@@ -19,13 +19,13 @@ import flask
 from dash import ALL, ClientsideFunction, Dash, Input, Output, State, no_update
 from werkzeug.exceptions import RequestEntityTooLarge
 
+from dashboard.application.services import Services, too_large_message
+from dashboard.application.settings import Settings
+from dashboard.application.state import StateError, ViewState
 from dashboard.core.errors import PrivdashError
+from dashboard.ui.pagestate import PAGE_STATE, state_from_store
 
 from . import components
-from .pagestate import PAGE_STATE, state_from_store
-from .services import Services, too_large_message
-from .settings import Settings
-from .state import StateError, ViewState
 
 __all__ = ["SESSION_COOKIE", "create_app", "session_token"]
 

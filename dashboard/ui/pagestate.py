@@ -12,11 +12,10 @@ from typing import Any
 
 from dash import dcc
 
+from dashboard.application.services import LoadedDataset, Services
+from dashboard.application.state import QUERY_KEY, StateError, ViewState
 from dashboard.core.errors import PrivdashError
-
-from .components import error_alert
-from .services import LoadedDataset, Services
-from .state import QUERY_KEY, StateError, ViewState
+from dashboard.ui.components import error_alert
 
 __all__ = ["PAGE_STATE", "open_page", "state_from_query", "state_from_store", "state_store"]
 

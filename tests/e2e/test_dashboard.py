@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from dashboard.core.classes import MissingPolicy
-from dashboard.core.contract import ColumnRole, DataContract
-from dashboard.core.demo import people_contract, people_table
-from dashboard.core.diagnose import diagnose
+from dashboard.application.services import too_large_message
+from dashboard.application.settings import Settings
+from dashboard.core.data.contract import ColumnRole, DataContract
+from dashboard.core.data.demo import people_contract, people_table
+from dashboard.core.data.tables import read_table
 from dashboard.core.errors import DataReadError
-from dashboard.core.io import read_table
+from dashboard.core.measure.classes import MissingPolicy
+from dashboard.core.measure.diagnose import diagnose
 from dashboard.ui.components import fmt_count, fmt_number
-from dashboard.ui.services import too_large_message
-from dashboard.ui.settings import Settings
 
 TIMEOUT = 20_000
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -142,7 +142,7 @@ def test_missing_value_policy_switch(page: Page, live_server: str) -> None:
 
 def _assert_no_values_in(link: str, data: object) -> None:
     """The link's state holds the dataset id, column names and settings, and not one data value."""
-    from dashboard.ui.state import ViewState
+    from dashboard.application.state import ViewState
 
     state = ViewState.from_search(link.split("?", 1)[1])
     obj = state.to_dict()
@@ -154,7 +154,7 @@ def _assert_no_values_in(link: str, data: object) -> None:
 
 def _wait_for_policy_in_url(page: Page, policy: MissingPolicy) -> None:
     """The address bar (the share link) carries the policy shown on the page."""
-    from dashboard.ui.state import ViewState
+    from dashboard.application.state import ViewState
 
     for _ in range(100):
         if ViewState.from_search(page.url.split("?", 1)[1]).missing == policy:

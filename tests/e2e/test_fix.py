@@ -11,15 +11,15 @@ from pathlib import Path
 import pandas as pd
 from playwright.sync_api import Page, expect
 
-from dashboard.core.demo import people_table
-from dashboard.core.diagnose import diagnose
-from dashboard.core.generalization import generalize
-from dashboard.core.hierarchy import interval_hierarchy, postcode_hierarchy
-from dashboard.core.suppression import suppress_records
+from dashboard.application.services import Services
+from dashboard.application.settings import Settings
+from dashboard.application.state import ViewState
+from dashboard.core.data.demo import people_table
+from dashboard.core.measure.diagnose import diagnose
+from dashboard.core.transform.generalization import generalize
+from dashboard.core.transform.hierarchy import interval_hierarchy, postcode_hierarchy
+from dashboard.core.transform.suppression import suppress_records
 from dashboard.ui.components import fmt_count
-from dashboard.ui.services import Services
-from dashboard.ui.settings import Settings
-from dashboard.ui.state import ViewState
 
 TIMEOUT = 30_000
 QIS = ["age", "sex", "postcode"]

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from dashboard.core import geography
-from dashboard.core.demo import people_contract, people_table
-from dashboard.core.diagnose import diagnose
-from dashboard.core.postcodes import PopulationTable, generalize_postcodes, read_population
+from dashboard.application.state import ViewState
+from dashboard.core.data.demo import people_contract, people_table
+from dashboard.core.geo import geography
+from dashboard.core.geo.postcodes import PopulationTable, generalize_postcodes, read_population
+from dashboard.core.measure.diagnose import diagnose
 from dashboard.pages.postcodes import SOURCES
 from dashboard.ui.components import fmt_count
-from dashboard.ui.state import ViewState
 
 TIMEOUT = 20_000
 VIEWPORT = {"width": 1400, "height": 1300}

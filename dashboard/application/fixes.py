@@ -1,0 +1,772 @@
+"""The Fix page's step list: what a step in the link means, and how the list is applied with the core.
+
+A *fix spec* is the compact JSON object the view state carries for one step (``ViewState.fix``). It holds settings
+only (a technique, column names, a hierarchy rule such as "intervals of width 5, 10, 20", a k, a budget), never a
+value of the table, so a share link reveals no data. :func:`check_spec` validates one; :func:`run_fixes` applies a
+list in order with the core's step functions (:mod:`dashboard.core.transform.steps` and friends) and returns a
+:class:`FixRun`: the fixed table, each step's :class:`~dashboard.core.transform.steps.TransformResult`, the data
+contract of the fixed table and the recipe that re-applies the fix to new data. Nothing here imports Dash.
+
+Spec kinds (keys besides ``kind``; ``?`` = optional)::
+
+    generalize        column, rule, level
+    top_bottom        column, top?, bottom?, quantiles?, labels?
+    suppress_records  k, budget                      (budget: share of the rows that may be removed, 0..1)
+    suppress_cells    k, importance?                 (QIs, most important first; the rest follow)
+    microaggregate    k, decimals?
+    drop / mask       columns (mask: first?, last?)  (characters kept at the start / end)
+    pseudonymize      columns, length?
+    search            k, l?, t?, risk?, suppression, metric?
+
+Hierarchy rules (``rule``)::
+
+    {"builder": "intervals", "widths": [5, 10, 20], "origin"?: 0}   {"builder": "quantiles", "bins": [8, 4, 2]}
+    {"builder": "dates", "levels": ["month", "year"]}            {"builder": "postcodes", "levels": ["district"]}
+    {"builder": "masking", "steps": 3}                           {"builder": "rare", "min_count": 10}
+
+Quasi-identifiers, ordinal orders and the missing-value policy of a step come from the view state's data contract
+when the list is applied; the resolved values end up in the recipe (:attr:`FixRun.recipe`).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
+from dashboard.core.errors import PrivdashError, check_columns
+from dashboard.core.measure.classes import MissingPolicy
+from dashboard.core.search.lattice import optimal_generalization
+from dashboard.core.transform.generalization import generalize
+from dashboard.core.transform.hierarchy import (
+    TOP,
+    Hierarchy,
+    HierarchyError,
+    canonical_text,
+    date_hierarchy,
+    interval_hierarchy,
+    masking_hierarchy,
+    postcode_hierarchy,
+    rare_category_hierarchy,
+)
+from dashboard.core.transform.identifiers import KEY_ENV, MIN_KEY_BYTES, key_fingerprint
+from dashboard.core.transform.microaggregation import microaggregate, types_from_contract
+from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_step
+from dashboard.core.utility.metrics import InformationLoss, Metric, information_loss
+
+__all__ = [
+    "BUILDERS",
+    "KINDS",
+    "SLOW_KINDS",
+    "FixError",
+    "FixRun",
+    "adapt_contract",
+    "build_hierarchy",
+    "cells_changed",
+    "check_spec",
+    "default_rule",
+    "describe_result",
+    "describe_spec",
+    "extend_run",
+    "information_loss_pair",
+    "key_status",
+    "rule_from_text",
+    "rule_text",
+    "run_fixes",
+    "start_run",
+]
+
+#: Spec kinds and their labels, in the order the page lists them.
+KINDS: dict[str, str] = {
+    "generalize": "Generalize a quasi-identifier",
+    "top_bottom": "Top / bottom coding",
+    "suppress_records": "Record suppression",
+    "suppress_cells": "Cell suppression",
+    "microaggregate": "Microaggregation (k-member)",
+    "drop": "Drop identifiers",
+    "mask": "Mask identifiers",
+    "pseudonymize": "Pseudonymize identifiers",
+    "search": "Least-lossy search",
+}
+#: Kinds whose cost grows fast with the table (clustering, lattice search): previewed in a background job.
+SLOW_KINDS = frozenset({"microaggregate", "search"})
+#: Hierarchy builders a ``generalize`` rule may name.
+BUILDERS: dict[str, str] = {
+    "intervals": "Intervals of fixed width",
+    "quantiles": "Intervals of equal frequency",
+    "dates": "Dates: month, quarter, year",
+    "postcodes": "UK postcodes: sector, district, area",
+    "masking": "Mask trailing characters",
+    "rare": "Group rare categories",
+}
+_DATE_LEVELS = ("month", "quarter", "year")
+_POSTCODE_LEVELS = ("sector", "district", "area")
+
+
+class FixError(PrivdashError):
+    """A fix spec is malformed (a damaged link, or control values that do not make a step)."""
+
+
+# --- validation ----------------------------------------------------------------------------------------------------
+
+
+def _whole(value: Any, name: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
+        raise FixError(f"{name} must be a whole number, got {value!r}.")
+    if value < minimum:
+        raise FixError(f"{name} must be at least {minimum}, got {int(value)}.")
+    return int(value)
+
+
+def _real(value: Any, name: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value)):
+        raise FixError(f"{name} must be a number, got {value!r}.")
+    return float(value)
+
+
+def _share(value: Any, name: str) -> float:
+    number = _real(value, name)
+    if not 0 <= number <= 1:
+        raise FixError(f"{name} must lie between 0 and 1, got {number:g}.")
+    return number
+
+
+def _names(value: Any, name: str, *, allow_empty: bool = False) -> list[str]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise FixError(f"{name} must be a list of column names.")
+    if not value and not allow_empty:
+        raise FixError(f"Choose at least one column ({name}).")
+    if len(set(value)) != len(value):
+        raise FixError(f"{name} lists a column more than once.")
+    return list(value)
+
+
+def _keys(spec: Mapping[str, Any], required: Sequence[str], optional: Sequence[str]) -> None:
+    kind = spec["kind"]
+    missing = [key for key in required if spec.get(key) is None]
+    if missing:
+        raise FixError(f"Step '{kind}' needs {', '.join(missing)}.")
+    unknown = sorted(set(spec) - {"kind", *required, *optional})
+    if unknown:
+        raise FixError(f"Step '{kind}' has unknown setting(s) {', '.join(unknown)}.")
+
+
+def check_rule(rule: Any) -> dict[str, Any]:
+    """A validated hierarchy rule (see the module docstring); raises :class:`FixError`."""
+    if not isinstance(rule, Mapping) or rule.get("builder") not in BUILDERS:
+        raise FixError(f"A hierarchy rule needs a 'builder': one of {', '.join(BUILDERS)}.")
+    builder = rule["builder"]
+    allowed = {
+        "intervals": {"widths", "origin"},
+        "quantiles": {"bins"},
+        "dates": {"levels"},
+        "postcodes": {"levels"},
+        "masking": {"steps"},
+        "rare": {"min_count"},
+    }[builder]
+    unknown = sorted(set(rule) - allowed - {"builder"})
+    if unknown:
+        raise FixError(f"The '{builder}' rule has unknown setting(s) {', '.join(unknown)}.")
+    out: dict[str, Any] = {"builder": builder}
+    if builder in ("intervals", "quantiles"):
+        key = "widths" if builder == "intervals" else "bins"
+        values = rule.get(key)
+        if not isinstance(values, list) or not values:
+            raise FixError(f"The '{builder}' rule needs '{key}': a non-empty list of numbers, finest level first.")
+        if builder == "intervals":
+            out[key] = [_positive(v, "An interval width") for v in values]
+            if rule.get("origin") is not None:
+                out["origin"] = _real(rule["origin"], "The interval origin")
+        else:
+            out[key] = [_whole(v, "A number of quantile intervals", 1) for v in values]
+    elif builder in ("dates", "postcodes"):
+        known = _DATE_LEVELS if builder == "dates" else _POSTCODE_LEVELS
+        levels = rule.get("levels")
+        if not isinstance(levels, list) or not levels or not all(v in known for v in levels):
+            raise FixError(f"The '{builder}' rule needs 'levels': some of {', '.join(known)}, in that order.")
+        out["levels"] = list(levels)
+    elif builder == "masking":
+        out["steps"] = _whole(rule.get("steps"), "Masking steps", 1)
+    else:
+        out["min_count"] = _whole(rule.get("min_count"), "The minimum count of a kept category", 1)
+    return out
+
+
+def _positive(value: Any, name: str) -> float | int:
+    number = _real(value, name)
+    if number <= 0:
+        raise FixError(f"{name} must be positive, got {number:g}.")
+    return int(number) if number.is_integer() else number
+
+
+def check_spec(spec: Any) -> dict[str, Any]:
+    """A validated copy of one fix spec (settings in range, no unknown keys); raises :class:`FixError`."""
+    if not isinstance(spec, Mapping) or spec.get("kind") not in KINDS:
+        raise FixError(f"A fix step needs a 'kind': one of {', '.join(KINDS)}.")
+    kind = spec["kind"]
+    out: dict[str, Any] = {"kind": kind}
+    if kind == "generalize":
+        _keys(spec, ("column", "rule", "level"), ())
+        if not isinstance(spec["column"], str):
+            raise FixError("Step 'generalize': 'column' must be a column name.")
+        out.update(column=spec["column"], rule=check_rule(spec["rule"]), level=_whole(spec["level"], "The level", 0))
+    elif kind == "top_bottom":
+        _keys(spec, ("column",), ("top", "bottom", "quantiles", "labels"))
+        if not isinstance(spec["column"], str):
+            raise FixError("Step 'top_bottom': 'column' must be a column name.")
+        quantiles = bool(spec.get("quantiles", False))
+        check = _share if quantiles else _real
+        top = None if spec.get("top") is None else check(spec["top"], "The top threshold")
+        bottom = None if spec.get("bottom") is None else check(spec["bottom"], "The bottom threshold")
+        if top is None and bottom is None:
+            raise FixError("Top / bottom coding needs a top or a bottom threshold.")
+        out.update(column=spec["column"], top=top, bottom=bottom, quantiles=quantiles, labels=bool(spec.get("labels")))
+    elif kind == "suppress_records":
+        _keys(spec, ("k", "budget"), ())
+        out.update(k=_whole(spec["k"], "k", 2), budget=_share(spec["budget"], "The suppression budget"))
+    elif kind == "suppress_cells":
+        _keys(spec, ("k",), ("importance",))
+        out.update(
+            k=_whole(spec["k"], "k", 2), importance=_names(spec.get("importance", []), "importance", allow_empty=True)
+        )
+    elif kind == "microaggregate":
+        _keys(spec, ("k",), ("decimals",))
+        decimals = spec.get("decimals")
+        out.update(k=_whole(spec["k"], "k", 2), decimals=None if decimals is None else _whole(decimals, "Decimals", 0))
+    elif kind in ("drop", "mask", "pseudonymize"):
+        optional = {"drop": (), "mask": ("first", "last"), "pseudonymize": ("length",)}[kind]
+        _keys(spec, ("columns",), optional)
+        out["columns"] = _names(spec["columns"], "columns")
+        if kind == "mask":
+            out.update(first=_whole(spec.get("first", 0), "Characters kept at the start", 0))
+            out.update(last=_whole(spec.get("last", 0), "Characters kept at the end", 0))
+        if kind == "pseudonymize":
+            length = _whole(spec.get("length", 16), "The pseudonym length", 8)
+            if length > 64:
+                raise FixError(f"The pseudonym length must be at most 64, got {length}.")
+            out["length"] = length
+    else:
+        _keys(spec, ("k", "suppression"), ("l", "t", "risk", "metric"))
+        out.update(k=_whole(spec["k"], "k", 1), suppression=_share(spec["suppression"], "The suppression limit"))
+        out["l"] = None if spec.get("l") is None else _whole(spec["l"], "l", 1)
+        out["t"] = None if spec.get("t") is None else _share(spec["t"], "t")
+        out["risk"] = None if spec.get("risk") is None else _share(spec["risk"], "The highest risk")
+        if out["risk"] == 0:
+            raise FixError("The highest acceptable risk must be above 0.")
+        try:
+            out["metric"] = Metric.parse(spec.get("metric", "loss")).value
+        except PrivdashError as exc:
+            raise FixError(str(exc)) from None
+    return out
+
+
+# --- hierarchy rules -----------------------------------------------------------------------------------------------
+
+
+def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
+    """The core hierarchy a rule describes, built over ``values`` (with its resolved rule, for the recipe)."""
+    rule = check_rule(rule)
+    builder = rule["builder"]
+    if builder == "intervals":
+        return interval_hierarchy(values, widths=rule["widths"], origin=rule.get("origin"))
+    if builder == "quantiles":
+        return interval_hierarchy(values, bins=rule["bins"])
+    if builder == "dates":
+        return date_hierarchy(values, levels=rule["levels"])
+    if builder == "postcodes":
+        return postcode_hierarchy(values, levels=rule["levels"])
+    if builder == "masking":
+        return masking_hierarchy(values, steps=rule["steps"])
+    return rare_category_hierarchy(values, min_count=rule["min_count"])
+
+
+def nice_width(values: pd.Series, intervals: int = 20) -> float | int:
+    """A round interval width (1, 2 or 5 times a power of ten) giving about ``intervals`` intervals over the range."""
+    numbers = pd.to_numeric(values, errors="coerce").dropna()
+    span = float(numbers.max() - numbers.min()) if len(numbers) else 0.0
+    if span <= 0:
+        return 1
+    raw = span / intervals
+    power = 10 ** math.floor(math.log10(raw))
+    width = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    if bool((numbers % 1 == 0).all()):
+        width = max(width, 1)
+    return int(width) if float(width).is_integer() else float(width)
+
+
+def default_rule(values: pd.Series, kind: StatisticalType, k: int = 5) -> dict[str, Any]:
+    """A reasonable hierarchy rule for a column of this type (numbers: intervals of a round width)."""
+    if kind == StatisticalType.NUMERICAL and pd.api.types.is_numeric_dtype(values):
+        width = nice_width(values)
+        return {"builder": "intervals", "widths": [width, 2 * width, 4 * width]}
+    if kind == StatisticalType.DATE:
+        return {"builder": "dates", "levels": list(_DATE_LEVELS)}
+    if kind == StatisticalType.POSTCODE:
+        return {"builder": "postcodes", "levels": list(_POSTCODE_LEVELS)}
+    return {"builder": "rare", "min_count": max(10, 2 * k)}
+
+
+def rule_text(rule: Mapping[str, Any]) -> str:
+    """The rule's parameter as the page's text field shows it (``5, 10, 20``; ``month, year``; ``10``)."""
+    builder = rule.get("builder")
+    if builder == "intervals":
+        return ", ".join(f"{w:g}" for w in rule["widths"])
+    if builder == "quantiles":
+        return ", ".join(str(b) for b in rule["bins"])
+    if builder in ("dates", "postcodes"):
+        return ", ".join(rule["levels"])
+    if builder == "masking":
+        return str(rule["steps"])
+    if builder == "rare":
+        return str(rule["min_count"])
+    return ""
+
+
+def rule_from_text(builder: str, text: str | None) -> dict[str, Any]:
+    """Parse the page's rule parameter field for ``builder`` into a validated rule; raises :class:`FixError`."""
+    parts = [p.strip() for p in (text or "").replace(";", ",").split(",") if p.strip()]
+    if builder not in BUILDERS:
+        raise FixError(f"Choose how to generalize: one of {', '.join(BUILDERS)}.")
+    if not parts:
+        raise FixError(f"Give the parameter of the '{BUILDERS[builder].lower()}' rule.")
+    rule: dict[str, Any] = {"builder": builder}
+    if builder in ("intervals", "quantiles", "masking", "rare"):
+        try:
+            numbers = [float(p) for p in parts]
+        except ValueError:
+            raise FixError(f"'{text}' is not a list of numbers.") from None
+        if builder == "intervals":
+            rule["widths"] = [int(n) if n.is_integer() else n for n in numbers]
+        elif builder == "quantiles":
+            rule["bins"] = [int(n) if n.is_integer() else n for n in numbers]
+        elif len(numbers) != 1:
+            raise FixError(f"Give one whole number for the '{BUILDERS[builder].lower()}' rule.")
+        else:
+            rule["steps" if builder == "masking" else "min_count"] = (
+                int(numbers[0]) if numbers[0].is_integer() else numbers[0]
+            )
+    else:
+        rule["levels"] = [p.lower() for p in parts]
+    return check_rule(rule)
+
+
+# --- applying a list -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class FixRun:
+    """A step list applied to a table.
+
+    Attributes
+    ----------
+    original
+        The table before any step.
+    missing
+        The missing-value policy of the view (record suppression forms its classes with it).
+    data, contract
+        The fixed table and its data contract (columns that were dropped are gone; a column whose values are no
+        longer of its declared type, e.g. numbers generalized to interval labels, is nominal).
+    specs, results
+        The steps applied (validated) and the core's result of each.
+    kept_rows
+        Positions in ``original`` of the rows of ``data`` (None when every row is kept).
+    hierarchies
+        For each generalized column, the hierarchy of its first generalization (for the information-loss metrics).
+    error, failed
+        Why the step at position ``failed`` of the requested list could not be applied (later steps were not tried).
+    """
+
+    original: pd.DataFrame
+    base_contract: DataContract
+    missing: MissingPolicy
+    data: pd.DataFrame
+    contract: DataContract
+    specs: tuple[dict[str, Any], ...] = ()
+    results: tuple[TransformResult, ...] = ()
+    kept_rows: np.ndarray | None = None
+    hierarchies: Mapping[str, Hierarchy] = field(default_factory=dict)
+    error: str | None = None
+    failed: int | None = None
+
+    @property
+    def recipe(self) -> Recipe:
+        """The recipe of the applied steps, every parameter resolved (``privdash anonymize --recipe``)."""
+        return Recipe(tuple(result.step for result in self.results))
+
+    @property
+    def rows_removed(self) -> int:
+        return len(self.original) - len(self.data)
+
+    @property
+    def wildcard(self) -> bool:
+        """True after cell suppression: blanked cells stand for any value, so classes are formed with wildcards."""
+        return any(spec["kind"] == "suppress_cells" for spec in self.specs)
+
+    def mapping(self) -> pd.DataFrame:
+        """Original -> published value per column (``column``, ``original``, ``published``), steps composed.
+
+        Only steps that recode values one to one have a mapping (generalization, top / bottom coding); a column
+        later masked, pseudonymized, dropped or microaggregated is left out (its published values are no longer
+        a function of the original value, or the table would undo the masking).
+        """
+        current: dict[str, pd.DataFrame] = {}
+        for spec, result in zip(self.specs, self.results, strict=True):
+            if spec["kind"] in ("drop", "mask", "pseudonymize", "microaggregate"):
+                touched = spec.get("columns") or list(result.step.params.get("quasi_identifiers", []))
+                for name in touched:
+                    current.pop(name, None)
+                continue
+            if result.mapping is None:
+                continue
+            for key, block in result.mapping.groupby("column", sort=False):
+                name = str(key)
+                block = block[["original", "published"]].reset_index(drop=True)
+                if name in current:
+                    # Values an earlier step published go through this step's mapping; values no earlier step
+                    # recoded enter with this step's mapping as they are.
+                    earlier = current[name]
+                    lookup = dict(zip(_texts(block["original"]), block["published"], strict=True))
+                    published = [
+                        lookup.get(t, p)
+                        for t, p in zip(_texts(earlier["published"]), earlier["published"], strict=True)
+                    ]
+                    seen = set(_texts(earlier["original"]))
+                    originals = set(_texts(pd.Series(self.original[name].dropna().unique())))
+                    fresh = block[[t not in seen and t in originals for t in _texts(block["original"])]]
+                    block = pd.concat(
+                        [pd.DataFrame({"original": earlier["original"], "published": published}), fresh],
+                        ignore_index=True,
+                    )
+                current[name] = block
+        frames = [block.assign(column=name)[["column", "original", "published"]] for name, block in current.items()]
+        if not frames:
+            return pd.DataFrame({"column": [], "original": [], "published": []}, dtype=object)
+        return pd.concat(frames, ignore_index=True)
+
+
+def _texts(values: pd.Series) -> list[str]:
+    return [str(t) for t in canonical_text(values)]
+
+
+def adapt_contract(contract: DataContract, data: pd.DataFrame, recoded: Sequence[str] = ()) -> DataContract:
+    """The contract of a fixed table: fields of dropped columns removed, types that no longer fit made nominal.
+
+    A numerical column that holds text (interval labels), an ordinal column with values outside its order, and a
+    date or postcode column that was ``recoded`` (generalized) become ``NOMINAL``; roles are kept.
+    """
+    fields = []
+    for item in contract.fields:
+        if item.name not in data.columns:
+            continue
+        kind, order = item.statistical_type, item.ordinal_values
+        column = data[item.name]
+        if item.name in recoded and kind in (StatisticalType.DATE, StatisticalType.POSTCODE):
+            kind = StatisticalType.NOMINAL
+        numeric = pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column)
+        if kind == StatisticalType.NUMERICAL and item.role != ColumnRole.IDENTIFIER and not numeric:
+            kind = StatisticalType.NOMINAL
+        if kind == StatisticalType.ORDINAL and order is not None:
+            present = pd.Index(column.dropna().unique())
+            if len(present.difference(pd.Index(order))):
+                kind = StatisticalType.NOMINAL
+        fields.append(FieldMetadata(item.name, item.role, kind, order if kind == StatisticalType.ORDINAL else None))
+    return DataContract(tuple(fields))
+
+
+def start_run(frame: pd.DataFrame, contract: DataContract, missing: MissingPolicy) -> FixRun:
+    """The empty step list on ``frame``."""
+    return FixRun(frame, contract, MissingPolicy.parse(missing), frame, contract)
+
+
+def extend_run(run: FixRun, spec: Mapping[str, Any], position: int | None = None) -> FixRun:
+    """``run`` with one more step applied; a step that cannot be applied gives a run with ``error`` set."""
+    if run.error is not None:
+        return run
+    index = len(run.specs) if position is None else position
+    try:
+        checked = check_spec(spec)
+        result, used = _apply(run, checked)
+    except PrivdashError as exc:
+        label = KINDS.get(spec.get("kind", ""), "step") if isinstance(spec, Mapping) else "step"
+        message = f"Step {index + 1} ({label.lower()}) was not applied: {exc}"
+        return replace(run, error=message, failed=index)
+    kept = run.kept_rows
+    if result.kept_rows is not None:
+        base = np.arange(len(run.original)) if kept is None else kept
+        kept = base[np.asarray(result.kept_rows, dtype=np.int64)]
+    hierarchies = dict(run.hierarchies)
+    for name, hierarchy in used.items():
+        if name in hierarchies:
+            continue
+        # Built over the original column (every row kept, values unchanged so far), the hierarchy covers the
+        # original values as a table; otherwise the metrics rebuild it from its rule over the original values.
+        untouched = run.kept_rows is None and run.data[name].equals(run.original[name])
+        hierarchies[name] = replace(hierarchy, rule=None) if untouched else hierarchy
+    recoded = list(result.mapping["column"].unique()) if result.mapping is not None else []
+    if checked["kind"] == "search":
+        recoded = list(result.summary.get("levels", {}))
+    contract = adapt_contract(run.contract, result.data, recoded)
+    return replace(
+        run,
+        data=result.data,
+        contract=contract,
+        specs=(*run.specs, checked),
+        results=(*run.results, result),
+        kept_rows=kept,
+        hierarchies=hierarchies,
+    )
+
+
+def run_fixes(
+    frame: pd.DataFrame,
+    contract: DataContract,
+    missing: MissingPolicy,
+    specs: Sequence[Mapping[str, Any]],
+    progress: Callable[[int, str], None] | None = None,
+) -> FixRun:
+    """Apply ``specs`` in order (stopping at the first that fails; see :attr:`FixRun.error`)."""
+    run = start_run(frame, contract, missing)
+    for index, spec in enumerate(specs):
+        if progress is not None:
+            progress(index, describe_spec(spec) if isinstance(spec, Mapping) else "step")
+        run = extend_run(run, spec)
+    return run
+
+
+def _quasi_identifiers(run: FixRun) -> list[str]:
+    qis = [name for name in run.contract.quasi_identifiers if name in run.data.columns]
+    if not qis:
+        raise FixError("No quasi-identifier is left: mark some on the Risk or Data page.")
+    return qis
+
+
+def _apply(run: FixRun, spec: Mapping[str, Any]) -> tuple[TransformResult, dict[str, Hierarchy]]:
+    """The core's result of one validated spec on ``run.data`` (and the hierarchies of a generalization)."""
+    data, kind = run.data, spec["kind"]
+    if kind == "generalize":
+        (column,) = check_columns(data, [spec["column"]], role="column to generalize")
+        hierarchy = build_hierarchy(spec["rule"], data[column])
+        # The core rebuilds a rule-based hierarchy over the data it is given; it was just built over these very
+        # values, so hand it over as a table and record the rule in the step, as the core would.
+        result = generalize(data, {column: spec["level"]}, {column: replace(hierarchy, rule=None)})
+        resolved = {"level": result.summary["levels"][column], "hierarchy": hierarchy.to_dict()}
+        params: dict[str, Any] = {"columns": {column: resolved}}
+        result = replace(result, step=Step("generalize", params))
+        return result, {column: hierarchy}
+    if kind == "top_bottom":
+        names = ("top_quantile", "bottom_quantile") if spec["quantiles"] else ("top", "bottom")
+        params = {
+            "column": spec["column"],
+            names[0]: spec["top"],
+            names[1]: spec["bottom"],
+            "replacement": "label" if spec["labels"] else "threshold",
+        }
+        return apply_step(data, Step("top_bottom_coding", params)), {}
+    if kind in ("drop", "mask", "pseudonymize"):
+        params = {"columns": spec["columns"]}
+        if kind == "mask":
+            params.update(keep_first=spec["first"], keep_last=spec["last"])
+        if kind == "pseudonymize":
+            params["length"] = spec["length"]
+        step_kind = {"drop": "drop_identifiers", "mask": "mask_identifiers", "pseudonymize": "pseudonymize"}[kind]
+        return apply_step(data, Step(step_kind, params)), {}
+    qis = _quasi_identifiers(run)
+    orders = {name: list(values) for name, values in run.contract.ordinal_orders().items() if name in qis}
+    if kind == "suppress_records":
+        params = {
+            "quasi_identifiers": qis,
+            "max_fraction": spec["budget"],
+            "k": spec["k"],
+            "missing": run.missing.value,
+            "orders": orders,
+        }
+        return apply_step(data, Step("record_suppression", params)), {}
+    if kind == "suppress_cells":
+        given = [name for name in spec["importance"] if name in qis]
+        importance = given + [name for name in qis if name not in given] if given else None
+        params = {"quasi_identifiers": qis, "k": spec["k"], "importance": importance, "orders": orders}
+        return apply_step(data, Step("local_suppression", params)), {}
+    if kind == "microaggregate":
+        present = DataContract(tuple(f for f in run.contract.fields if f.name in data.columns))
+        types, type_orders = types_from_contract(present)
+        result = microaggregate(
+            data, quasi_identifiers=qis, k=spec["k"], types=types, orders=type_orders, decimals=spec["decimals"]
+        )
+        return result, {}
+    # search
+    hierarchies = {name: search_hierarchy(data[name], run.contract[name].statistical_type, spec["k"]) for name in qis}
+    sensitive = [name for name in run.contract.sensitive if name in data.columns]
+    if (spec["l"] is not None or spec["t"] is not None) and not sensitive:
+        raise FixError(
+            "The l and t targets need a sensitive attribute: mark one on the Risk page, or leave l and t off."
+        )
+    found = optimal_generalization(
+        data,
+        hierarchies,
+        quasi_identifiers=qis,
+        k=spec["k"],
+        l=spec["l"],
+        t=spec["t"],
+        sensitive=sensitive if spec["l"] is not None or spec["t"] is not None else (),
+        max_risk=spec["risk"],
+        suppression=spec["suppression"],
+        metric=spec["metric"],
+    )
+    transform = found.transform
+    summary = {**transform.summary, "search": found.summary()}
+    result = TransformResult(transform.data, transform.step, summary, transform.mapping, transform.kept_rows)
+    return result, hierarchies
+
+
+def search_hierarchy(values: pd.Series, kind: StatisticalType, k: int) -> Hierarchy:
+    """The hierarchy the least-lossy search uses for a QI: its type's default rule, else a masking one."""
+    try:
+        return build_hierarchy(default_rule(values, kind, k), values)
+    except HierarchyError:
+        return masking_hierarchy(values)
+
+
+# --- descriptions --------------------------------------------------------------------------------------------------
+
+
+def describe_spec(spec: Mapping[str, Any]) -> str:
+    """One line saying what a (valid) spec does."""
+    kind = spec.get("kind")
+    if kind == "generalize":
+        rule = spec.get("rule", {})
+        how = f"{rule.get('builder')} {rule_text(rule)}"
+        return f"Generalize {spec.get('column')} to level {spec.get('level')} ({how})"
+    if kind == "top_bottom":
+        parts = [f"{side} {spec[side]:g}" for side in ("top", "bottom") if spec.get(side) is not None]
+        unit = " (quantiles)" if spec.get("quantiles") else ""
+        return f"Top/bottom-code {spec.get('column')}: {', '.join(parts)}{unit}"
+    if kind == "suppress_records":
+        budget = 100 * float(spec.get("budget", 0))
+        return f"Suppress records of classes smaller than {spec.get('k')} (at most {budget:g}% of rows)"
+    if kind == "suppress_cells":
+        order = ", ".join(spec.get("importance") or []) or "fewest distinct values first"
+        return f"Blank QI cells until k = {spec.get('k')} (importance: {order})"
+    if kind == "microaggregate":
+        return f"Microaggregate the QIs in clusters of at least {spec.get('k')} records"
+    if kind in ("drop", "mask", "pseudonymize"):
+        verb = {"drop": "Drop", "mask": "Mask", "pseudonymize": "Pseudonymize"}[kind]
+        return f"{verb} {', '.join(spec.get('columns') or [])}"
+    if kind == "search":
+        targets = [f"k ≥ {spec.get('k')}"]
+        for key, sign in (("l", "≥"), ("t", "≤"), ("risk", "≤")):
+            if spec.get(key) is not None:
+                targets.append(f"{key} {sign} {spec[key]:g}")
+        limit = 100 * float(spec.get("suppression", 0))
+        return f"Least-lossy generalization: {', '.join(targets)}; suppress ≤ {limit:g}%; {spec.get('metric', 'loss')}"
+    return str(kind)
+
+
+def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
+    """What a step did, from the core's summary."""
+    s = result.summary
+    kind = spec["kind"]
+    if kind == "generalize":
+        return f"{s.get('cells_changed', 0):,} cells changed"
+    if kind == "top_bottom":
+        top, bottom = s.get("cells_top_coded", 0), s.get("cells_bottom_coded", 0)
+        return f"{top:,} top-coded, {bottom:,} bottom-coded (thresholds {s.get('top')}, {s.get('bottom')})"
+    if kind == "suppress_records":
+        reached = "target reached" if s.get("target_reached") else "target not reached within the budget"
+        return f"{s.get('rows_removed', 0):,} records removed; smallest class {s.get('k_achieved')}; {reached}"
+    if kind == "suppress_cells":
+        return f"{s.get('cells_suppressed', 0):,} cells blanked in {s.get('records_affected', 0):,} records"
+    if kind == "microaggregate":
+        return f"{s.get('clusters', 0):,} clusters; smallest class {s.get('k_achieved')}"
+    if kind == "drop":
+        return f"{len(s.get('columns_dropped', []))} column(s) removed"
+    if kind == "mask":
+        return f"{sum(s.get('cells_masked', {}).values()):,} cells masked"
+    if kind == "pseudonymize":
+        return f"key fingerprint {s.get('key_fingerprint')}"
+    if kind == "search":
+        found = s.get("search", {})
+        levels = ", ".join(f"{c} {v}" for c, v in found.get("levels", {}).items())
+        checked = f"{found.get('nodes_checked', 0):,} of {found.get('lattice_size', 0):,} nodes checked"
+        return f"levels {levels}; {found.get('suppressed', 0):,} records suppressed; {checked}"
+    return ""
+
+
+# --- utility -------------------------------------------------------------------------------------------------------
+
+
+def cells_changed(run: FixRun) -> pd.DataFrame:
+    """Per column kept in the fixed table: cells of the kept rows whose published value differs from the original.
+
+    Columns ``column``, ``changed``, ``share`` (of the kept rows). Numbers are compared as numbers (39 and 39.0
+    are equal), everything else as text; a blanked cell counts as changed.
+    """
+    kept = np.arange(len(run.original)) if run.kept_rows is None else run.kept_rows
+    rows = []
+    for name in run.data.columns:
+        if name not in run.original.columns:
+            continue
+        before = run.original[name].iloc[kept].reset_index(drop=True)
+        after = run.data[name].reset_index(drop=True)
+        missing_before, missing_after = before.isna().to_numpy(), after.isna().to_numpy()
+        both_numeric = all(
+            pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) for s in (before, after)
+        )
+        if both_numeric:
+            same = before.to_numpy(dtype=np.float64, na_value=np.nan) == after.to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )
+        else:
+            same = before.astype(str).to_numpy() == after.astype(str).to_numpy()
+        changed = (~same & ~(missing_before & missing_after)) | (missing_before != missing_after)
+        count = int(changed.sum())
+        rows.append((str(name), count, count / len(kept) if len(kept) else 0.0))
+    return pd.DataFrame(rows, columns=["column", "changed", "share"])
+
+
+def information_loss_pair(run: FixRun) -> tuple[InformationLoss, InformationLoss]:
+    """ARX's information-loss metrics of the original (the baseline) and of the fixed table, over the QIs kept.
+
+    Each QI is measured against the hierarchy of its generalization, or a one-level hierarchy (value -> ``*``)
+    when it was not generalized. Raises :class:`PrivdashError` when a published value is not a generalization of
+    the original (microaggregation, top coding, blanked cells): the metrics are not defined for those steps.
+    """
+    qis = [name for name in run.base_contract.quasi_identifiers if name in run.data.columns]
+    if not qis:
+        raise FixError("No quasi-identifier is left to measure.")
+    hierarchies = {name: run.hierarchies.get(name) or _flat_hierarchy(run.original[name]) for name in qis}
+    before = information_loss(run.original, run.original, hierarchies, quasi_identifiers=qis)
+    after = information_loss(run.original, run.data, hierarchies, quasi_identifiers=qis, kept_rows=run.kept_rows)
+    return before, after
+
+
+def _flat_hierarchy(values: pd.Series) -> Hierarchy:
+    """Every value -> ``*``: the hierarchy of a column that was published as it is."""
+    leaves = pd.Index(values.dropna().unique())
+    if not len(leaves):
+        raise FixError(f"Column '{values.name}' has no values.")
+    return Hierarchy.from_rows(
+        np.column_stack([np.asarray(leaves, dtype=object), np.full(len(leaves), TOP, dtype=object)])
+    )
+
+
+# --- pseudonymization key ------------------------------------------------------------------------------------------
+
+
+def key_status() -> tuple[bool, str]:
+    """Whether a pseudonymization key is configured, and a sentence saying so (never the key)."""
+    value = os.environ.get(KEY_ENV)
+    if not value:
+        return False, (
+            f"No pseudonymization key is configured: set the environment variable {KEY_ENV} on the server to a "
+            f"secret of at least {MIN_KEY_BYTES} characters. Masking and dropping work without it."
+        )
+    try:
+        return True, f"Key from {KEY_ENV}, fingerprint {key_fingerprint(value)}."
+    except PrivdashError as exc:
+        return False, str(exc)

@@ -1,0 +1,287 @@
+"""What the pages need from the server: datasets (uploaded or built-in) and contracts built from the view state.
+
+A :class:`Services` object is made once per app by the factory; page callbacks receive it, so there is no module
+state and several apps (tests) can live in one process.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from dashboard.application.settings import Settings
+from dashboard.application.state import StateError, ViewState, apply_order_permutation, order_permutation, sorted_labels
+from dashboard.application.storage import DatasetInfo, DatasetNotFound, DatasetStore
+from dashboard.core.data.contract import (
+    ColumnRole,
+    DataContract,
+    FieldMetadata,
+    StatisticalType,
+    suggest_contract,
+    suggest_roles,
+)
+from dashboard.core.data.demo import demo_datasets
+from dashboard.core.data.tables import read_table
+from dashboard.core.errors import ContractError
+from dashboard.core.measure.diagnose import Diagnosis, diagnose
+
+__all__ = ["DEMO_PREFIX", "LoadedDataset", "Services", "too_large_message"]
+
+DEMO_PREFIX = "demo:"
+#: Ordinal columns may list at most this many values (the order editor shows them all).
+MAX_ORDINAL_VALUES = 200
+
+
+@dataclass(frozen=True, eq=False)
+class LoadedDataset:
+    """A table ready for the pages, with the contract it came with (suggested or shipped)."""
+
+    id: str
+    title: str
+    frame: pd.DataFrame
+    contract: DataContract
+    reasons: Mapping[str, str] = field(default_factory=dict)
+    is_demo: bool = False
+    expires: float | None = None
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(str(c) for c in self.frame.columns)
+
+
+class Services:
+    """Datasets and contracts for one app."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.store = DatasetStore(settings.store_dir, ttl=settings.store_ttl, cache_items=settings.cache_items)
+        self._demos: dict[str, LoadedDataset] = {}
+        self._profiles: dict[tuple[str, int], dict[str, dict[str, str]]] = {}
+        self._diagnoses: OrderedDict[tuple[Any, ...], Diagnosis] = OrderedDict()
+        self._derived: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    # --- datasets ---------------------------------------------------------------------------------------------------
+
+    def demo_choices(self) -> list[dict[str, str]]:
+        """The built-in datasets for a picker: ``value`` is the dataset id, ``label`` its title."""
+        return [{"value": DEMO_PREFIX + name, "label": demo.title} for name, demo in demo_datasets().items()]
+
+    def dataset(self, dataset_id: str) -> LoadedDataset:
+        """The dataset with this id; raises :class:`DatasetNotFound` with a message for the page."""
+        if dataset_id.startswith(DEMO_PREFIX):
+            return self._demo(dataset_id)
+        info = self.store.info(dataset_id)
+        frame = self.store.load(dataset_id)
+        try:
+            contract = DataContract.from_dict(info.contract)
+        except ContractError:
+            contract = suggest_contract(frame)
+        return LoadedDataset(
+            id=dataset_id,
+            title=info.filename,
+            frame=frame,
+            contract=contract,
+            reasons=dict(info.reasons),
+            expires=info.expires,
+        )
+
+    def _demo(self, dataset_id: str) -> LoadedDataset:
+        name = dataset_id[len(DEMO_PREFIX) :]
+        with self._lock:
+            if dataset_id in self._demos:
+                return self._demos[dataset_id]
+        demos = demo_datasets()
+        if name not in demos:
+            raise DatasetNotFound(f"There is no built-in dataset '{name}'; pick one from the list.")
+        demo = demos[name]
+        frame = demo.load()
+        reasons = {s.name: s.reason for s in suggest_roles(frame)}
+        loaded = LoadedDataset(
+            id=dataset_id, title=demo.title, frame=frame, contract=demo.contract(), reasons=reasons, is_demo=True
+        )
+        with self._lock:
+            self._demos[dataset_id] = loaded
+        return loaded
+
+    def ingest(self, raw: bytes, *, filename: str, session: str) -> DatasetInfo:
+        """Read an uploaded file, suggest its contract and store it; raises ``DataReadError`` for bad files."""
+        frame = read_table(raw, filename=filename, max_bytes=self.settings.max_upload_bytes)
+        suggestions = suggest_roles(frame)
+        return self.store.save(
+            frame,
+            session=session,
+            filename=filename,
+            contract=suggest_contract(frame).to_dict(),
+            reasons={s.name: s.reason for s in suggestions},
+        )
+
+    def profile(self, loaded: LoadedDataset) -> dict[str, dict[str, str]]:
+        """Per-column display statistics (missing, distinct, examples), computed once per dataset and process."""
+        key = (loaded.id, id(loaded.frame))
+        with self._lock:
+            if key in self._profiles:
+                return self._profiles[key]
+        profile = column_profile(loaded.frame)
+        with self._lock:
+            if len(self._profiles) >= 8:
+                self._profiles.pop(next(iter(self._profiles)))
+            self._profiles[key] = profile
+        return profile
+
+    # --- diagnosis ---------------------------------------------------------------------------------------------
+
+    def diagnosis(self, state: ViewState, *, k_values: tuple[int, ...] | None = None) -> Diagnosis:
+        """The core diagnosis of the state's dataset, roles, missing-value policy and risk threshold.
+
+        Kept in a small per-process cache keyed by everything the result depends on, so callbacks that read
+        the same view (page, class table blocks) compute it once. Raises ``PrivdashError`` subclasses with a
+        message for the page (no quasi-identifier, a contract that does not fit the data, ...).
+        """
+        if not state.dataset:
+            raise DatasetNotFound("No dataset is open.")
+        loaded = self.dataset(state.dataset)
+        contract = self.contract(loaded, state)
+        ks = k_values or default_k_values(state.k)
+        key = (loaded.id, id(loaded.frame), contract.to_json(indent=None), state.missing.value, state.risk, ks)
+        with self._lock:
+            if key in self._diagnoses:
+                self._diagnoses.move_to_end(key)
+                return self._diagnoses[key]
+        result = diagnose(
+            loaded.frame,
+            contract=contract,
+            missing=state.missing,
+            threshold=state.risk,
+            k_values=ks,
+        )
+        with self._lock:
+            self._diagnoses[key] = result
+            while len(self._diagnoses) > 4:
+                self._diagnoses.popitem(last=False)
+        return result
+
+    def derived(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
+        """A value computed from cached results (e.g. the per-class table of a diagnosis), kept per process."""
+        with self._lock:
+            if key in self._derived:
+                self._derived.move_to_end(key)
+                return self._derived[key]
+        value = build()
+        with self._lock:
+            self._derived[key] = value
+            while len(self._derived) > 8:
+                self._derived.popitem(last=False)
+        return value
+
+    # --- state <-> contract -----------------------------------------------------------------------------------
+
+    def initial_state(self, loaded: LoadedDataset, base: ViewState | None = None) -> ViewState:
+        """The view state of a freshly opened dataset: its contract's roles and types, other settings kept."""
+        return state_from_contract(loaded, loaded.contract, base or ViewState())
+
+    def contract(self, loaded: LoadedDataset, state: ViewState) -> DataContract:
+        """The data contract the state describes for ``loaded`` (columns the state does not name keep theirs)."""
+        return contract_from_state(loaded, state)
+
+
+def state_from_contract(loaded: LoadedDataset, contract: DataContract, base: ViewState) -> ViewState:
+    """``base`` with roles, types and orders taken from ``contract`` (columns it does not list keep theirs)."""
+    roles: dict[str, ColumnRole] = {}
+    types: dict[str, StatisticalType] = {}
+    orders: dict[str, tuple[int, ...]] = {}
+    current = contract_from_state(loaded, base) if base.dataset == loaded.id else loaded.contract
+    for name in loaded.columns:
+        item = contract[name] if name in contract else (current[name] if name in current else FieldMetadata(name))
+        roles[name] = item.role
+        types[name] = item.statistical_type
+        if item.statistical_type == StatisticalType.ORDINAL and item.ordinal_values is not None:
+            reference = reference_values(loaded, name)
+            declared = {str(v) for v in item.ordinal_values}
+            known = {str(v) for v in reference}
+            order = [v for v in item.ordinal_values if str(v) in known]
+            order += [v for v in sorted_labels(reference) if str(v) not in declared]
+            orders[name] = order_permutation(order, reference)
+    return base.updated(dataset=loaded.id, roles=roles, types=types, orders=orders)
+
+
+def contract_from_state(loaded: LoadedDataset, state: ViewState) -> DataContract:
+    """Build the data contract of ``state``; raises :class:`StateError` when it does not fit the data."""
+    fields = []
+    for name in loaded.columns:
+        base = loaded.contract[name] if name in loaded.contract else FieldMetadata(name)
+        role = state.roles.get(name, base.role)
+        kind = state.types.get(name, base.statistical_type)
+        ordinal: tuple[Any, ...] | None = None
+        if kind == StatisticalType.ORDINAL:
+            values = reference_values(loaded, name)
+            if name in state.orders:
+                ordinal = tuple(apply_order_permutation(state.orders[name], values))
+            elif base.ordinal_values is not None:
+                ordinal = tuple(base.ordinal_values)
+            else:
+                ordinal = tuple(default_order(values, name))
+        fields.append(FieldMetadata(name, ColumnRole(role), StatisticalType(kind), ordinal))
+    try:
+        return DataContract(tuple(fields))
+    except ContractError as exc:
+        raise StateError(str(exc)) from exc
+
+
+def default_k_values(target: int) -> tuple[int, ...]:
+    """The k of the records-at-risk curve: 1 to at least 20, and past the target k."""
+    return tuple(range(1, max(20, 2 * target) + 1))
+
+
+def column_profile(frame: pd.DataFrame) -> dict[str, dict[str, str]]:
+    """Per column: missing cells, distinct values and up to three example values, as display text."""
+    out = {}
+    n = len(frame)
+    for name in frame.columns:
+        column = frame[name]
+        missing = int(column.isna().sum())
+        distinct = int(column.nunique(dropna=True))
+        examples = column.dropna().drop_duplicates().head(3).astype(str).tolist()
+        out[str(name)] = {
+            "missing": f"{missing:,}" + (f" ({100 * missing / n:.1f}%)" if n and missing else ""),
+            "distinct": f"{distinct:,}",
+            "examples": ", ".join(examples),
+        }
+    return out
+
+
+def too_large_message(filename: str | None, size: int, limit: int) -> str:
+    """The message for a file over the upload limit, worded as :func:`~dashboard.core.data.tables.read_table` words it
+    (the browser refuses such files before sending them, so the reader never sees them)."""
+    return (
+        f"{filename or 'The file'} is {size / 1e6:.1f} MB, over the {limit / 1e6:.0f} MB limit. "
+        "Raise the limit or use the command line for large files."
+    )
+
+
+def reference_values(loaded: LoadedDataset, name: str) -> list[Any]:
+    """The values an ordinal order of column ``name`` must list: those in the data and those its shipped contract
+    declares (a declared level may be absent from the data)."""
+    values = loaded.frame[name].dropna().unique().tolist()
+    base = next((f for f in loaded.contract.fields if f.name == name), None)
+    if base is not None and base.ordinal_values is not None:
+        present = {str(v) for v in values}
+        values += [v for v in base.ordinal_values if str(v) not in present]
+    return values
+
+
+def default_order(values: list[Any], name: str) -> list[Any]:
+    """The starting order of a column newly marked ordinal: numbers ascending, else text order."""
+    if len(values) > MAX_ORDINAL_VALUES:
+        raise StateError(
+            f"Column '{name}' has {len(values):,} distinct values, too many to order by hand "
+            f"(at most {MAX_ORDINAL_VALUES}); treat it as numerical or nominal."
+        )
+    if values and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values):
+        return sorted(values)
+    return sorted_labels(values)

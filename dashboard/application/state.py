@@ -1,0 +1,337 @@
+"""The view state carried by the URL, so that a link reproduces exactly what its sender saw.
+
+The state holds the dataset id, every column's role and type, the orders of ordinal columns, the missing-value
+policy and the targets. It never holds a data value: ordinal orders are stored as a permutation of the column's
+distinct values sorted as text (see :func:`order_permutation`), so a link reveals column names and settings only.
+
+Wire format: the query parameter ``s`` is ``base64url(zlib(json))`` without padding. The JSON uses short keys and
+leaves out defaults, so a typical link stays a few hundred characters long. A state that cannot be decoded is
+reported (:class:`StateError`) instead of silently showing another view.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import math
+import zlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+from urllib.parse import parse_qs, urlencode
+
+from dashboard.core.data.contract import ColumnRole, StatisticalType
+from dashboard.core.errors import PrivdashError
+from dashboard.core.measure.classes import MissingPolicy
+
+__all__ = [
+    "DEFAULTS",
+    "QUERY_KEY",
+    "StateError",
+    "ViewState",
+    "apply_order_permutation",
+    "order_permutation",
+    "sorted_labels",
+]
+
+QUERY_KEY = "s"
+_VERSION = 1
+_MAX_ENCODED = 64_000
+
+_ROLE_CODE = {
+    ColumnRole.IDENTIFIER: "i",
+    ColumnRole.QUASI_IDENTIFIER: "q",
+    ColumnRole.SENSITIVE: "s",
+    ColumnRole.INSENSITIVE: "n",
+    ColumnRole.WEIGHT: "w",
+}
+_CODE_ROLE = {code: role for role, code in _ROLE_CODE.items()}
+_TYPE_CODE = {
+    StatisticalType.NUMERICAL: "N",
+    StatisticalType.NOMINAL: "C",
+    StatisticalType.ORDINAL: "O",
+    StatisticalType.DATE: "D",
+    StatisticalType.POSTCODE: "P",
+}
+_CODE_TYPE = {code: kind for kind, code in _TYPE_CODE.items()}
+
+
+class StateError(PrivdashError):
+    """A link's view state is damaged or from an incompatible version."""
+
+
+@dataclass(frozen=True)
+class ViewState:
+    """Everything needed to rebuild a view of the dashboard, apart from the page (the URL path).
+
+    Attributes
+    ----------
+    dataset
+        Server-side dataset id (``demo:<name>`` for a built-in dataset), or None before one is chosen.
+    roles
+        Role of every column, in column order.
+    types
+        Statistical type of every column.
+    orders
+        For ordinal columns, the permutation of :func:`sorted_labels` giving the declared order.
+    missing
+        Missing-value policy of the equivalence classes: ``value``, ``wildcard`` or ``drop``.
+    k, l, t
+        Targets of k-anonymity (classes of at least ``k`` records), distinct l-diversity and t-closeness.
+    risk
+        Re-identification risk threshold tau: a record is at risk when its risk exceeds it.
+    violating
+        Per-class table shows only the classes that fail a target.
+    fix
+        The Fix page's step list, in order: compact JSON objects whose meaning belongs to that page
+        (``dashboard.pages.fix``); settings only, never data values.
+    geo
+        The Postcodes page's settings (population table, level, strategy, threshold ...), a compact JSON object
+        whose meaning belongs to that page (``dashboard.pages.postcodes``).
+    """
+
+    dataset: str | None = None
+    roles: Mapping[str, ColumnRole] = field(default_factory=dict)
+    types: Mapping[str, StatisticalType] = field(default_factory=dict)
+    orders: Mapping[str, tuple[int, ...]] = field(default_factory=dict)
+    missing: MissingPolicy = MissingPolicy.VALUE
+    k: int = 5
+    l: int = 2  # noqa: E741
+    t: float = 0.2
+    risk: float = 0.2
+    violating: bool = False
+    fix: tuple[Mapping[str, Any], ...] = ()
+    geo: Mapping[str, Any] = field(default_factory=dict)
+
+    # --- derived views ------------------------------------------------------------------------------------------
+
+    def with_role(self, role: ColumnRole) -> tuple[str, ...]:
+        """Columns with ``role``, in column order."""
+        return tuple(name for name, value in self.roles.items() if value == role)
+
+    @property
+    def quasi_identifiers(self) -> tuple[str, ...]:
+        return self.with_role(ColumnRole.QUASI_IDENTIFIER)
+
+    @property
+    def sensitive(self) -> tuple[str, ...]:
+        return self.with_role(ColumnRole.SENSITIVE)
+
+    def updated(self, **changes: Any) -> ViewState:
+        """A copy with some fields changed (validated like a decoded state)."""
+        return _validated(replace(self, **changes))
+
+    def with_columns(
+        self,
+        roles: Mapping[str, ColumnRole | str] | None = None,
+        types: Mapping[str, StatisticalType | str] | None = None,
+    ) -> ViewState:
+        """A copy in which the named columns take new roles and/or types (other columns keep theirs)."""
+        new_roles = dict(self.roles)
+        for name, role in (roles or {}).items():
+            new_roles[name] = ColumnRole(role)
+        new_types = dict(self.types)
+        orders = dict(self.orders)
+        for name, kind in (types or {}).items():
+            new_types[name] = StatisticalType(kind)
+            if new_types[name] != StatisticalType.ORDINAL:
+                orders.pop(name, None)
+        return self.updated(roles=new_roles, types=new_types, orders=orders)
+
+    def with_quasi_identifiers(self, quasi_identifiers: Sequence[str], sensitive: Sequence[str]) -> ViewState:
+        """A copy where exactly ``quasi_identifiers`` are QIs and exactly ``sensitive`` are sensitive.
+
+        Columns that lose the QI or sensitive role become insensitive; a column named in both lists is a QI.
+        """
+        qis, sas = set(quasi_identifiers), set(sensitive) - set(quasi_identifiers)
+        roles: dict[str, ColumnRole] = {}
+        for name, role in self.roles.items():
+            if name in qis:
+                roles[name] = ColumnRole.QUASI_IDENTIFIER
+            elif name in sas:
+                roles[name] = ColumnRole.SENSITIVE
+            elif role in (ColumnRole.QUASI_IDENTIFIER, ColumnRole.SENSITIVE):
+                roles[name] = ColumnRole.INSENSITIVE
+            else:
+                roles[name] = role
+        return self.updated(roles=roles)
+
+    # --- wire format ------------------------------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        """The compact JSON object of the wire format (defaults left out)."""
+        out: dict[str, Any] = {"v": _VERSION}
+        if self.dataset is not None:
+            out["d"] = self.dataset
+        if self.roles:
+            out["c"] = [
+                [name, _ROLE_CODE[role] + _TYPE_CODE[self.types.get(name, StatisticalType.NOMINAL)]]
+                for name, role in self.roles.items()
+            ]
+        if self.orders:
+            out["o"] = {name: list(perm) for name, perm in self.orders.items()}
+        defaults = DEFAULTS
+        for key, value in (
+            ("m", self.missing.value if self.missing != defaults.missing else None),
+            ("k", self.k if self.k != defaults.k else None),
+            ("l", self.l if self.l != defaults.l else None),
+            ("t", self.t if self.t != defaults.t else None),
+            ("r", self.risk if self.risk != defaults.risk else None),
+            ("x", 1 if self.violating else None),
+            ("f", [dict(step) for step in self.fix] if self.fix else None),
+            ("g", dict(self.geo) if self.geo else None),
+        ):
+            if value is not None:
+                out[key] = value
+        return out
+
+    def encode(self) -> str:
+        """The value of the ``s`` query parameter."""
+        raw = json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False).encode()
+        return base64.urlsafe_b64encode(zlib.compress(raw, 9)).decode().rstrip("=")
+
+    def to_search(self) -> str:
+        """The URL's search part (``?s=...``), or an empty string for the empty state."""
+        if self == DEFAULTS:
+            return ""
+        return "?" + urlencode({QUERY_KEY: self.encode()})
+
+    def href(self, path: str) -> str:
+        """A link to ``path`` carrying this state."""
+        return path + self.to_search()
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> ViewState:
+        """Parse the compact JSON object; raise :class:`StateError` on anything malformed."""
+        if not isinstance(obj, Mapping):
+            raise StateError("The link's view state is not an object.")
+        if obj.get("v") != _VERSION:
+            raise StateError(f"The link was made by an incompatible version (state version {obj.get('v')!r}).")
+        try:
+            roles: dict[str, ColumnRole] = {}
+            types: dict[str, StatisticalType] = {}
+            for name, code in obj.get("c", []):
+                if not isinstance(name, str) or not isinstance(code, str) or len(code) != 2:
+                    raise StateError("The link's column settings are malformed.")
+                roles[name] = _CODE_ROLE[code[0]]
+                types[name] = _CODE_TYPE[code[1]]
+            orders = {str(name): tuple(int(i) for i in perm) for name, perm in dict(obj.get("o", {})).items()}
+            state = cls(
+                dataset=_optional_str(obj.get("d")),
+                roles=roles,
+                types=types,
+                orders=orders,
+                missing=MissingPolicy.parse(obj.get("m", DEFAULTS.missing.value)),
+                k=int(obj.get("k", DEFAULTS.k)),
+                l=int(obj.get("l", DEFAULTS.l)),
+                t=float(obj.get("t", DEFAULTS.t)),
+                risk=float(obj.get("r", DEFAULTS.risk)),
+                violating=bool(obj.get("x", 0)),
+                fix=tuple(obj.get("f", ())),
+                geo=dict(obj.get("g", {})),
+            )
+        except StateError:
+            raise
+        except (KeyError, TypeError, ValueError) as exc:
+            raise StateError("The link's view state is damaged; open the dashboard without it.") from exc
+        return _validated(state)
+
+    @classmethod
+    def decode(cls, encoded: str | None) -> ViewState:
+        """Parse the ``s`` query parameter (None or empty: the default state)."""
+        if not encoded:
+            return DEFAULTS
+        if len(encoded) > _MAX_ENCODED:
+            raise StateError("The link's view state is too long.")
+        try:
+            padded = encoded + "=" * (-len(encoded) % 4)
+            raw = zlib.decompress(base64.urlsafe_b64decode(padded.encode("ascii")), bufsize=1 << 16)
+            obj = json.loads(raw.decode("utf-8"))
+        except (binascii.Error, zlib.error, UnicodeError, ValueError) as exc:
+            raise StateError("The link's view state is damaged; it may have been cut when copied.") from exc
+        return cls.from_dict(obj)
+
+    @classmethod
+    def from_search(cls, search: str | None) -> ViewState:
+        """Parse a URL search string such as ``?s=...``."""
+        values = parse_qs((search or "").lstrip("?")).get(QUERY_KEY, [])
+        return cls.decode(values[0] if values else None)
+
+
+def _optional_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise StateError("The link's dataset id is malformed.")
+    return value
+
+
+def _json_object(value: Any, what: str) -> dict[str, Any]:
+    """A plain JSON object (string keys; JSON scalars, lists and objects as values), checked by a round trip."""
+    if not isinstance(value, Mapping):
+        raise StateError(f"The link's {what} is not an object.")
+    try:
+        text = json.dumps(dict(value), allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise StateError(f"The link's {what} is not plain JSON.") from exc
+    return dict(json.loads(text))
+
+
+def _validated(state: ViewState) -> ViewState:
+    try:
+        state = replace(
+            state,
+            missing=MissingPolicy.parse(state.missing),
+            roles={str(name): ColumnRole(role) for name, role in state.roles.items()},
+            types={str(name): StatisticalType(kind) for name, kind in state.types.items()},
+            orders={str(name): tuple(int(i) for i in perm) for name, perm in state.orders.items()},
+            k=int(state.k),
+            l=int(state.l),
+            t=float(state.t),
+            risk=float(state.risk),
+            violating=bool(state.violating),
+            fix=tuple(_json_object(step, "fix step") for step in state.fix),
+            geo=_json_object(state.geo, "postcode settings"),
+        )
+    except (TypeError, ValueError) as exc:
+        raise StateError(f"Invalid view settings: {exc}") from exc
+    if state.k < 1 or state.l < 1:
+        raise StateError("The targets k and l must be at least 1.")
+    for name, value in (("t", state.t), ("risk", state.risk)):
+        if not (0 <= value <= 1) or math.isnan(value):
+            raise StateError(f"The target {name} must lie in [0, 1].")
+    for name, perm in state.orders.items():
+        if sorted(perm) != list(range(len(perm))):
+            raise StateError(f"The order of column '{name}' in the link is not a permutation.")
+    return state
+
+
+DEFAULTS = ViewState()
+
+
+def sorted_labels(values: Sequence[Any]) -> list[Any]:
+    """Distinct non-missing values of a column, sorted by their text (the reference order of permutations)."""
+    unique = {str(v): v for v in values if v is not None and v == v}
+    return [unique[key] for key in sorted(unique)]
+
+
+def order_permutation(order: Sequence[Any], values: Sequence[Any]) -> tuple[int, ...]:
+    """Encode ``order`` (every distinct value of ``values``, lowest first) as positions in :func:`sorted_labels`.
+
+    Raises :class:`StateError` when ``order`` does not list exactly the distinct values.
+    """
+    reference = [str(v) for v in sorted_labels(values)]
+    position = {label: i for i, label in enumerate(reference)}
+    wanted = [str(v) for v in order]
+    if sorted(wanted) != sorted(reference) or len(set(wanted)) != len(wanted):
+        raise StateError("An ordinal order must list every distinct value of the column exactly once.")
+    return tuple(position[label] for label in wanted)
+
+
+def apply_order_permutation(permutation: Sequence[int], values: Sequence[Any]) -> list[Any]:
+    """Decode a permutation made by :func:`order_permutation` back into the ordered values."""
+    reference = sorted_labels(values)
+    if sorted(permutation) != list(range(len(reference))):
+        raise StateError("The ordinal order in the link no longer matches the column's values.")
+    return [reference[i] for i in permutation]

@@ -1,0 +1,375 @@
+"""The full disclosure-risk diagnosis of a table: classes, privacy models and re-identification risk in one call.
+
+:func:`diagnose` is what the dashboard, the CLI (``privdash diagnose``) and Python users call. It groups the
+records once (:mod:`.classes`) and evaluates every measure on that compact summary: k-anonymity and the class-size
+table, the attribute-disclosure models of each sensitive attribute (:mod:`.models`), the prosecutor, journalist
+and marketer risks (:mod:`.risk`) with the population information available (:mod:`.population`), and, when a
+population size is known, the population-uniqueness estimates. The QI-combination analysis
+(:mod:`.combinations`) is costlier and runs on request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dashboard.core.data.contract import DataContract
+from dashboard.core.errors import ColumnError, ParameterError, check_columns, check_fraction, check_positive_int
+from dashboard.core.measure.classes import EquivalenceClasses, MissingPolicy, equivalence_classes
+from dashboard.core.measure.combinations import CombinationRisk, combination_risk
+from dashboard.core.measure.models import SensitiveModels, sensitive_models
+from dashboard.core.measure.population import (
+    PopulationCounts,
+    PopulationSource,
+    PopulationUniqueness,
+    population_counts_from_sample,
+    population_counts_from_size,
+    population_counts_from_table,
+    population_counts_from_weights,
+    population_uniqueness,
+)
+from dashboard.core.measure.risk import DEFAULT_THRESHOLD, IndividualRisk, RiskSummary, individual_risk, risk_summary
+
+__all__ = ["DEFAULT_K_VALUES", "Diagnosis", "diagnose"]
+
+DEFAULT_K_VALUES: tuple[int, ...] = tuple(range(2, 11))
+
+
+@dataclass(frozen=True, eq=False)
+class Diagnosis:
+    """Everything privdash knows about a table's disclosure risk, for one choice of roles and parameters.
+
+    Attributes
+    ----------
+    rows
+        Rows in the input table.
+    quasi_identifiers, sensitive
+        The columns analysed, in order.
+    classes
+        The equivalence classes (per-class sizes, QI values, sensitive distributions).
+    risk
+        Prosecutor, journalist and marketer risk at ``risk.threshold``.
+    population
+        Where the population class sizes ``F_j`` came from.
+    sensitive_models
+        Per sensitive attribute, every attribute-disclosure model (dataset and per-class values).
+    population_uniqueness
+        Sample and estimated population uniques, when the population size is known (None otherwise, or under the
+        ``wildcard`` policy with overlapping classes).
+    individual_risk
+        sdcMicro's individual risk, when sampling weights were given.
+    combinations
+        The QI-combination analysis, when requested.
+    k_values
+        The k for which ``records_below_k`` is reported.
+    identifiers
+        Columns the contract marks as direct identifiers (they must be removed or masked before release).
+    """
+
+    rows: int
+    quasi_identifiers: tuple[str, ...]
+    sensitive: tuple[str, ...]
+    classes: EquivalenceClasses
+    risk: RiskSummary
+    population: PopulationCounts
+    sensitive_models: Mapping[str, SensitiveModels] = field(default_factory=dict)
+    population_uniqueness: PopulationUniqueness | None = None
+    individual_risk: IndividualRisk | None = None
+    combinations: CombinationRisk | None = None
+    k_values: tuple[int, ...] = DEFAULT_K_VALUES
+    identifiers: tuple[str, ...] = ()
+
+    @property
+    def missing_policy(self) -> MissingPolicy:
+        return self.classes.missing_policy
+
+    @property
+    def k(self) -> int:
+        """The smallest class size: the table is k-anonymous for this k."""
+        return self.classes.k
+
+    @property
+    def n_records(self) -> int:
+        """Records in scope (rows minus those dropped by the ``drop`` policy)."""
+        return self.classes.n_records
+
+    @property
+    def sample_uniques(self) -> int:
+        return self.classes.sample_uniques
+
+    def class_size_counts(self) -> dict[int, int]:
+        """Class size -> number of classes of that size."""
+        table = self.classes.size_frequencies()
+        return dict(zip(table["size"].tolist(), table["classes"].tolist(), strict=True))
+
+    def records_below_k(self) -> dict[int, int]:
+        """k -> records in classes smaller than k (the records that violate k-anonymity), for ``k_values``."""
+        return {k: self.classes.records_below(k) for k in self.k_values}
+
+    def to_dict(self) -> dict[str, Any]:
+        """The diagnosis as plain JSON-able values (infinite values stay ``inf``; the CLI writes them as null)."""
+        n = self.n_records
+
+        def attacker(model: Any) -> dict[str, Any]:
+            return {
+                "highest": model.highest,
+                "average": model.average,
+                "lowest": model.lowest,
+                "records_at_risk": model.records_at_risk,
+                "records_at_risk_count": model.n_records_at_risk,
+                "threshold": model.threshold,
+            }
+
+        out: dict[str, Any] = {
+            "rows": self.rows,
+            "records": n,
+            "dropped": self.classes.n_dropped,
+            "missing_policy": self.missing_policy.value,
+            "quasi_identifiers": list(self.quasi_identifiers),
+            "sensitive_attributes": list(self.sensitive),
+            "direct_identifiers": list(self.identifiers),
+            "classes": self.classes.n_classes,
+            "k": self.k,
+            "class_size_counts": {str(size): count for size, count in self.class_size_counts().items()},
+            "records_below_k": {str(k): count for k, count in self.records_below_k().items()},
+            "sample_uniques": self.sample_uniques,
+            "sample_uniqueness": self.sample_uniques / n if n else 0.0,
+            "threshold": self.risk.threshold,
+            "prosecutor": attacker(self.risk.prosecutor),
+            "journalist": attacker(self.risk.journalist),
+            "marketer": attacker(self.risk.marketer),
+            "population": {
+                "source": self.population.kind.value,
+                "description": self.population.source,
+                "population_size": self.population.population_size,
+                "sampling_fraction": self.population.sampling_fraction,
+            },
+            "sensitive": {name: _sensitive_dict(models) for name, models in self.sensitive_models.items()},
+        }
+        if self.population_uniqueness is not None:
+            uniqueness = self.population_uniqueness
+            out["population_uniqueness"] = {
+                "sampling_fraction": uniqueness.sampling_fraction,
+                "population_size": uniqueness.population_size,
+                "sample_uniques": uniqueness.sample_uniques,
+                **{
+                    estimate.name: {"uniques": estimate.uniques, "fraction": estimate.fraction, "valid": estimate.valid}
+                    for estimate in _estimates(uniqueness)
+                },
+                "dankar_model": uniqueness.dankar.model.value,
+            }
+        if self.individual_risk is not None:
+            individual = self.individual_risk
+            out["individual_risk"] = {
+                "expected_reidentifications": individual.expected_reidentifications,
+                "global_risk": individual.global_risk,
+                "highest": individual.highest,
+            }
+        if self.combinations is not None:
+            table = self.combinations.table
+            out["qi_combinations"] = [
+                {
+                    "quasi_identifiers": list(qis),
+                    "distinction": float(distinction),
+                    "separation": float(separation),
+                    "k": int(k),
+                    "sample_uniques": int(uniques),
+                }
+                for qis, distinction, separation, k, uniques in zip(
+                    table["quasi_identifiers"],
+                    table["distinction"],
+                    table["separation"],
+                    table["k"],
+                    table["sample_uniques"],
+                    strict=True,
+                )
+            ]
+        return out
+
+
+@dataclass(frozen=True)
+class _Estimate:
+    name: str
+    uniques: float
+    fraction: float
+    valid: bool
+
+
+def _estimates(uniqueness: PopulationUniqueness) -> list[_Estimate]:
+    return [
+        _Estimate(name, estimate.uniques, estimate.fraction, estimate.valid)
+        for name, estimate in (
+            ("pitman", uniqueness.pitman),
+            ("zayatz", uniqueness.zayatz),
+            ("snb", uniqueness.snb),
+            ("dankar", uniqueness.dankar),
+        )
+    ]
+
+
+def _sensitive_dict(models: SensitiveModels) -> dict[str, Any]:
+    summary = models.summary()
+    summary.pop("attribute", None)
+    return summary
+
+
+def diagnose(
+    data: pd.DataFrame,
+    quasi_identifiers: Sequence[str] | None = None,
+    *,
+    sensitive: Sequence[str] | None = None,
+    contract: DataContract | None = None,
+    missing: str | MissingPolicy = MissingPolicy.VALUE,
+    population: int | float | pd.DataFrame | None = None,
+    population_count: str | None = None,
+    sampling_fraction: float | None = None,
+    weights: str | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+    l: int = 2,  # noqa: E741
+    hierarchies: Mapping[str, Any] | None = None,
+    t_distance: str | None = None,
+    k_values: Sequence[int] = DEFAULT_K_VALUES,
+    combinations: bool = False,
+) -> Diagnosis:
+    """Diagnose the disclosure risk of ``data``.
+
+    Parameters
+    ----------
+    data
+        One row per person. Never modified.
+    quasi_identifiers
+        Columns an attacker may know. Default: the contract's quasi-identifiers.
+    sensitive
+        Columns whose disclosure the attribute-disclosure models assess. Default: the contract's sensitive columns.
+    contract
+        Roles and types (ordinal orders, weight column, direct identifiers). Validated against ``data``.
+    missing
+        How missing QI values form classes: ``"value"`` (default), ``"wildcard"`` or ``"drop"`` (see
+        :mod:`dashboard.core.measure.classes`).
+    population
+        What is known of the population the table was sampled from: its size ``N`` (a number), or a population
+        table with the same QI columns (one row per person, or ``population_count`` people per row).
+    population_count
+        Column of ``population`` holding the number of people per row.
+    sampling_fraction
+        ``pi = n / N``, instead of ``population`` as a number.
+    weights
+        Sampling-weight column (default: the contract's weight column). Used for the population counts when no
+        ``population`` is given, and for sdcMicro's individual risk.
+    threshold
+        Highest acceptable per-record re-identification risk ``tau``; records at risk have risk ``> tau``.
+    l
+        The l of recursive (c, l)-diversity.
+    hierarchies
+        Per sensitive attribute, a generalization hierarchy for hierarchical t-closeness.
+    t_distance
+        Force the t-closeness ground distance (``equal``, ``ordered``, ``hierarchical``) for every attribute.
+        Default: hierarchical with a hierarchy, ordered for numerical/ordinal/date attributes, else equal.
+    k_values
+        The k for which records in classes smaller than k are counted.
+    combinations
+        Also run the QI-combination analysis (distinction and separation of every QI subset).
+
+    Notes
+    -----
+    Population counts ``F_j`` for the journalist and marketer models come from, in this order: a population
+    table; a population size or sampling fraction (``F_j = f_j / pi``); sampling weights (``F_j`` = sum of
+    weights); otherwise the sample itself (``F_j = f_j``, so journalist equals prosecutor, as ARX without a
+    research subset).
+    """
+    if contract is not None:
+        contract.validate(data)
+    qis = (
+        tuple(quasi_identifiers) if quasi_identifiers is not None else (contract.quasi_identifiers if contract else ())
+    )
+    if not qis:
+        raise ColumnError("No quasi-identifier given: name them, or pass a contract that marks some as is_quasi_id.")
+    sensitive_names = tuple(sensitive) if sensitive is not None else (contract.sensitive if contract else ())
+    weight_column = weights if weights is not None else (contract.weight if contract else None)
+    threshold = check_fraction(threshold, "threshold")
+    l = check_positive_int(l, "l")  # noqa: E741
+    ks = tuple(check_positive_int(k, "k") for k in k_values)
+    check_columns(data, qis, role="quasi-identifier")
+    check_columns(data, sensitive_names, role="sensitive attribute", allow_empty=True)
+    orders = contract.ordinal_orders() if contract else {}
+    ordered = _ordered_sensitive(contract, sensitive_names) if contract else None
+
+    classes = equivalence_classes(
+        data,
+        qis,
+        sensitive=sensitive_names,
+        missing=missing,
+        weights=weight_column,
+        orders=orders,
+        ordered=ordered,
+    )
+    counts = _population_counts(classes, population, population_count, sampling_fraction)
+    risk = risk_summary(classes, counts, threshold=threshold)
+    models = {
+        name: sensitive_models(
+            classes,
+            name,
+            l=l,
+            hierarchy=(hierarchies or {}).get(name),
+            t_distance=t_distance,
+        )
+        for name in sensitive_names
+    }
+    uniqueness = _uniqueness(classes, counts)
+    individual = individual_risk(classes, counts) if classes.weight_sums is not None else None
+    combination = combination_risk(data, qis, missing=classes.missing_policy) if combinations else None
+    return Diagnosis(
+        rows=len(data),
+        quasi_identifiers=qis,
+        sensitive=sensitive_names,
+        classes=classes,
+        risk=risk,
+        population=counts,
+        sensitive_models=models,
+        population_uniqueness=uniqueness,
+        individual_risk=individual,
+        combinations=combination,
+        k_values=ks,
+        identifiers=contract.identifiers if contract else (),
+    )
+
+
+def _ordered_sensitive(contract: DataContract, names: Sequence[str]) -> list[str]:
+    ordered = contract.ordered_columns()
+    return [name for name in names if name in ordered]
+
+
+def _population_counts(
+    classes: EquivalenceClasses,
+    population: int | float | pd.DataFrame | None,
+    count: str | None,
+    sampling_fraction: float | None,
+) -> PopulationCounts:
+    if isinstance(population, pd.DataFrame):
+        if sampling_fraction is not None:
+            raise ParameterError("Give a population table or a sampling fraction, not both.")
+        return population_counts_from_table(classes, population, count=count)
+    if population is not None or sampling_fraction is not None:
+        if population is not None and (isinstance(population, bool) or not isinstance(population, int | float)):
+            raise ParameterError(f"population must be a number of people or a table, got {type(population).__name__}.")
+        return population_counts_from_size(
+            classes,
+            population_size=float(population) if population is not None else None,
+            sampling_fraction=sampling_fraction,
+        )
+    if classes.weight_sums is not None:
+        return population_counts_from_weights(classes)
+    return population_counts_from_sample(classes)
+
+
+def _uniqueness(classes: EquivalenceClasses, counts: PopulationCounts) -> PopulationUniqueness | None:
+    """Population-uniqueness estimates when a population size is known and the classes partition the records."""
+    if counts.kind == PopulationSource.SAMPLE or counts.population_size is None or not classes.n_records:
+        return None
+    if not np.array_equal(classes.sizes, classes.counts):
+        return None
+    return population_uniqueness(classes, population_size=counts.population_size)

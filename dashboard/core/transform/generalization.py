@@ -1,0 +1,161 @@
+"""Full-domain generalization: publish every value of a column at one level of its hierarchy.
+
+Registers the step kind ``"generalize"`` (see :mod:`dashboard.core.transform.steps`). Its JSON parameters::
+
+    {"columns": {"age": {"level": 2, "hierarchy": {"rows": [["39", "35-39", "30-39", ...], ...]}},
+                 "zip": {"level": 1, "hierarchy": {"rule": {"builder": "masking", "steps": 5, ...}}}},
+     "suppress": {"k": 5, "l": null, "t": null, "sensitive": [], "t_distance": null, "max_risk": null}}
+
+``columns`` gives the level of each generalized column and its hierarchy (a table, or a builder rule that is
+rebuilt over the values of the data it is applied to, see :meth:`Hierarchy.for_values`). The optional
+``suppress`` removes, after generalizing, every record whose equivalence class over the generalized columns
+violates the targets (:class:`~dashboard.core.search.lattice.PrivacyTargets`): the record suppression of ARX's
+suppression limit. Missing values stay missing at every level.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pandas as pd
+
+from dashboard.core.errors import ParameterError, check_columns
+from dashboard.core.measure.classes import equivalence_classes
+from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
+from dashboard.core.transform.steps import Step, TransformResult, register_step
+
+if TYPE_CHECKING:
+    from dashboard.core.search.lattice import PrivacyTargets
+
+__all__ = ["generalization_step", "generalize"]
+
+
+def generalize(
+    data: pd.DataFrame,
+    levels: Mapping[str, int],
+    hierarchies: Mapping[str, Hierarchy],
+    *,
+    suppress: PrivacyTargets | None = None,
+) -> TransformResult:
+    """Generalize each column of ``levels`` to its level; optionally suppress records of violating classes.
+
+    Parameters
+    ----------
+    data
+        The table (not modified).
+    levels
+        Column -> level (0 publishes the column unchanged, ``max_level`` its most general value).
+    hierarchies
+        Column -> hierarchy, for every column in ``levels``. A rule-based hierarchy is rebuilt over the column's
+        values; a table hierarchy must cover every non-missing value (else :class:`HierarchyError`).
+    suppress
+        Targets whose violating classes are removed: after generalizing, classes over the columns of ``levels``
+        (missing values as a value of their own) are formed and every record of a class that violates any target
+        is dropped (``kept_rows`` lists the rows kept).
+
+    Returns
+    -------
+    TransformResult
+        ``data``: generalized columns hold the level's labels (text) except at level 0; the rest is unchanged.
+        ``mapping``: one row per column and distinct original value. ``summary``: ``levels``,
+        ``cells_changed`` (non-missing cells whose published text differs from the original's),
+        ``records_suppressed``, ``rows_in``, ``rows_out``. ``step``: a ``"generalize"`` step with the
+        hierarchies and targets resolved, which reproduces the result on this data.
+    """
+    columns = check_columns(data, list(levels), role="generalized column")
+    missing_hierarchy = [c for c in columns if c not in hierarchies]
+    if missing_hierarchy:
+        raise HierarchyError(f"No hierarchy given for: {', '.join(repr(c) for c in missing_hierarchy)}.")
+    out = data.copy()
+    mappings = []
+    resolved: dict[str, Any] = {}
+    cells_changed = 0
+    for column in columns:
+        hierarchy = hierarchies[column].for_values(data[column])
+        level = hierarchy.check_level(levels[column], f"Level of '{column}'")
+        leaf = hierarchy.leaf_codes(data[column])
+        present = np.unique(leaf[leaf >= 0])
+        published_labels = hierarchy.labels[level].take(hierarchy.codes[level][present])
+        changed = np.asarray(canonical_text(hierarchy.leaves[present])) != np.asarray(canonical_text(published_labels))
+        if level > 0:
+            codes = np.where(leaf < 0, -1, hierarchy.codes[level][np.maximum(leaf, 0)])
+            values = hierarchy.labels[level].take(codes, allow_fill=True, fill_value=None)
+            out[column] = pd.Series(np.asarray(values, dtype=object), index=data.index, dtype=object)
+            per_leaf = np.zeros(hierarchy.n_leaves, dtype=np.int64)
+            per_leaf[present] = changed
+            cells_changed += int(per_leaf[leaf[leaf >= 0]].sum())
+        originals = _original_values(data[column], leaf, present)
+        mappings.append(
+            pd.DataFrame(
+                {
+                    "column": column,
+                    "original": pd.Series(originals, dtype=object),
+                    "published": pd.Series(originals if level == 0 else np.asarray(published_labels), dtype=object),
+                }
+            )
+        )
+        resolved[column] = {"level": level, "hierarchy": hierarchy.to_dict()}
+    mapping = pd.concat(mappings, ignore_index=True) if mappings else None
+    params: dict[str, Any] = {"columns": resolved}
+    kept_rows = None
+    if suppress is not None:
+        params["suppress"] = suppress.to_dict()
+        keep = ~_violating_records(out, list(columns), suppress)
+        if not keep.all():
+            kept_rows = np.flatnonzero(keep)
+            out = out.iloc[kept_rows]
+    suppressed = len(data) - len(out)
+    summary = {
+        "levels": {c: resolved[c]["level"] for c in columns},
+        "cells_changed": cells_changed,
+        "records_suppressed": suppressed,
+        "rows_in": len(data),
+        "rows_out": len(out),
+    }
+    return TransformResult(
+        data=out, step=Step("generalize", params), summary=summary, mapping=mapping, kept_rows=kept_rows
+    )
+
+
+def _original_values(values: pd.Series, leaf: np.ndarray, present: np.ndarray) -> np.ndarray:
+    """One original data value per present leaf (the data's own representation, e.g. 39 rather than '39')."""
+    rows = np.empty(len(present), dtype=np.int64)
+    valid = np.flatnonzero(leaf >= 0)
+    rows[np.searchsorted(present, leaf[valid])] = valid
+    return np.asarray(values.to_numpy(dtype=object)[rows], dtype=object)
+
+
+def _violating_records(data: pd.DataFrame, columns: list[str], targets: PrivacyTargets) -> np.ndarray:
+    """Boolean per row: its class over ``columns`` violates ``targets`` (the classes are the core's own)."""
+    if not len(data):
+        return np.zeros(0, dtype=bool)
+    classes = equivalence_classes(data, columns, sensitive=list(targets.sensitive))
+    violating = targets.class_violations(classes)
+    assert classes.record_class is not None
+    return violating[classes.record_class]
+
+
+@register_step("generalize")
+def generalization_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
+    """The ``"generalize"`` step: ``columns`` and optional ``suppress`` as in the module docstring."""
+    from dashboard.core.search.lattice import PrivacyTargets
+
+    unknown = sorted(set(params) - {"columns", "suppress"})
+    if unknown:
+        raise ParameterError(f"Step 'generalize': unknown parameter(s) {', '.join(unknown)}; use columns, suppress.")
+    columns = params.get("columns")
+    suppress = params.get("suppress")
+    if not isinstance(columns, Mapping) or not columns:
+        raise ParameterError("Step 'generalize': 'columns' must be an object mapping column names to settings.")
+    levels: dict[str, int] = {}
+    hierarchies: dict[str, Hierarchy] = {}
+    check_columns(data, list(columns), role="generalized column")
+    for name, spec in columns.items():
+        if not isinstance(spec, Mapping) or "level" not in spec or "hierarchy" not in spec:
+            raise ParameterError(f"Step 'generalize', column '{name}': give a 'level' and a 'hierarchy'.")
+        levels[name] = spec["level"]
+        hierarchies[name] = Hierarchy.from_dict(spec["hierarchy"], data[str(name)])
+    targets = PrivacyTargets.from_dict(suppress) if suppress is not None else None
+    return generalize(data, levels, hierarchies, suppress=targets)

@@ -1,0 +1,908 @@
+"""Generalization hierarchies: import and export of ARX's CSV format, builders, and matching data to leaves.
+
+A *hierarchy* maps every original value of a column (a *leaf*, level 0) to ever coarser values at levels
+``1 .. n_levels - 1``, e.g. age ``39 -> 35-39 -> 30-39 -> 20-39 -> *``. Generalizing a column to level ``L``
+publishes the level-``L`` ancestor of each value (full-domain generalization, Samarati & Sweeney 1998; ARX
+``AttributeType.Hierarchy``).
+
+Representation
+--------------
+:class:`Hierarchy` is encoded once: ``labels[L]`` holds the distinct values at level ``L`` and ``codes[L][i]`` the
+position in ``labels[L]`` of the level-``L`` ancestor of leaf ``i``, so generalizing encoded data is one array
+lookup. A hierarchy is validated on construction: leaves are unique, all rows have the same number of levels, and
+nesting is consistent (a value at level ``L`` has exactly one parent at level ``L + 1``).
+
+ARX CSV format
+--------------
+One row per leaf, the leaf first and coarser levels to the right, ``;``-separated, no header, standard CSV quoting
+(ARX ``Hierarchy.create(path, charset, ';')`` / ``Hierarchy.save``). Values are text.
+
+Matching data values to leaves
+------------------------------
+Hierarchy files hold text while data columns may be numbers or dates. A data value matches the leaf that is equal
+to it; failing that, a number matches the leaf that parses to the same number (age ``39`` matches ``"39"`` and
+``"39.0"``); failing that, values match when their canonical text is equal (integral numbers without a decimal
+point, dates at midnight as ``YYYY-MM-DD``, surrounding spaces removed). Missing values are never matched: they
+stay missing at every level. A value that matches no leaf is an error that lists the uncovered values.
+
+Rule-based hierarchies
+----------------------
+The builders (:func:`interval_hierarchy`, :func:`date_hierarchy`, :func:`postcode_hierarchy`,
+:func:`masking_hierarchy`, :func:`rare_category_hierarchy`) also record the *rule* they applied, with every
+parameter resolved (e.g. the cut points a quantile builder chose). :meth:`Hierarchy.for_values` re-applies the rule
+to other values, so a saved recipe generalizes new data with exactly the same mapping.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import itertools
+import math
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dashboard.core.errors import ParameterError, check_positive_int, format_values
+from dashboard.core.measure.encoding import encode_column
+
+__all__ = [
+    "TOP",
+    "Hierarchy",
+    "HierarchyError",
+    "canonical_text",
+    "date_hierarchy",
+    "format_arx_hierarchy",
+    "hierarchy_from_rule",
+    "interval_hierarchy",
+    "load_hierarchies",
+    "lookup",
+    "masking_hierarchy",
+    "parse_arx_hierarchy",
+    "postcode_hierarchy",
+    "rare_category_hierarchy",
+    "read_arx_hierarchy",
+    "write_arx_hierarchy",
+]
+
+#: The label of the most general level added by the builders (ARX's convention).
+TOP = "*"
+
+
+class HierarchyError(ParameterError):
+    """A hierarchy is malformed, or does not cover the values of the column it is applied to."""
+
+
+# --- the hierarchy -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Hierarchy:
+    """A validated generalization hierarchy (see the module docstring).
+
+    Attributes
+    ----------
+    labels
+        ``labels[L]``: the distinct values at level ``L``; ``labels[0]`` are the leaves, in file order.
+    codes
+        ``codes[L][i]``: position in ``labels[L]`` of the level-``L`` ancestor of leaf ``i`` (int64 arrays).
+    rule
+        How a builder made the hierarchy, with every parameter resolved (JSON values), or None for a hierarchy
+        given as a table. :meth:`for_values` rebuilds a rule-based hierarchy over other values.
+
+    Use :meth:`from_rows` (or a reader / builder) to construct one; it validates the table.
+    """
+
+    labels: tuple[pd.Index, ...]
+    codes: tuple[np.ndarray, ...]
+    rule: Mapping[str, Any] | None = field(default=None)
+
+    # -- construction --
+
+    @classmethod
+    def from_rows(
+        cls, rows: Sequence[Sequence[Any]] | pd.DataFrame | np.ndarray, *, rule: Mapping[str, Any] | None = None
+    ) -> Hierarchy:
+        """Build and validate a hierarchy from one row per leaf (leaf first, coarser levels to the right).
+
+        Raises :class:`HierarchyError` for an empty table, rows of different lengths, repeated leaves, missing
+        cells, or a value with two parents at the next level (the message names the offending values).
+        """
+        matrix = _as_matrix(rows)
+        n_rows, n_levels = matrix.shape
+        labels: list[pd.Index] = []
+        codes: list[np.ndarray] = []
+        for level in range(n_levels):
+            column = matrix[:, level]
+            empty = pd.isna(column) | np.array([isinstance(v, str) and not v.strip() for v in column], dtype=bool)
+            if empty.any():
+                rows_missing = np.flatnonzero(empty)[:5] + 1
+                raise HierarchyError(
+                    f"The hierarchy has empty cells at level {level} (rows {', '.join(map(str, rows_missing))}); "
+                    "every row needs a value at every level."
+                )
+            level_codes, uniques = pd.factorize(pd.Index(column, dtype=object), sort=False)
+            codes.append(level_codes.astype(np.int64))
+            labels.append(_tidy_index(uniques))
+        if len(labels[0]) != n_rows:
+            values, counts = np.unique(codes[0], return_counts=True)
+            repeated = [labels[0][v] for v in values[counts > 1]]
+            raise HierarchyError(f"The hierarchy lists some leaves more than once: {format_values(repeated)}.")
+        for level in range(n_levels - 1):
+            _check_nesting(labels, codes, level)
+        return cls(tuple(labels), tuple(codes), dict(rule) if rule is not None else None)
+
+    # -- shape --
+
+    @property
+    def n_levels(self) -> int:
+        """Number of levels, the leaves included (ARX's height); the most general level is ``n_levels - 1``."""
+        return len(self.labels)
+
+    @property
+    def max_level(self) -> int:
+        return len(self.labels) - 1
+
+    @property
+    def leaves(self) -> pd.Index:
+        """The level-0 values."""
+        return self.labels[0]
+
+    @property
+    def n_leaves(self) -> int:
+        return len(self.labels[0])
+
+    def check_level(self, level: object, name: str = "level") -> int:
+        """Return ``level`` as an int in ``0 .. max_level`` or raise :class:`HierarchyError`."""
+        if isinstance(level, bool) or not isinstance(level, int | np.integer):
+            raise HierarchyError(f"{name} must be a whole number, got {level!r}.")
+        if not 0 <= int(level) <= self.max_level:
+            raise HierarchyError(f"{name} must be between 0 and {self.max_level} for this hierarchy, got {level}.")
+        return int(level)
+
+    def parents(self, level: int) -> np.ndarray:
+        """For each label at ``level``, the position of its parent in ``labels[level + 1]``."""
+        out = np.empty(len(self.labels[level]), dtype=np.int64)
+        out[self.codes[level]] = self.codes[level + 1]
+        return out
+
+    def level_map(self, source: int, target: int) -> np.ndarray:
+        """For each label at level ``source``, the position of its ancestor at level ``target >= source``."""
+        out = np.empty(len(self.labels[source]), dtype=np.int64)
+        out[self.codes[source]] = self.codes[target]
+        return out
+
+    def leaf_counts(self, level: int) -> np.ndarray:
+        """Number of leaves under each label at ``level`` (ARX's domain size of a generalized value)."""
+        return np.bincount(self.codes[level], minlength=len(self.labels[level]))
+
+    # -- views --
+
+    def matrix(self) -> np.ndarray:
+        """The table as an object array, one row per leaf, one column per level."""
+        return np.column_stack(
+            [np.asarray(self.labels[level], dtype=object)[self.codes[level]] for level in range(self.n_levels)]
+        )
+
+    def to_frame(self) -> pd.DataFrame:
+        """The table as a DataFrame with columns ``level_0 .. level_{n-1}``."""
+        matrix = self.matrix()
+        return pd.DataFrame({f"level_{i}": matrix[:, i] for i in range(self.n_levels)}, dtype=object)
+
+    # -- matching data --
+
+    def codes_for(self, values: pd.Series | Sequence[Any], level: int = 0, *, strict: bool = True) -> np.ndarray:
+        """Position in ``labels[level]`` of each value (``-1`` for missing values).
+
+        Values are matched as described in the module docstring. With ``strict`` an unmatched non-missing value
+        raises :class:`HierarchyError` listing the uncovered values; otherwise it gets ``-2``.
+        """
+        series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
+        encoded = encode_column(series)
+        position = lookup(self.labels[level], encoded.categories)
+        if strict and (position < 0).any():
+            uncovered = list(encoded.categories[position < 0])
+            where = "leaves" if level == 0 else f"values at level {level}"
+            name = f" of column '{series.name}'" if series.name is not None else ""
+            raise HierarchyError(
+                f"{len(uncovered)} value(s){name} are not {where} of the hierarchy: {format_values(uncovered, 8)}. "
+                "Add them to the hierarchy file (one row each) or fix the data."
+            )
+        position = np.where(position < 0, -2, position)
+        codes = np.asarray(encoded.codes, dtype=np.int64)
+        return np.where(codes < 0, -1, np.append(position, -1)[codes])
+
+    def leaf_codes(self, values: pd.Series | Sequence[Any]) -> np.ndarray:
+        """Leaf position of each value (``-1`` for missing); uncovered values raise :class:`HierarchyError`."""
+        return self.codes_for(values, 0, strict=True)
+
+    def generalize(self, values: pd.Series, level: int) -> pd.Series:
+        """The level-``level`` ancestor of each value (same index and name; missing stays missing).
+
+        Level 0 returns the values unchanged. Raises :class:`HierarchyError` for values that are not leaves.
+        """
+        level = self.check_level(level)
+        leaf = self.leaf_codes(values)
+        if level == 0:
+            return values.copy()
+        codes = np.where(leaf < 0, -1, self.codes[level][np.maximum(leaf, 0)])
+        published = self.labels[level].take(codes, allow_fill=True, fill_value=None)
+        return pd.Series(published, index=values.index, name=values.name)
+
+    def for_values(self, values: pd.Series | Sequence[Any]) -> Hierarchy:
+        """This hierarchy, rebuilt over ``values`` when it has a rule; a table hierarchy is returned as is."""
+        if self.rule is None:
+            return self
+        return hierarchy_from_rule(self.rule, values)
+
+    # -- serialisation --
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form: ``{"rule": {...}}`` for a rule-based hierarchy, else ``{"rows": [[leaf, ...], ...]}``."""
+        if self.rule is not None:
+            return {"rule": _jsonable(dict(self.rule))}
+        # Convert each level's distinct labels once, then spread them to the leaves.
+        columns = []
+        for level in range(self.n_levels):
+            labels = np.empty(len(self.labels[level]), dtype=object)
+            labels[:] = [_jsonable(v) for v in self.labels[level]]
+            columns.append(labels[self.codes[level]])
+        return {"rows": np.column_stack(columns).tolist()}
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any], values: pd.Series | Sequence[Any] | None = None) -> Hierarchy:
+        """Inverse of :meth:`to_dict`; a rule is applied to ``values`` (required for a rule)."""
+        if not isinstance(obj, Mapping):
+            raise HierarchyError("A hierarchy must be a JSON object with 'rows' or 'rule'.")
+        if "rule" in obj:
+            if values is None:
+                raise HierarchyError("A rule-based hierarchy needs the column's values to be rebuilt.")
+            return hierarchy_from_rule(obj["rule"], values)
+        rows = obj.get("rows")
+        if not isinstance(rows, list) or not rows or not all(isinstance(r, list) for r in rows):
+            raise HierarchyError("A hierarchy object needs 'rows': a non-empty list of lists (leaf first).")
+        return cls.from_rows(rows)
+
+    def equals(self, other: Hierarchy) -> bool:
+        """True when both map the same leaves to the same labels at every level (as text)."""
+        if self.n_levels != other.n_levels or self.n_leaves != other.n_leaves:
+            return False
+        return bool((self.matrix().astype(str) == other.matrix().astype(str)).all())
+
+
+def _as_matrix(rows: Sequence[Sequence[Any]] | pd.DataFrame | np.ndarray) -> np.ndarray:
+    if isinstance(rows, pd.DataFrame):
+        matrix = rows.to_numpy(dtype=object)
+    elif isinstance(rows, np.ndarray):
+        matrix = rows.astype(object)
+    else:
+        rows = list(rows)
+        if not rows:
+            raise HierarchyError("The hierarchy is empty: it needs one row per value.")
+        lengths = [len(row) for row in rows]
+        if len(set(lengths)) > 1:
+            expected = max(set(lengths), key=lengths.count)
+            bad = [i + 1 for i, n in enumerate(lengths) if n != expected][:5]
+            raise HierarchyError(
+                f"Every row of a hierarchy needs the same number of levels; most rows have {expected}, but rows "
+                f"{', '.join(map(str, bad))} differ."
+            )
+        matrix = np.empty((len(rows), lengths[0]), dtype=object)
+        for i, row in enumerate(rows):
+            matrix[i, :] = list(row)
+    if matrix.ndim != 2 or matrix.shape[0] == 0 or matrix.shape[1] == 0:
+        raise HierarchyError("The hierarchy is empty: it needs one row per value.")
+    return matrix
+
+
+def _tidy_index(values: Any) -> pd.Index:
+    """An Index of the labels: numeric when every label is a number, else object."""
+    index = pd.Index(values, dtype=object)
+    inferred = pd.api.types.infer_dtype(index, skipna=False)
+    if inferred in ("integer", "floating", "mixed-integer-float", "decimal"):
+        return pd.Index(index.to_numpy().tolist())
+    return index
+
+
+def _check_nesting(labels: list[pd.Index], codes: list[np.ndarray], level: int) -> None:
+    child, parent = codes[level], codes[level + 1]
+    n_parent = len(labels[level + 1])
+    pairs = np.unique(child * n_parent + parent)
+    per_child = np.bincount(pairs // n_parent, minlength=len(labels[level]))
+    if (per_child > 1).any():
+        bad = np.flatnonzero(per_child > 1)
+        examples = []
+        for code in bad[:3]:
+            parents = np.unique(parent[child == code])
+            examples.append(f"{labels[level][code]!r} -> {', '.join(repr(labels[level + 1][p]) for p in parents)}")
+        raise HierarchyError(
+            f"Inconsistent nesting: {len(bad)} value(s) at level {level} have more than one parent at level "
+            f"{level + 1} ({'; '.join(examples)}). Each generalized value must have exactly one coarser value."
+        )
+
+
+# --- matching values to labels -----------------------------------------------------------------------------------
+
+
+def lookup(labels: pd.Index, values: pd.Index) -> np.ndarray:
+    """Position of each of the (distinct) ``values`` in ``labels``, ``-1`` when absent.
+
+    Tried in turn for values still unmatched: equality; equal numbers (numeric values against labels that parse
+    as numbers, used only when that number is unambiguous among the labels); equal canonical text.
+    """
+    values = pd.Index(values)
+    try:
+        position = np.asarray(labels.get_indexer(values), dtype=np.int64)
+    except (TypeError, ValueError):
+        position = np.full(len(values), -1, dtype=np.int64)
+    if (position >= 0).all():
+        return position
+    if _is_number_index(values):
+        todo = np.flatnonzero(position < 0)
+        label_numbers = _numbers(labels)
+        value_numbers = _numbers(values[todo])
+        position[todo] = _unique_lookup(label_numbers, value_numbers)
+    todo = np.flatnonzero(position < 0)
+    if len(todo):
+        position[todo] = _unique_lookup(canonical_text(labels), canonical_text(values[todo]))
+    return position
+
+
+def _unique_lookup(keys: pd.Index, queries: pd.Index) -> np.ndarray:
+    """Position of each query among ``keys``, ignoring keys that occur more than once (ambiguous) or are NaN."""
+    duplicated = keys.duplicated(keep=False) | pd.isna(keys)
+    valid = np.flatnonzero(~np.asarray(duplicated))
+    if not len(valid):
+        return np.full(len(queries), -1, dtype=np.int64)
+    found = keys[valid].get_indexer(queries)
+    return np.where(found >= 0, valid[np.maximum(found, 0)], -1).astype(np.int64)
+
+
+def _is_number_index(index: pd.Index) -> bool:
+    return bool(pd.api.types.is_numeric_dtype(index.dtype) and not pd.api.types.is_bool_dtype(index.dtype))
+
+
+def _numbers(index: pd.Index) -> pd.Index:
+    if _is_number_index(index):
+        return pd.Index(index.to_numpy(dtype=np.float64))
+    text = pd.Series(np.asarray(index, dtype=object)).map(lambda v: v.strip() if isinstance(v, str) else v)
+    return pd.Index(pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64))
+
+
+def canonical_text(values: Iterable[Any]) -> pd.Index:
+    """The canonical text of each value: integral numbers without decimals, midnight dates as ``YYYY-MM-DD``,
+    other values as ``str`` with surrounding spaces removed (used to match values across types)."""
+    index = values if isinstance(values, pd.Index) else None
+    if index is not None and len(index) and not index.hasnans:
+        # Vectorised for the common all-text and all-integer cases (same result as the per-value rule).
+        kind = index.inferred_type
+        if kind == "string":
+            return pd.Index(np.asarray(index.astype(object).str.strip(), dtype=object), dtype=object)
+        if kind == "integer" and not pd.api.types.is_bool_dtype(index.dtype):
+            return pd.Index(np.asarray(index.astype(np.int64).astype(str), dtype=object), dtype=object)
+    return pd.Index([_canonical(v) for v in values], dtype=object)
+
+
+def _canonical(value: Any) -> str:
+    if isinstance(value, bool | np.bool_):
+        return str(bool(value))
+    if isinstance(value, int | np.integer):
+        return str(int(value))
+    if isinstance(value, float | np.floating):
+        number = float(value)
+        if math.isfinite(number) and number == round(number) and abs(number) < 2**63:
+            return str(int(number))
+        return repr(number)
+    if isinstance(value, pd.Timestamp | np.datetime64):
+        stamp = pd.Timestamp(value)
+        return stamp.strftime("%Y-%m-%d") if stamp == stamp.normalize() else stamp.isoformat()
+    return str(value).strip()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, pd.Timestamp):
+        return _canonical(value)
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    return str(value)
+
+
+# --- ARX CSV -------------------------------------------------------------------------------------------------------
+
+
+def parse_arx_hierarchy(text: str, *, delimiter: str | None = None, source: str = "the hierarchy") -> Hierarchy:
+    """Parse a hierarchy in ARX's CSV format (see the module docstring).
+
+    ``delimiter`` defaults to the one of ``;``, ``,``, tab that splits every line into the same number (> 1) of
+    fields, preferring ``;`` (ARX's default); a file with one level needs no delimiter. Blank lines are skipped.
+    """
+    lines = [line for line in text.splitlines() if line.strip()]
+    if not lines:
+        raise HierarchyError(f"{source} is empty: it needs one row per value.")
+    sep = delimiter or _sniff_delimiter(lines)
+    try:
+        rows = list(csv.reader(lines, delimiter=sep, quotechar='"', strict=True))
+    except csv.Error as exc:
+        raise HierarchyError(f"{source} is not valid CSV: {exc}.") from exc
+    try:
+        return Hierarchy.from_rows(rows)
+    except HierarchyError as exc:
+        raise HierarchyError(f"{source}: {exc}") from exc
+
+
+def _sniff_delimiter(lines: Sequence[str]) -> str:
+    sample = lines[:200]
+    for candidate in (";", ",", "\t"):
+        counts = {len(next(csv.reader([line], delimiter=candidate))) for line in sample}
+        if len(counts) == 1 and counts.pop() > 1:
+            return candidate
+    return ";"
+
+
+def read_arx_hierarchy(path: str | os.PathLike[str], *, delimiter: str | None = None) -> Hierarchy:
+    """Read an ARX hierarchy CSV file (UTF-8, else Windows-1252 as ARX on Windows writes it)."""
+    target = Path(path)
+    try:
+        raw = target.read_bytes()
+    except FileNotFoundError:
+        raise HierarchyError(f"Hierarchy file not found: {target}.") from None
+    except IsADirectoryError:
+        raise HierarchyError(f"{target} is a folder, not a hierarchy file.") from None
+    except OSError as exc:
+        raise HierarchyError(f"Cannot read the hierarchy {target}: {exc.strerror or exc}.") from exc
+    if b"\x00" in raw:
+        raise HierarchyError(f"{target.name} is a binary file, not a hierarchy CSV.")
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        text = raw.decode("cp1252", errors="replace")
+    return parse_arx_hierarchy(text, delimiter=delimiter, source=target.name)
+
+
+def format_arx_hierarchy(hierarchy: Hierarchy, *, delimiter: str = ";") -> str:
+    """The hierarchy as ARX CSV text: one line per leaf, canonical text of each value, ``\\n`` line ends."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter=delimiter, quotechar='"', lineterminator="\n")
+    for row in hierarchy.matrix().tolist():
+        writer.writerow([_canonical(v) if not isinstance(v, str) else v for v in row])
+    return buffer.getvalue()
+
+
+def write_arx_hierarchy(hierarchy: Hierarchy, path: str | os.PathLike[str], *, delimiter: str = ";") -> Path:
+    """Write the hierarchy as an ARX CSV file (UTF-8)."""
+    target = Path(path)
+    target.write_text(format_arx_hierarchy(hierarchy, delimiter=delimiter), encoding="utf-8")
+    return target
+
+
+def load_hierarchies(directory: str | os.PathLike[str], columns: Sequence[str]) -> dict[str, Hierarchy]:
+    """Read the hierarchy of each column from ``directory``.
+
+    The file of column ``col`` is ``col.csv`` or a file whose name ends in ``_hierarchy_col.csv`` (ARX's naming,
+    e.g. ``adult_hierarchy_age.csv``); an exact-case match is preferred over a case-insensitive one. Raises
+    :class:`HierarchyError` naming every column without a file (or with several candidates).
+    """
+    folder = Path(directory)
+    if not folder.is_dir():
+        raise HierarchyError(f"Hierarchy folder not found: {folder}.")
+    files = sorted(p for p in folder.iterdir() if p.is_file() and p.suffix.lower() == ".csv")
+    found: dict[str, Path] = {}
+    missing: list[str] = []
+    for column in columns:
+        path = _hierarchy_file(files, column)
+        if path is None:
+            missing.append(column)
+        else:
+            found[column] = path
+    if missing:
+        shown = ", ".join(p.name for p in files[:10]) + (" ..." if len(files) > 10 else "") or "none"
+        raise HierarchyError(
+            f"No hierarchy file for {', '.join(repr(c) for c in missing)} in {folder} (expected '<column>.csv' or "
+            f"'<name>_hierarchy_<column>.csv'; files found: {shown})."
+        )
+    return {column: read_arx_hierarchy(path) for column, path in found.items()}
+
+
+def _hierarchy_file(files: Sequence[Path], column: str) -> Path | None:
+    for fold in (False, True):
+
+        def norm(text: str, fold: bool = fold) -> str:
+            return text.lower() if fold else text
+
+        target = norm(column)
+        exact = [p for p in files if norm(p.stem) == target]
+        suffixed = [p for p in files if norm(p.stem).endswith("_hierarchy_" + target)]
+        candidates = exact or suffixed
+        if len(candidates) > 1:
+            raise HierarchyError(
+                f"Several hierarchy files match column '{column}': {', '.join(p.name for p in candidates)}."
+            )
+        if candidates:
+            return candidates[0]
+    return None
+
+
+# --- builders ------------------------------------------------------------------------------------------------------
+
+
+def hierarchy_from_rule(rule: Mapping[str, Any], values: pd.Series | Sequence[Any]) -> Hierarchy:
+    """Rebuild a builder's hierarchy over ``values`` from its resolved rule (see :attr:`Hierarchy.rule`)."""
+    if not isinstance(rule, Mapping) or "builder" not in rule:
+        raise HierarchyError("A hierarchy rule must be an object with a 'builder'.")
+    builder = rule["builder"]
+    options = {k: v for k, v in rule.items() if k != "builder"}
+    try:
+        if builder == "intervals":
+            return interval_hierarchy(values, widths=options["widths"], origin=options["origin"], top=options["top"])
+        if builder == "cuts":
+            return interval_hierarchy(values, cuts=options["cuts"], top=options["top"])
+        if builder == "dates":
+            return date_hierarchy(values, levels=options["levels"], dayfirst=options["dayfirst"], top=options["top"])
+        if builder == "postcodes":
+            return postcode_hierarchy(values, levels=options["levels"], top=options["top"])
+        if builder == "masking":
+            return masking_hierarchy(values, steps=options["steps"], char=options["char"], top=options["top"])
+        if builder == "rare":
+            return _rare_from_keep(values, options["keep"], options["other"], options["top"], options["min_count"])
+    except KeyError as exc:
+        raise HierarchyError(f"The '{builder}' hierarchy rule lacks the parameter {exc}.") from None
+    raise HierarchyError(
+        f"Unknown hierarchy builder {builder!r}; known: intervals, cuts, dates, postcodes, masking, rare."
+    )
+
+
+def _distinct(values: pd.Series | Sequence[Any]) -> pd.Index:
+    """Distinct non-missing values, in first-seen order."""
+    series = values if isinstance(values, pd.Series) else pd.Series(list(values))
+    return pd.Index(series.dropna().unique())
+
+
+def _with_top(rows: list[np.ndarray], top: bool) -> list[np.ndarray]:
+    if top and len(pd.unique(rows[-1])) > 1:
+        rows.append(np.full(len(rows[0]), TOP, dtype=object))
+    return rows
+
+
+def _build(leaves: pd.Index, levels: list[np.ndarray], rule: Mapping[str, Any]) -> Hierarchy:
+    if not len(leaves):
+        raise HierarchyError("Cannot build a hierarchy: the column has no non-missing values.")
+    matrix = np.column_stack([np.asarray(leaves, dtype=object), *levels])
+    return Hierarchy.from_rows(matrix, rule=rule)
+
+
+def _format_number(value: float) -> str:
+    return _canonical(float(value))
+
+
+def interval_hierarchy(
+    values: pd.Series | Sequence[Any],
+    *,
+    widths: Sequence[float] | None = None,
+    origin: float | None = None,
+    cuts: Sequence[Sequence[float]] | None = None,
+    bins: Sequence[int] | None = None,
+    top: bool = True,
+) -> Hierarchy:
+    """Nested numeric intervals over the distinct values of a numeric column (ARX ``HierarchyBuilderIntervalBased``).
+
+    Give exactly one of:
+
+    ``widths``
+        Fixed-width levels, finest first, e.g. ``[5, 10, 20]``; each width must be a whole multiple of the
+        previous one so intervals nest. Intervals are ``[origin + i w, origin + (i + 1) w)``; ``origin``
+        defaults to the largest multiple of the coarsest width not above the minimum value.
+    ``cuts``
+        Explicit interior boundaries per level, finest first, e.g. ``[[18, 25, 35, 50, 65], [35, 65]]``; each
+        level's boundaries must be a subset of the finer level's. Intervals are ``< c_0``, ``[c_i, c_{i+1})``
+        and ``>= c_last``.
+    ``bins``
+        Quantile levels: ``bins[0]`` intervals of about equal frequency at the finest level (boundaries are data
+        values at the quantiles ``j / bins[0]``, method ``inverted_cdf``, duplicates removed), then each coarser
+        level's boundaries are the quantiles ``j / bins[L]`` snapped to the nearest boundary of the finer level.
+        Resolved into ``cuts`` in :attr:`Hierarchy.rule`.
+
+    Intervals over whole numbers with whole boundaries are labelled ``lo-hi`` with ``hi`` inclusive (ARX style,
+    ``20-24``); otherwise ``[lo, hi)``. With ``top`` a final level ``*`` is added. Non-numeric values raise
+    :class:`HierarchyError`; missing values stay missing.
+    """
+    given = [x is not None for x in (widths, cuts, bins)]
+    if sum(given) != 1:
+        raise HierarchyError("Give exactly one of widths=, cuts= or bins= for an interval hierarchy.")
+    leaves = _distinct(values)
+    numbers = _numeric_leaves(leaves)
+    order = np.argsort(numbers, kind="stable")
+    leaves, numbers = leaves[order], numbers[order]
+    if bins is not None:
+        cuts = _quantile_cuts(values, bins)
+    integral = bool(len(numbers)) and bool(np.all(numbers == np.round(numbers)))
+    levels: list[np.ndarray] = []
+    if widths is not None:
+        widths_f = _check_widths(widths)
+        if origin is None:
+            low = float(numbers.min()) if len(numbers) else 0.0
+            origin = math.floor(low / widths_f[-1]) * widths_f[-1]
+        origin_f = float(origin)
+        if not math.isfinite(origin_f):
+            raise HierarchyError(f"origin must be a finite number, got {origin!r}.")
+        whole = integral and all(float(w).is_integer() for w in widths_f) and origin_f.is_integer()
+        for width in widths_f:
+            index = np.floor((numbers - origin_f) / width)
+            lows = origin_f + index * width
+            levels.append(_interval_labels(lows, lows + width, whole))
+        rule: dict[str, Any] = {
+            "builder": "intervals",
+            "widths": [_plain_number(w) for w in widths_f],
+            "origin": _plain_number(origin_f),
+            "top": top,
+        }
+    else:
+        assert cuts is not None
+        cut_levels = _check_cuts(cuts)
+        whole = integral and all(float(c).is_integer() for level in cut_levels for c in level)
+        for boundaries in cut_levels:
+            edges = np.asarray(boundaries, dtype=np.float64)
+            index = np.searchsorted(edges, numbers, side="right")
+            lows = np.concatenate([[-np.inf], edges])[index]
+            highs = np.concatenate([edges, [np.inf]])[index]
+            levels.append(_interval_labels(lows, highs, whole))
+        rule = {"builder": "cuts", "cuts": [[_plain_number(c) for c in lv] for lv in cut_levels], "top": top}
+    return _build(leaves, _with_top(levels, top) if levels else [np.full(len(leaves), TOP, dtype=object)], rule)
+
+
+def _plain_number(value: float) -> int | float:
+    number = float(value)
+    return int(number) if number.is_integer() else number
+
+
+def _numeric_leaves(leaves: pd.Index) -> np.ndarray:
+    if _is_number_index(leaves):
+        return leaves.to_numpy(dtype=np.float64)
+    numbers = _numbers(leaves).to_numpy()
+    bad = leaves[np.isnan(numbers)]
+    if len(bad):
+        raise HierarchyError(f"An interval hierarchy needs numbers; these values are not: {format_values(list(bad))}.")
+    return numbers
+
+
+def _check_widths(widths: Sequence[float]) -> list[float]:
+    if isinstance(widths, str | bytes) or not len(widths):
+        raise HierarchyError("widths must be a non-empty list of positive numbers, finest first.")
+    out = []
+    for width in widths:
+        if isinstance(width, bool) or not isinstance(width, int | float | np.number) or not width > 0:
+            raise HierarchyError(f"Interval widths must be positive numbers, got {width!r}.")
+        out.append(float(width))
+    for finer, coarser in itertools.pairwise(out):
+        ratio = coarser / finer
+        if ratio <= 1 or abs(ratio - round(ratio)) > 1e-9:
+            raise HierarchyError(
+                f"Interval widths must nest: each must be a whole multiple (> 1) of the previous; {coarser:g} is "
+                f"not a multiple of {finer:g}."
+            )
+    return out
+
+
+def _check_cuts(cuts: Sequence[Sequence[float]]) -> list[list[float]]:
+    if isinstance(cuts, str | bytes) or not len(cuts):
+        raise HierarchyError("cuts must be a non-empty list of boundary lists, finest level first.")
+    levels: list[list[float]] = []
+    for boundaries in cuts:
+        try:
+            level = [float(c) for c in boundaries]
+        except (TypeError, ValueError):
+            raise HierarchyError(f"Interval boundaries must be numbers, got {boundaries!r}.") from None
+        if any(not math.isfinite(c) for c in level) or any(b <= a for a, b in itertools.pairwise(level)):
+            raise HierarchyError(f"Interval boundaries must be finite and strictly increasing, got {boundaries!r}.")
+        if levels and not set(level) <= set(levels[-1]):
+            extra = sorted(set(level) - set(levels[-1]))
+            raise HierarchyError(
+                f"Interval boundaries must nest: {format_values(extra)} at a coarser level are not boundaries of "
+                "the finer level."
+            )
+        levels.append(level)
+    return levels
+
+
+def _quantile_cuts(values: pd.Series | Sequence[Any], bins: Sequence[int]) -> list[list[float]]:
+    if isinstance(bins, str | bytes) or not len(bins):
+        raise HierarchyError("bins must be a non-empty list of interval counts, finest level first.")
+    counts = [check_positive_int(b, "Number of quantile intervals", minimum=1) for b in bins]
+    if any(b <= a for a, b in zip(counts[1:], counts, strict=False)):
+        raise HierarchyError(f"Quantile interval counts must decrease from the finest level, got {list(bins)}.")
+    series = values if isinstance(values, pd.Series) else pd.Series(list(values))
+    data = _numeric_leaves(pd.Index(series.dropna()))
+    if not len(data):
+        raise HierarchyError("Cannot build quantile intervals: the column has no non-missing values.")
+    low = data.min()
+    finest = np.unique(np.quantile(data, np.arange(1, counts[0]) / counts[0], method="inverted_cdf"))
+    levels = [[float(c) for c in finest if c > low]]
+    for count in counts[1:]:
+        previous = np.asarray(levels[-1])
+        if not len(previous):
+            levels.append([])
+            continue
+        targets = np.quantile(data, np.arange(1, count) / count, method="inverted_cdf")
+        nearest = np.abs(previous[None, :] - np.asarray(targets)[:, None]).argmin(axis=1)
+        levels.append([float(c) for c in np.unique(previous[nearest])])
+    return levels
+
+
+def _interval_labels(lows: np.ndarray, highs: np.ndarray, whole: bool) -> np.ndarray:
+    out = np.empty(len(lows), dtype=object)
+    pairs, inverse = np.unique(np.column_stack([lows, highs]), axis=0, return_inverse=True)
+    texts = []
+    for low, high in pairs:
+        if np.isinf(low) and np.isinf(high):
+            texts.append(TOP)
+        elif np.isinf(low):
+            texts.append(f"<{_format_number(high)}")
+        elif np.isinf(high):
+            texts.append(f">={_format_number(low)}")
+        elif whole:
+            texts.append(f"{_format_number(low)}-{_format_number(high - 1)}")
+        else:
+            texts.append(f"[{_format_number(low)}, {_format_number(high)})")
+    out[:] = np.asarray(texts, dtype=object)[inverse.reshape(-1)]
+    return out
+
+
+_DATE_LEVELS = ("month", "quarter", "year")
+
+
+def date_hierarchy(
+    values: pd.Series | Sequence[Any],
+    *,
+    levels: Sequence[str] = _DATE_LEVELS,
+    dayfirst: bool = False,
+    top: bool = True,
+) -> Hierarchy:
+    """Dates generalized day -> month (``2024-03``) -> quarter (``2024-Q1``) -> year (``2024``) -> ``*``.
+
+    ``levels`` chooses which of ``month``, ``quarter``, ``year`` to use, in that order. Values may be dates or
+    text parsed with :func:`pandas.to_datetime` (``format="mixed"``, ``dayfirst``); unparseable values raise
+    :class:`HierarchyError` listing them. Leaves are the column's own values.
+    """
+    chosen = [str(level).lower() for level in levels]
+    if (
+        not chosen
+        or any(level not in _DATE_LEVELS for level in chosen)
+        or chosen != sorted(chosen, key=_DATE_LEVELS.index)
+        or len(set(chosen)) != len(chosen)
+    ):
+        raise HierarchyError(
+            f"Date levels must be a non-empty ordered subset of {', '.join(_DATE_LEVELS)}; got {list(levels)}."
+        )
+    leaves = _distinct(values)
+    if pd.api.types.is_datetime64_any_dtype(leaves.dtype):
+        stamps = pd.DatetimeIndex(leaves)
+    else:
+        stamps = pd.DatetimeIndex(
+            pd.to_datetime(
+                pd.Series(np.asarray(leaves, dtype=object)), errors="coerce", format="mixed", dayfirst=dayfirst
+            )
+        )
+        bad = leaves[stamps.isna()]
+        if len(bad):
+            raise HierarchyError(f"These values are not dates: {format_values(list(bad))}.")
+    order = np.argsort(stamps.asi8, kind="stable")
+    leaves, stamps = leaves[order], stamps[order]
+    year = stamps.year.to_numpy()
+    built: list[np.ndarray] = []
+    for level in chosen:
+        if level == "month":
+            text = [f"{y:04d}-{m:02d}" for y, m in zip(year, stamps.month, strict=True)]
+        elif level == "quarter":
+            text = [f"{y:04d}-Q{q}" for y, q in zip(year, stamps.quarter, strict=True)]
+        else:
+            text = [f"{y:04d}" for y in year]
+        built.append(np.asarray(text, dtype=object))
+    rule = {"builder": "dates", "levels": chosen, "dayfirst": bool(dayfirst), "top": top}
+    return _build(leaves, _with_top(built, top), rule)
+
+
+_POSTCODE_LEVELS = ("sector", "district", "area")
+
+
+def postcode_hierarchy(
+    values: pd.Series | Sequence[Any], *, levels: Sequence[str] = _POSTCODE_LEVELS, top: bool = True
+) -> Hierarchy:
+    """UK postcodes generalized unit (``SW1A 1AA``) -> sector (``SW1A 1``) -> district (``SW1A``) -> area
+    (``SW``) -> ``*``.
+
+    Values are full (unit) postcodes in any case and spacing, parsed by
+    :func:`dashboard.core.geo.postcodes.parse_postcodes` (Royal Mail format rules); ``levels`` chooses which of
+    ``sector``, ``district``, ``area`` to use, in that order. Values that are not unit postcodes (invalid, or
+    only a sector, district or area) raise :class:`HierarchyError` listing them. Leaves are the column's own
+    values, labels the normalized codes.
+    """
+    from dashboard.core.geo.postcodes import parse_postcodes
+
+    chosen = [str(level).lower() for level in levels]
+    if (
+        not chosen
+        or any(level not in _POSTCODE_LEVELS for level in chosen)
+        or chosen != sorted(chosen, key=_POSTCODE_LEVELS.index)
+        or len(set(chosen)) != len(chosen)
+    ):
+        raise HierarchyError(
+            f"Postcode levels must be a non-empty ordered subset of {', '.join(_POSTCODE_LEVELS)}; got {list(levels)}."
+        )
+    leaves = _distinct(values)
+    parsed = parse_postcodes(pd.Series(np.asarray(leaves, dtype=object), dtype=object))
+    bad = leaves[(parsed["level"].astype(str) != "unit").to_numpy()]
+    if len(bad):
+        raise HierarchyError(
+            f"These values are not full UK postcodes (unit level, e.g. 'SW1A 1AA'): {format_values(list(bad))}."
+        )
+    built = [parsed[level].to_numpy(dtype=object) for level in chosen]
+    rule = {"builder": "postcodes", "levels": chosen, "top": top}
+    return _build(leaves, _with_top(built, top), rule)
+
+
+def masking_hierarchy(
+    values: pd.Series | Sequence[Any], *, steps: int | None = None, char: str = "*", top: bool = True
+) -> Hierarchy:
+    """Mask trailing characters: level ``i`` replaces the last ``i`` characters with ``char`` (ARX
+    ``HierarchyBuilderRedactionBased``, right-to-left redaction), e.g. ``12345 -> 1234* -> 123** -> ...``.
+
+    Values are taken as canonical text (whole numbers without decimals); a value shorter than ``i`` is masked
+    entirely, keeping its length. ``steps`` defaults to the longest value's length. With ``top``, a final ``*``
+    level is added when the last level still has several values (values of different lengths).
+    """
+    if not isinstance(char, str) or len(char) != 1:
+        raise HierarchyError(f"The masking character must be a single character, got {char!r}.")
+    leaves = _distinct(values)
+    text = list(canonical_text(leaves))
+    longest = max((len(t) for t in text), default=0)
+    count = longest if steps is None else check_positive_int(steps, "Masking steps")
+    built = []
+    for step in range(1, count + 1):
+        built.append(np.asarray([t[: max(len(t) - step, 0)] + char * min(step, len(t)) for t in text], dtype=object))
+    rule = {"builder": "masking", "steps": count, "char": char, "top": top}
+    return _build(leaves, _with_top(built, top) if built else [np.full(len(leaves), TOP, dtype=object)], rule)
+
+
+def rare_category_hierarchy(
+    values: pd.Series | Sequence[Any], *, min_count: int, other: str = "Other", top: bool = True
+) -> Hierarchy:
+    """Group rare categories: at level 1 every value occurring fewer than ``min_count`` times (strictly) in
+    ``values`` becomes ``other``; frequent values keep their (canonical text) label. With ``top`` a final ``*``.
+
+    The kept values are recorded in the rule, so re-applied to new data every value not kept becomes ``other``.
+    Raises :class:`HierarchyError` when ``other`` is itself a frequent value (the groups would be ambiguous).
+    """
+    min_count = check_positive_int(min_count, "min_count")
+    series = values if isinstance(values, pd.Series) else pd.Series(list(values))
+    counts = series.value_counts(dropna=True, sort=False)
+    keep = [v for v, c in zip(counts.index, counts.to_numpy(), strict=True) if c >= min_count]
+    return _rare_from_keep(series, [_jsonable(v) for v in keep], other, top, min_count)
+
+
+def _rare_from_keep(
+    values: pd.Series | Sequence[Any], keep: Sequence[Any], other: str, top: bool, min_count: int
+) -> Hierarchy:
+    if not isinstance(other, str) or not other:
+        raise HierarchyError(f"The label for rare values must be non-empty text, got {other!r}.")
+    leaves = _distinct(values)
+    keep_index = pd.Index(list(keep), dtype=object)
+    kept = lookup(keep_index, leaves) >= 0
+    labels = canonical_text(leaves)
+    if (np.asarray(labels, dtype=object)[kept] == other).any():
+        raise HierarchyError(
+            f"'{other}' is a frequent value of the column, so it cannot also label the rare ones; choose another "
+            "label (other=...)."
+        )
+    level = np.where(kept, np.asarray(labels, dtype=object), other).astype(object)
+    rule = {"builder": "rare", "keep": list(keep), "other": other, "top": top, "min_count": min_count}
+    return _build(leaves, _with_top([level], top), rule)

@@ -1,0 +1,182 @@
+"""The common shape of every fix: a pure function that returns new data and a record of what it did.
+
+A *step* is a transformation (generalize a column, top-code, suppress records, microaggregate ...) applied to a
+DataFrame. Each step kind is registered here under a name with a function ``apply(data, **params) ->
+TransformResult``; ``params`` are plain JSON values, so a list of steps is a *recipe* that can be saved as JSON and
+re-applied to new data with the same schema (:func:`apply_recipe`). Inputs are never modified in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import pandas as pd
+
+from dashboard.core.errors import ParameterError, PrivdashError
+
+__all__ = [
+    "RECIPE_VERSION",
+    "Recipe",
+    "Step",
+    "TransformResult",
+    "apply_recipe",
+    "apply_step",
+    "register_step",
+    "registered_steps",
+]
+
+RECIPE_VERSION = 1
+
+
+@dataclass(frozen=True)
+class Step:
+    """One transformation: its registered ``kind`` and JSON-serialisable parameters."""
+
+    kind: str
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kind": self.kind, "params": dict(self.params)}
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Step:
+        if not isinstance(obj, Mapping) or not isinstance(obj.get("kind"), str):
+            raise ParameterError("Each recipe step must be an object with a 'kind' and 'params'.")
+        params = obj.get("params", {})
+        if not isinstance(params, Mapping):
+            raise ParameterError(f"Recipe step '{obj['kind']}': 'params' must be an object.")
+        return cls(obj["kind"], dict(params))
+
+
+@dataclass(frozen=True, eq=False)
+class TransformResult:
+    """The output of a step.
+
+    Attributes
+    ----------
+    data
+        The transformed table (a new DataFrame; same row order as the input, minus suppressed rows if any).
+    step
+        The step as applied, with every parameter resolved (e.g. the cut points a quantile builder chose), so
+        re-applying it to other data reproduces exactly the same transformation.
+    summary
+        JSON-serialisable facts for the user: rows suppressed, cells changed, values recoded ...
+    mapping
+        Original value -> published value, one row per (column, original value), columns ``column``,
+        ``original``, ``published``; None when the step has no value mapping (e.g. microaggregation).
+    kept_rows
+        Positions (in the input) of the rows kept, when the step removes rows; None when every row is kept.
+    """
+
+    data: pd.DataFrame
+    step: Step
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    mapping: pd.DataFrame | None = None
+    kept_rows: Any = None
+
+
+class StepFunction(Protocol):
+    def __call__(self, data: pd.DataFrame, /, **params: Any) -> TransformResult: ...
+
+
+_REGISTRY: dict[str, StepFunction] = {}
+
+
+def register_step(kind: str) -> Callable[[StepFunction], StepFunction]:
+    """Register ``function`` as the implementation of step ``kind`` (used as a decorator)."""
+
+    def decorate(function: StepFunction) -> StepFunction:
+        if kind in _REGISTRY and _REGISTRY[kind] is not function:
+            raise RuntimeError(f"step kind {kind!r} registered twice")
+        _REGISTRY[kind] = function
+        return function
+
+    return decorate
+
+
+def registered_steps() -> tuple[str, ...]:
+    """The names of all step kinds, sorted."""
+    _load_builtin_steps()
+    return tuple(sorted(_REGISTRY))
+
+
+def apply_step(data: pd.DataFrame, step: Step) -> TransformResult:
+    """Apply one step; unknown kinds and bad parameters raise :class:`ParameterError`."""
+    _load_builtin_steps()
+    function = _REGISTRY.get(step.kind)
+    if function is None:
+        raise ParameterError(f"Unknown step kind {step.kind!r}; known kinds: {', '.join(sorted(_REGISTRY))}.")
+    try:
+        return function(data, **dict(step.params))
+    except TypeError as exc:
+        raise ParameterError(f"Step '{step.kind}': {exc}.") from exc
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """An ordered list of steps that turns a raw table into the published one."""
+
+    steps: tuple[Step, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"privdash_recipe": RECIPE_VERSION, "steps": [s.to_dict() for s in self.steps]}
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        Path(path).write_text(self.to_json() + "\n", encoding="utf-8")
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> Recipe:
+        if not isinstance(obj, Mapping) or not isinstance(obj.get("steps"), list):
+            raise ParameterError("A recipe is a JSON object with a 'steps' list.")
+        version = obj.get("privdash_recipe", RECIPE_VERSION)
+        if version != RECIPE_VERSION:
+            raise ParameterError(f"Recipe version {version!r} is not supported (expected {RECIPE_VERSION}).")
+        return cls(tuple(Step.from_dict(s) for s in obj["steps"]))
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> Recipe:
+        try:
+            obj = json.loads(Path(path).read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise PrivdashError(f"Cannot read the recipe {path}: {exc.strerror or exc}.") from exc
+        except json.JSONDecodeError as exc:
+            raise PrivdashError(f"The recipe {path} is not valid JSON: {exc.msg} (line {exc.lineno}).") from exc
+        return cls.from_dict(obj)
+
+
+def apply_recipe(data: pd.DataFrame, recipe: Recipe | Sequence[Step]) -> tuple[pd.DataFrame, list[TransformResult]]:
+    """Apply every step in order; return the final table and each step's result."""
+    steps = recipe.steps if isinstance(recipe, Recipe) else tuple(recipe)
+    results = []
+    current = data
+    for step in steps:
+        result = apply_step(current, step)
+        results.append(result)
+        current = result.data
+    return current, results
+
+
+def _load_builtin_steps() -> None:
+    """Import the modules that register the built-in step kinds (imported lazily to keep start-up light)."""
+    import importlib
+
+    for module in _BUILTIN_STEP_MODULES:
+        importlib.import_module(module, __package__)
+
+
+# Modules whose import registers step kinds; each is added here when it lands.
+_BUILTIN_STEP_MODULES: tuple[str, ...] = (
+    ".generalization",
+    ".postcodes",
+    ".suppression",
+    ".microaggregation",
+    ".identifiers",
+)

@@ -1,0 +1,1 @@
+"""Measuring what a transformation costs: information-loss metrics, value distributions and classifier accuracy."""

@@ -1,0 +1,109 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from dashboard.cli import main
+from dashboard.core.data.tables import read_table
+from dashboard.core.measure.classes import equivalence_classes
+
+ADULT_QIS = "sex,age,race,marital-status,education,native-country,workclass,salary-class"
+
+
+def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
+    code = main(list(args))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def test_json_schema_on_adult(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
+    path = data_dir / "arx_adult" / "adult.csv"
+    code, out, err = run(capsys, "diagnose", str(path), "--qi", ADULT_QIS, "--sensitive", "occupation", "--json")
+    assert code == 0, err
+    payload = json.loads(out)
+    adult = read_table(path)
+    classes = equivalence_classes(adult, ADULT_QIS.split(","))
+    assert payload["rows"] == 30162
+    assert payload["quasi_identifiers"] == ADULT_QIS.split(",")
+    assert payload["classes"] == classes.n_classes and payload["k"] == classes.k
+    assert payload["sample_uniques"] == classes.sample_uniques
+    assert list(payload["records_below_k"]) == [str(k) for k in range(2, 11)]
+    assert payload["records_below_k"]["5"] == classes.records_below(5)
+    sizes = classes.size_frequencies()
+    assert payload["class_size_counts"] == {
+        str(s): int(c) for s, c in zip(sizes["size"], sizes["classes"], strict=True)
+    }
+    for model in ("prosecutor", "journalist", "marketer"):
+        assert set(payload[model]) >= {"highest", "average", "records_at_risk"}
+        assert 0 <= payload[model]["records_at_risk"] <= 1
+    assert payload["prosecutor"]["records_at_risk"] == pytest.approx(classes.records_below(5) / 30162)
+    occupation = payload["sensitive"]["occupation"]
+    assert occupation["t_distance"] == "equal"
+    assert occupation["recursive_c"] is None  # no c works when a class holds a single occupation
+    assert set(occupation["alpha_k"]) == {"alpha", "k"}
+
+
+def test_threshold_population_and_missing_options(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    data = pd.DataFrame({"a": ["x", "x", None, "y", "y", None], "b": ["1", "1", "1", "2", None, None]})
+    path = tmp_path / "t.csv"
+    data.to_csv(path, index=False)
+    outputs = {}
+    for policy in ("value", "wildcard", "drop"):
+        code, out, err = run(capsys, "diagnose", str(path), "--qi", "a,b", "--missing", policy, "--json")
+        assert code == 0, err
+        outputs[policy] = json.loads(out)
+    assert outputs["value"]["k"] == 1 and outputs["wildcard"]["k"] == 3
+    assert outputs["drop"]["dropped"] == 3 and outputs["drop"]["records"] == 3
+    population = tmp_path / "pop.csv"
+    pd.DataFrame({"a": ["x", "y", "z"], "b": ["1", "2", "3"], "n": [100, 50, 10]}).to_csv(population, index=False)
+    code, out, err = run(
+        capsys, "diagnose", str(path), "--qi", "a,b", "--missing", "drop", "--population", str(population),
+        "--population-count", "n", "--threshold", "0.05", "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    payload = json.loads(out)
+    assert payload["journalist"]["highest"] == pytest.approx(1 / 50)
+    assert payload["population"]["source"] == "table"
+    code, out, _ = run(capsys, "diagnose", str(path), "--qi", "a,b", "--population", "1000", "--json")
+    assert code == 0 and json.loads(out)["population"]["population_size"] == 1000
+
+
+def test_contract_and_text_output(capsys: pytest.CaptureFixture[str]) -> None:
+    root = Path(__file__).resolve().parents[3]
+    code, out, err = run(
+        capsys, "diagnose", str(root / "data" / "people.csv"), "--contract", str(root / "data" / "people.contract.json")
+    )
+    assert code == 0, err
+    assert "k = 1" in out and "direct identifiers to remove or mask: customer_id, name, email, phone" in out
+    assert "sensitive attribute 'diagnosis'" in out and "t-closeness (ordered distance)" in out
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "message"),
+    [
+        (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "c"], "Unknown quasi-identifier: 'c'"),
+        (lambda p: p.write_text(""), ["--qi", "a"], "is empty"),
+        (lambda p: p.write_bytes(b"\x00\x01\x02\x03"), ["--qi", "a"], "binary"),
+        (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--threshold", "2"], "threshold"),
+        (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--population", "lots"], "--population"),
+        (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--population", "0"], "positive"),
+        (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--sensitive", "a"], "both"),
+        (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--contract", "absent.json"], "Cannot read the contract"),
+    ],
+)
+def test_bad_input_gives_a_message_and_exit_2(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, make: object, args: list[str], message: str
+) -> None:
+    path = tmp_path / "in.csv"
+    make(path)  # type: ignore[operator]
+    code, out, err = run(capsys, "diagnose", str(path), *args)
+    assert code == 2
+    assert message in err and "Traceback" not in err and out == ""
+
+
+def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "diagnose", str(tmp_path / "absent.csv"), "--qi", "a")
+    assert code == 2 and "File not found" in err

@@ -1,0 +1,140 @@
+"""Data page builders and helpers (no browser)."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import plotly
+import pytest
+
+from dashboard.application.services import Services
+from dashboard.application.settings import Settings
+from dashboard.application.state import StateError, ViewState
+from dashboard.core.data.contract import ColumnRole
+from dashboard.core.data.demo import CLOTHING_SIZES, people_contract
+from dashboard.core.errors import ContractError
+from dashboard.pages import data as page
+
+
+def as_json(component: object) -> str:
+    return json.dumps(component, cls=plotly.utils.PlotlyJSONEncoder)
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Services:
+    return Services(Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache"))
+
+
+def test_preview_rows_are_the_requested_block_and_json_safe() -> None:
+    frame = pd.DataFrame(
+        {
+            "n": [3, 1, 2, None],
+            "s": pd.Series(["c", None, "a", "b"], dtype="str"),
+            "d": pd.to_datetime(["2024-01-02", None, "2024-01-01", "2024-01-03"]),
+        }
+    )
+    block = page.preview_rows(frame, {"startRow": 1, "endRow": 3})
+    assert block["rowCount"] == 4
+    assert block["rowData"] == [
+        {"c0": 1, "c1": None, "c2": None, "_row": 2},
+        {"c0": 2, "c1": "a", "c2": "2024-01-01 00:00:00", "_row": 3},
+    ]
+    json.dumps(block)
+    ordered = page.preview_rows(frame, {"startRow": 0, "endRow": 4, "sortModel": [{"colId": "c1", "sort": "asc"}]})
+    assert [row["c1"] for row in ordered["rowData"]][:3] == ["a", "b", "c"]
+    descending = page.preview_rows(frame, {"startRow": 0, "endRow": 1, "sortModel": [{"colId": "c0", "sort": "desc"}]})
+    assert descending["rowData"][0]["c0"] is None or descending["rowData"][0]["c0"] == 3
+    ignored = page.preview_rows(frame, {"startRow": 0, "endRow": 2, "sortModel": [{"colId": "evil", "sort": "asc"}]})
+    assert [row["_row"] for row in ignored["rowData"]] == [1, 2]
+
+
+def test_json_records_handle_numbers_and_missing() -> None:
+    frame = pd.DataFrame({"f": [1.5, np.nan], "i": [1, 2], "b": [True, None]})
+    assert page.json_records(frame) == [{"c0": 1.5, "c1": 1, "c2": True}, {"c0": None, "c1": 2, "c2": None}]
+
+
+def test_column_editor_shows_roles_types_and_reasons(services: Services) -> None:
+    loaded = services.dataset("demo:people")
+    state = services.initial_state(loaded)
+    text = as_json(page.column_editor(loaded, state, services.profile(loaded)))
+    for name in loaded.columns:
+        assert f'"data-column": "{name}"' in text
+    assert "values look like e-mail addresses" in text  # the suggestion's reason is the hint
+    assert '"value": "quasi_identifier"' in text and '"value": "ORDINAL"' in text
+    profile = services.profile(loaded)
+    assert profile["sex"]["missing"].startswith(f"{people_contract() and loaded.frame['sex'].isna().sum():,}")
+
+
+def test_layout_without_dataset_points_to_the_sources(services: Services) -> None:
+    text = as_json(page.layout(services))
+    assert "upload-zone" in text and "demo-select" in text and "No data yet" in text
+    assert '"data-max-bytes": "100000000"' in text
+
+
+def test_layout_with_a_damaged_link_says_so(services: Services) -> None:
+    text = as_json(page.layout(services, s="garbage!"))
+    assert "This link could not be read" in text
+
+
+def test_layout_with_a_missing_dataset_says_so(services: Services) -> None:
+    text = as_json(page.layout(services, s=ViewState(dataset="A" * 22).encode()))
+    assert "The dataset is not available" in text and "upload the file again" in text
+
+
+def test_layout_with_the_demo(services: Services) -> None:
+    text = as_json(page.layout(services, s=ViewState(dataset="demo:people").encode()))
+    assert "preview-grid" in text and "column-table" in text and "5,000 rows" in text
+    assert "order-grid" in text and '"clothing_size"' in text
+
+
+def test_upload_outcome() -> None:
+    assert page.upload_outcome(None, 100) == (None, None)
+    assert page.upload_outcome({"id": "x", "href": "/data?s=abc"}, 100) == (None, "/data?s=abc")
+    alert, href = page.upload_outcome({"error": "x.csv is empty."}, 100)
+    assert href is None and alert.children == "x.csv is empty."
+    alert, _ = page.upload_outcome({"too_large": {"filename": "big.csv", "size": 3_000_000}}, 1_000_000)
+    assert alert.children.startswith("big.csv is 3.0 MB, over the 1 MB limit.")
+
+
+def test_state_with_order(services: Services) -> None:
+    loaded = services.dataset("demo:people")
+    state = services.initial_state(loaded)
+    reverse = [str(v) for v in reversed(CLOTHING_SIZES)]
+    new = page.state_with_order(loaded, state, "clothing_size", reverse)
+    assert services.contract(loaded, new)["clothing_size"].ordinal_values == tuple(reversed(CLOTHING_SIZES))
+    with pytest.raises(StateError, match="exactly once"):
+        page.state_with_order(loaded, state, "clothing_size", reverse[:-1])
+    with pytest.raises(StateError, match="Not a value"):
+        page.state_with_order(loaded, state, "clothing_size", [*reverse, "XXXL"])
+
+
+def _upload(text: str) -> str:
+    return "data:application/json;base64," + base64.b64encode(text.encode()).decode()
+
+
+def test_importing_a_contract(services: Services) -> None:
+    loaded = services.dataset("demo:people")
+    state = services.initial_state(loaded)
+    contract = people_contract().with_roles({"postcode": ColumnRole.INSENSITIVE})
+    new = page.state_with_contract(services, loaded, state, _upload(contract.to_json()), "c.json")
+    assert new.roles["postcode"] == ColumnRole.INSENSITIVE
+    with pytest.raises(ContractError, match="not valid JSON"):
+        page.state_with_contract(services, loaded, state, _upload("{"), "c.json")
+    other = {"field_metadata": [{"field_name": "salary", "statistical_data_type": "NUMERICAL"}]}
+    with pytest.raises(ContractError, match="does not have"):
+        page.state_with_contract(services, loaded, state, _upload(json.dumps(other)), "c.json")
+    wrong_type = {"field_metadata": [{"field_name": "name", "statistical_data_type": "NUMERICAL"}]}
+    with pytest.raises(ContractError, match="non-numbers"):
+        page.state_with_contract(services, loaded, state, _upload(json.dumps(wrong_type)), "c.json")
+
+
+def test_site_root_opens_the_demo_dataset(services: Services) -> None:
+    text = as_json(page.home(services))
+    assert "Customers (synthetic, 5,000 people)" in text and "Nothing is open yet" not in text
+    # With a view state (a share link, or the user's own choice), the root shows exactly that state.
+    empty = as_json(page.home(services, s=""))
+    assert "Nothing is open yet" in empty

@@ -1,0 +1,132 @@
+"""URL view state: compact, lossless, value-free, and strict about damaged links."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from dashboard.application.state import (
+    DEFAULTS,
+    StateError,
+    ViewState,
+    apply_order_permutation,
+    order_permutation,
+    sorted_labels,
+)
+from dashboard.core.data.contract import ColumnRole, StatisticalType
+from dashboard.core.measure.classes import MissingPolicy
+
+
+def example() -> ViewState:
+    return ViewState(
+        dataset="AbCdEfGhIjKlMnOpQrStUv",
+        roles={"age": ColumnRole.QUASI_IDENTIFIER, "email": ColumnRole.IDENTIFIER, "diag": ColumnRole.SENSITIVE},
+        types={"age": StatisticalType.NUMERICAL, "email": StatisticalType.NOMINAL, "diag": StatisticalType.ORDINAL},
+        orders={"diag": (2, 0, 1)},
+        missing=MissingPolicy.WILDCARD,
+        k=3,
+        l=4,
+        t=0.35,
+        risk=0.1,
+        violating=True,
+    )
+
+
+def test_round_trip_through_the_query_string() -> None:
+    state = example()
+    search = state.to_search()
+    assert search.startswith("?s=")
+    assert ViewState.from_search(search) == state
+    assert ViewState.decode(state.encode()) == state
+
+
+def test_defaults_are_left_out_and_the_empty_state_has_no_query() -> None:
+    assert DEFAULTS.to_search() == ""
+    assert ViewState.from_search("") == DEFAULTS
+    assert ViewState(dataset="demo:people").to_dict() == {"v": 1, "d": "demo:people"}
+
+
+def test_roles_keep_column_order() -> None:
+    state = example()
+    assert ViewState.decode(state.encode()).quasi_identifiers == ("age",)
+    assert list(ViewState.decode(state.encode()).roles) == ["age", "email", "diag"]
+
+
+def test_href_carries_the_state() -> None:
+    assert example().href("/risk").startswith("/risk?s=")
+    assert DEFAULTS.href("/risk") == "/risk"
+
+
+@pytest.mark.parametrize(
+    "encoded",
+    ["not base64 !!", "AAAA", "eJzLSM3JyQcABiwCFQ", "x" * 70_000],
+)
+def test_damaged_links_raise_a_clear_error(encoded: str) -> None:
+    with pytest.raises(StateError):
+        ViewState.decode(encoded)
+
+
+def test_wrong_version_and_bad_values_are_refused() -> None:
+    with pytest.raises(StateError, match="incompatible version"):
+        ViewState.from_dict({"v": 99})
+    with pytest.raises(StateError):
+        ViewState.from_dict({"v": 1, "c": [["age", "zz"]]})
+    with pytest.raises(StateError):
+        ViewState.from_dict({"v": 1, "k": 0})
+    with pytest.raises(StateError):
+        ViewState.from_dict({"v": 1, "t": 1.5})
+    with pytest.raises(StateError, match="permutation"):
+        ViewState.from_dict({"v": 1, "o": {"size": [0, 0, 1]}})
+    with pytest.raises(StateError):
+        ViewState.from_dict({"v": 1, "m": "sometimes"})
+
+
+def test_with_quasi_identifiers_moves_roles() -> None:
+    state = example().with_quasi_identifiers(["email"], ["age", "email"])
+    assert state.roles["email"] == ColumnRole.QUASI_IDENTIFIER  # QI wins over sensitive
+    assert state.roles["age"] == ColumnRole.SENSITIVE
+    assert state.roles["diag"] == ColumnRole.INSENSITIVE  # lost its sensitive role
+
+
+def test_with_columns_drops_the_order_of_a_column_that_is_no_longer_ordinal() -> None:
+    state = example().with_columns(types={"diag": "NOMINAL"})
+    assert "diag" not in state.orders
+    assert state.types["diag"] == StatisticalType.NOMINAL
+
+
+def test_order_permutations_carry_no_values() -> None:
+    values = ["M", "XS", "L", "S", "M", None]
+    order = ["XS", "S", "M", "L"]
+    perm = order_permutation(order, values)
+    assert perm == (3, 2, 1, 0)  # positions in the text-sorted list L, M, S, XS
+    assert apply_order_permutation(perm, values) == order
+    assert sorted_labels(values) == ["L", "M", "S", "XS"]
+    with pytest.raises(StateError):
+        order_permutation(["XS", "S"], values)
+    with pytest.raises(StateError):
+        apply_order_permutation((0, 1), values)
+
+
+def test_the_encoded_state_holds_no_data_value() -> None:
+    state = example()
+    obj = state.to_dict()
+    assert set(obj) <= {"v", "d", "c", "o", "m", "k", "l", "t", "r", "x"}
+    assert all(isinstance(index, int) for perm in obj["o"].values() for index in perm)
+
+
+names = st.text(min_size=1, max_size=12)
+
+
+@given(
+    roles=st.dictionaries(names, st.sampled_from(list(ColumnRole)), max_size=8),
+    kind=st.sampled_from(list(StatisticalType)),
+    k=st.integers(1, 1000),
+    t=st.floats(0, 1),
+    missing=st.sampled_from(list(MissingPolicy)),
+)
+def test_any_state_survives_the_round_trip(
+    roles: dict[str, ColumnRole], kind: StatisticalType, k: int, t: float, missing: MissingPolicy
+) -> None:
+    state = ViewState(dataset="demo:people", roles=roles, types=dict.fromkeys(roles, kind), k=k, t=t, missing=missing)
+    assert ViewState.from_search(state.to_search()) == state
