@@ -169,14 +169,14 @@ def _load_builtin_steps() -> None:
     import importlib
 
     for module in _BUILTIN_STEP_MODULES:
-        importlib.import_module(module, __package__)
+        importlib.import_module(module)
 
 
 # Modules whose import registers step kinds; each is added here when it lands.
 _BUILTIN_STEP_MODULES: tuple[str, ...] = (
-    ".generalization",
-    ".postcodes",
-    ".suppression",
-    ".microaggregation",
-    ".identifiers",
+    "dashboard.core.transform.generalization",
+    "dashboard.core.geo.postcodes",
+    "dashboard.core.transform.suppression",
+    "dashboard.core.transform.microaggregation",
+    "dashboard.core.transform.identifiers",
 )
