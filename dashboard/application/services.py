@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from dashboard.application.cache import BoundedCache
 from dashboard.application.settings import Settings
 from dashboard.application.state import StateError, ViewState, apply_order_permutation, order_permutation, sorted_labels
 from dashboard.application.storage import DatasetInfo, DatasetNotFound, DatasetStore
@@ -65,6 +66,8 @@ class Services:
         self._diagnoses: OrderedDict[tuple[Any, ...], Diagnosis] = OrderedDict()
         self._derived: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
         self._lock = threading.Lock()
+        #: The worker's one in-memory cache (see :mod:`dashboard.application.cache`).
+        self.cache = BoundedCache(64)
 
     # --- datasets ---------------------------------------------------------------------------------------------------
 
