@@ -55,7 +55,8 @@ class BoundedCache:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
-                return self._items[key]  # type: ignore[no-any-return]
+                value: T = self._items[key]
+                return value
         value = build()
         self.put(key, value)
         return value
