@@ -30,13 +30,13 @@ import os
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dashboard.core.choices import Choice
 from dashboard.core.errors import ContractError, format_values
 
 __all__ = [
@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 
-class ColumnRole(StrEnum):
+class ColumnRole(Choice, label="column role"):
     """The part a column plays in a disclosure analysis."""
 
     IDENTIFIER = "identifier"
@@ -58,7 +58,7 @@ class ColumnRole(StrEnum):
     WEIGHT = "weight"
 
 
-class StatisticalType(StrEnum):
+class StatisticalType(Choice, label="statistical type"):
     """How a column's values compare: by number, by name only, by a declared order, by date, as postcodes."""
 
     NUMERICAL = "NUMERICAL"

@@ -57,7 +57,6 @@ import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
@@ -66,6 +65,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from dashboard.core.choices import Choice
 from dashboard.core.data.tables import read_table
 from dashboard.core.errors import (
     ColumnError,
@@ -141,7 +141,7 @@ def default_data_dir() -> Path:
     return beside_repo
 
 
-class Strategy(StrEnum):
+class Strategy(Choice, label="postcode strategy"):
     """How postcode districts (UK) or ZIP3 codes (US) become published units (see the module docstring)."""
 
     AREA = "area"
@@ -149,15 +149,6 @@ class Strategy(StrEnum):
     MIXED = "mixed"
     MERGE = "merge"
     ZIP3 = "zip3"
-
-    @classmethod
-    def parse(cls, value: str | Strategy) -> Strategy:
-        try:
-            return cls(str(value).strip().lower())
-        except ValueError:
-            raise ParameterError(
-                f"Unknown postcode strategy {value!r}; use one of {', '.join(s.value for s in cls)}."
-            ) from None
 
     @property
     def country(self) -> Country:

@@ -34,12 +34,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dashboard.core.choices import Choice
 from dashboard.core.errors import ColumnError, ParameterError, check_columns
 from dashboard.core.measure.encoding import EncodedColumn, class_sizes, encode_column, encode_columns, group_rows
 
@@ -56,21 +56,12 @@ __all__ = [
 MISSING_LABEL = "(missing)"
 
 
-class MissingPolicy(StrEnum):
+class MissingPolicy(Choice, label="missing-value policy"):
     """How missing quasi-identifier values form classes (see the module docstring)."""
 
     VALUE = "value"
     WILDCARD = "wildcard"
     DROP = "drop"
-
-    @classmethod
-    def parse(cls, value: str | MissingPolicy) -> MissingPolicy:
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            raise ParameterError(
-                f"Unknown missing-value policy {value!r}; use one of {', '.join(p.value for p in cls)}."
-            ) from None
 
 
 @dataclass(frozen=True, eq=False)

@@ -34,13 +34,13 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy.special import digamma
 
+from dashboard.core.choices import Choice
 from dashboard.core.errors import ColumnError, ParameterError, check_positive_int, check_threshold
 from dashboard.core.measure.classes import MISSING_LABEL, EquivalenceClasses, SensitiveDistribution
 
@@ -79,7 +79,7 @@ BLOCK_CELLS = 1 << 20
 _ENTROPY_RTOL = 1e-12
 
 
-class Comparison(StrEnum):
+class Comparison(Choice, label="comparison"):
     """How a class value is compared with a user threshold for the class to satisfy the model."""
 
     AT_LEAST = ">="
@@ -87,37 +87,19 @@ class Comparison(StrEnum):
     BELOW = "<"
 
 
-class TDistance(StrEnum):
+class TDistance(Choice, label="t-closeness distance"):
     """Ground distance of the earth mover's distance in t-closeness."""
 
     EQUAL = "equal"
     ORDERED = "ordered"
     HIERARCHICAL = "hierarchical"
 
-    @classmethod
-    def parse(cls, value: str | TDistance) -> TDistance:
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            raise ParameterError(
-                f"Unknown t-closeness distance {value!r}; use one of {', '.join(d.value for d in cls)}."
-            ) from None
 
-
-class EntropyEstimator(StrEnum):
+class EntropyEstimator(Choice, label="entropy estimator"):
     """Entropy estimator of entropy l-diversity (ARX ``EntropyLDiversity.EntropyEstimator``)."""
 
     SHANNON = "shannon"
     GRASSBERGER = "grassberger"
-
-    @classmethod
-    def parse(cls, value: str | EntropyEstimator) -> EntropyEstimator:
-        try:
-            return cls(str(value).lower())
-        except ValueError:
-            raise ParameterError(
-                f"Unknown entropy estimator {value!r}; use one of {', '.join(e.value for e in cls)}."
-            ) from None
 
 
 # --- results -----------------------------------------------------------------------------------------------------

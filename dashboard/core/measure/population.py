@@ -21,13 +21,13 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from scipy import special
 
+from dashboard.core.choices import Choice
 from dashboard.core.errors import ParameterError, check_columns, check_fraction
 from dashboard.core.measure.classes import EquivalenceClasses, MissingPolicy, compatible_sums
 from dashboard.core.measure.encoding import EncodedColumn, encode_column, group_rows
@@ -52,7 +52,7 @@ class PopulationError(ParameterError):
     """Population information that contradicts the sample (fewer people in the population than in the sample)."""
 
 
-class PopulationSource(StrEnum):
+class PopulationSource(Choice, label="population source"):
     """Where the population class sizes ``F_j`` come from."""
 
     TABLE = "table"
@@ -326,7 +326,7 @@ def _size_and_fraction(
 # --- population uniqueness ----------------------------------------------------------------------------------------
 
 
-class UniquenessModel(StrEnum):
+class UniquenessModel(Choice, label="population-uniqueness model"):
     """A population-uniqueness estimator (ARX ``PopulationUniquenessModel``)."""
 
     PITMAN = "pitman"

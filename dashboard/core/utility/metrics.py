@@ -37,12 +37,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from dashboard.core.choices import Choice
 from dashboard.core.errors import ColumnError, ParameterError, check_columns, check_fraction
 from dashboard.core.measure.classes import MISSING_LABEL, equivalence_classes
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
@@ -62,7 +62,19 @@ __all__ = [
 SUPPRESSED_LABEL = "(suppressed)"
 
 
-class Metric(StrEnum):
+#: Other names of the metrics (ARX's and the literature's).
+_METRIC_ALIASES = {
+    "granularity": "loss",
+    "generalization-intensity": "precision",
+    "dm": "discernibility",
+    "discernability": "discernibility",
+    "average-class-size": "aecs",
+    "non-uniform-entropy": "entropy",
+    "nu-entropy": "entropy",
+}
+
+
+class Metric(Choice, label="metric", aliases=_METRIC_ALIASES):
     """Information-loss metrics (definitions in the module docstring); lower is better for all five."""
 
     LOSS = "loss"
@@ -70,23 +82,6 @@ class Metric(StrEnum):
     DISCERNIBILITY = "discernibility"
     AECS = "aecs"
     ENTROPY = "entropy"
-
-    @classmethod
-    def parse(cls, value: str | Metric) -> Metric:
-        text = str(value).lower().replace("_", "-").strip()
-        aliases = {
-            "granularity": "loss",
-            "generalization-intensity": "precision",
-            "dm": "discernibility",
-            "discernability": "discernibility",
-            "average-class-size": "aecs",
-            "non-uniform-entropy": "entropy",
-            "nu-entropy": "entropy",
-        }
-        try:
-            return cls(aliases.get(text, text))
-        except ValueError:
-            raise ParameterError(f"Unknown metric {value!r}; use one of {', '.join(m.value for m in cls)}.") from None
 
 
 @dataclass(frozen=True, eq=False)
