@@ -23,10 +23,10 @@ from bench._common import best_time, data_path, machine, ratio
 from dashboard.core.data.tables import read_table
 from dashboard.core.search.lattice import (
     GeneralizationLattice,
-    PrivacyTargets,
     optimal_generalization,
     suppression_budget,
 )
+from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import load_hierarchies
 from dashboard.core.utility.metrics import Metric
 

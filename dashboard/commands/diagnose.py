@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from pathlib import Path
 from typing import Any
 
+from dashboard.commands._common import format_table, print_json, split_columns
 from dashboard.core.data.contract import DataContract
 from dashboard.core.data.tables import read_table
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from dashboard.core.measure.risk import DEFAULT_THRESHOLD as DEFAULT_MAX_RISK
+from dashboard.core.measure.verdict import Verdict
+from dashboard.core.targets import parse_targets
 
-from ._common import format_table, print_json, split_columns
+#: Exit status when the table fails a target of --targets (bad input exits with 2).
+EXIT_TARGETS_FAILED = 1
 
 JSON_NOTES = (
     "In --json output, a model value no threshold can satisfy (e.g. recursive c when a class has fewer than l "
@@ -45,12 +51,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--weights", help="sampling-weight column (default: the contract's)")
     parser.add_argument("--contract", type=Path, help="data contract JSON (roles, types, ordinal orders)")
     parser.add_argument(
+        "--max-risk",
         "--threshold",
+        dest="max_risk",
         type=float,
-        default=0.2,
-        help="highest acceptable per-record risk; records above it are at risk (default 0.2)",
+        help="highest acceptable per-record risk; records above it are at risk (default: the max_risk of "
+        "--targets, else 0.2; --threshold is the old spelling)",
     )
-    parser.add_argument("--l", type=int, default=2, help="l of recursive (c,l)-diversity (default 2)")
+    parser.add_argument(
+        "--recursive-l",
+        "--l",
+        dest="recursive_l",
+        type=int,
+        default=2,
+        help="l of recursive (c,l)-diversity (default 2; --l is the old spelling)",
+    )
+    parser.add_argument(
+        "--targets",
+        help="release targets, e.g. k=5,l=2,t=0.2,max_risk=0.2 (l: distinct l-diversity; risk is an alias of "
+        "max_risk); the exit status is 0 when every target is met and 1 when one fails",
+    )
     parser.add_argument(
         "--t-distance", choices=["equal", "ordered", "hierarchical"], help="force the t-closeness distance"
     )
@@ -60,6 +80,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    targets = parse_targets(args.targets) if args.targets is not None else None
+    max_risk = args.max_risk
+    if max_risk is None:
+        max_risk = targets.max_risk if targets is not None and targets.max_risk is not None else DEFAULT_MAX_RISK
     data = read_table(args.file)
     contract = DataContract.load(args.contract) if args.contract else None
     population: Any = None
@@ -75,16 +99,41 @@ def run(args: argparse.Namespace) -> int:
         population_count=args.population_count,
         sampling_fraction=args.sampling_fraction,
         weights=args.weights,
-        threshold=args.threshold,
-        l=args.l,
+        threshold=max_risk,
+        l=args.recursive_l,
         t_distance=args.t_distance,
         combinations=args.combinations,
     )
+    verdict = result.check(targets) if targets is not None else None
     if args.json:
-        print_json(result.to_dict())
+        out = result.to_dict()
+        if verdict is not None:
+            out["verdict"] = verdict.to_dict()
+        print_json(out)
     else:
         print(render_text(result, args.file.name))
+        if verdict is not None:
+            print("\n" + render_verdict(verdict))
+    if verdict is not None and not verdict.passed:
+        print(f"privdash diagnose: {verdict.sentence()}", file=sys.stderr)
+        return EXIT_TARGETS_FAILED
     return 0
+
+
+def render_verdict(verdict: Verdict) -> str:
+    """The verdict as text: status, the sentence, and one line per target."""
+    rows = [
+        (
+            check.target,
+            f"{check.required:g}",
+            "-" if math.isnan(check.achieved) else f"{check.achieved:.4g}",
+            "pass" if check.passed else "FAIL",
+            check.records_failing,
+        )
+        for check in verdict.checks
+    ]
+    table = format_table(["target", "required", "achieved", "status", "records failing"], rows)
+    return f"verdict: {verdict.status.upper()}\n{verdict.sentence()}\n\n{table}"
 
 
 def _population_argument(text: str) -> Any:

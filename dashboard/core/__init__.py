@@ -44,7 +44,8 @@ from dashboard.core.measure.risk import (
     prosecutor_risk,
     risk_summary,
 )
-from dashboard.core.search.lattice import PrivacyTargets, SearchResult, optimal_generalization
+from dashboard.core.search.lattice import SearchResult, optimal_generalization
+from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import (
     Hierarchy,

@@ -33,6 +33,8 @@ from dashboard.core.measure.population import (
     population_uniqueness,
 )
 from dashboard.core.measure.risk import DEFAULT_THRESHOLD, IndividualRisk, RiskSummary, individual_risk, risk_summary
+from dashboard.core.measure.verdict import Verdict, check_targets
+from dashboard.core.targets import PrivacyTargets
 
 __all__ = ["DEFAULT_K_VALUES", "Diagnosis", "diagnose"]
 
@@ -105,6 +107,11 @@ class Diagnosis:
         """Class size -> number of classes of that size."""
         table = self.classes.size_frequencies()
         return dict(zip(table["size"].tolist(), table["classes"].tolist(), strict=True))
+
+    def check(self, targets: PrivacyTargets) -> Verdict:
+        """Whether the table meets ``targets``: pass/fail per target with reasons, and one sentence
+        (:func:`dashboard.core.measure.verdict.check_targets`)."""
+        return check_targets(self, targets)
 
     def records_below_k(self) -> dict[int, int]:
         """k -> records in classes smaller than k (the records that violate k-anonymity), for ``k_values``."""

@@ -53,10 +53,9 @@ from dashboard.core.errors import (
     ParameterError,
     check_columns,
     check_fraction,
-    check_positive_int,
-    check_threshold,
 )
 from dashboard.core.measure.classes import EquivalenceClasses, MissingPolicy, SensitiveDistribution, equivalence_classes
+from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError
 from dashboard.core.transform.steps import TransformResult
@@ -67,7 +66,6 @@ __all__ = [
     "GeneralizationLattice",
     "NoSolutionError",
     "NodeResult",
-    "PrivacyTargets",
     "SearchResult",
     "optimal_generalization",
     "suppression_budget",
@@ -82,127 +80,6 @@ _DENSE_KEYS = 1 << 16
 
 class NoSolutionError(ParameterError):
     """No node of the lattice meets the targets within the suppression limit."""
-
-
-# --- targets -------------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class PrivacyTargets:
-    """What every published equivalence class must satisfy.
-
-    Attributes
-    ----------
-    k
-        Smallest class size (k-anonymity: a class satisfies iff ``f_j >= k``).
-    l
-        Distinct l-diversity for each sensitive attribute: at least ``l`` distinct values in the class (a missing
-        value counts as a value), ARX ``DistinctLDiversity``.
-    t
-        t-closeness for each sensitive attribute: earth mover's distance to the distribution over all records
-        ``<= t`` (ARX), the reference distribution being that of all records before suppression, with
-        ``t_distance`` ``"equal"`` or ``"ordered"`` (default: ordered for numeric
-        attributes, equal otherwise), see :func:`dashboard.core.measure.models.t_closeness`.
-    sensitive
-        The sensitive attributes ``l`` and ``t`` apply to.
-    max_risk
-        Highest prosecutor re-identification risk: a class satisfies iff ``1 / f_j <= max_risk`` (ARX highest
-        prosecutor risk of the published records, El Emam).
-    """
-
-    k: int = 2
-    l: int | None = None  # noqa: E741
-    t: float | None = None
-    sensitive: tuple[str, ...] = ()
-    t_distance: str | None = None
-    max_risk: float | None = None
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "k", check_positive_int(self.k, "k"))
-        object.__setattr__(self, "sensitive", tuple(str(s) for s in self.sensitive))
-        if self.l is not None:
-            object.__setattr__(self, "l", check_positive_int(self.l, "l"))
-        if self.t is not None:
-            t = check_threshold(self.t, "t")
-            if t > 1:
-                raise ParameterError(f"t is a distance between 0 and 1, got {self.t!r}.")
-            object.__setattr__(self, "t", t)
-        if self.max_risk is not None:
-            risk = check_fraction(self.max_risk, "max_risk", inclusive_zero=False)
-            object.__setattr__(self, "max_risk", risk)
-        if self.t_distance is not None and str(self.t_distance).lower() not in ("equal", "ordered"):
-            raise ParameterError(f"t_distance must be 'equal' or 'ordered', got {self.t_distance!r}.")
-        if (self.l is not None or self.t is not None) and not self.sensitive:
-            raise ParameterError("l-diversity and t-closeness need at least one sensitive attribute (sensitive=...).")
-        if len(set(self.sensitive)) != len(self.sensitive):
-            raise ParameterError("A sensitive attribute is listed more than once.")
-
-    @property
-    def monotone_with_suppression(self) -> bool:
-        """True when the violating records can only shrink under generalization (no t-closeness target)."""
-        return self.t is None
-
-    def size_violations(self, sizes: np.ndarray) -> np.ndarray:
-        """Boolean per class of size ``sizes``: it violates ``k`` or ``max_risk`` (the size-only targets)."""
-        sizes = np.asarray(sizes)
-        bad = sizes < self.k
-        if self.max_risk is not None and len(sizes):
-            bad |= 1.0 / sizes > self.max_risk
-        return np.asarray(bad, dtype=bool)
-
-    def class_violations(self, classes: EquivalenceClasses) -> np.ndarray:
-        """Boolean per class: the class violates at least one target (definitions in the class docstring)."""
-        bad = self.size_violations(classes.sizes)
-        if classes.n_classes == 0 or (self.l is None and self.t is None):
-            return bad
-        from dashboard.core.measure.models import distinct_l_diversity, t_closeness
-
-        for name in self.sensitive:
-            if self.l is not None:
-                bad |= ~distinct_l_diversity(classes, name).class_satisfies(self.l)
-            if self.t is not None:
-                bad |= ~t_closeness(classes, name, distance=self.t_distance).class_satisfies(self.t)
-        return np.asarray(bad, dtype=bool)
-
-    def describe(self) -> str:
-        """Short text, e.g. ``k=5, l=2 (disease)``."""
-        parts = [f"k={self.k}"]
-        if self.max_risk is not None:
-            parts.append(f"highest risk <= {self.max_risk:g}")
-        if self.l is not None:
-            parts.append(f"l={self.l} ({', '.join(self.sensitive)})")
-        if self.t is not None:
-            parts.append(f"t={self.t:g} ({', '.join(self.sensitive)})")
-        return ", ".join(parts)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "k": self.k,
-            "l": self.l,
-            "t": self.t,
-            "sensitive": list(self.sensitive),
-            "t_distance": self.t_distance,
-            "max_risk": self.max_risk,
-        }
-
-    @classmethod
-    def from_dict(cls, obj: Mapping[str, Any]) -> PrivacyTargets:
-        if not isinstance(obj, Mapping):
-            raise ParameterError("Privacy targets must be an object with k, l, t, sensitive, max_risk.")
-        unknown = sorted(set(obj) - {"k", "l", "t", "sensitive", "t_distance", "max_risk"})
-        if unknown:
-            raise ParameterError(f"Unknown privacy target(s): {', '.join(unknown)}.")
-        sensitive = obj.get("sensitive") or []
-        if isinstance(sensitive, str) or not isinstance(sensitive, Sequence):
-            raise ParameterError("'sensitive' must be a list of column names.")
-        return cls(
-            k=obj.get("k", 2),
-            l=obj.get("l"),
-            t=obj.get("t"),
-            sensitive=tuple(sensitive),
-            t_distance=obj.get("t_distance"),
-            max_risk=obj.get("max_risk"),
-        )
 
 
 # --- class tables --------------------------------------------------------------------------------------------------
@@ -868,6 +745,7 @@ def optimal_generalization(
         For values outside a hierarchy, unknown columns, invalid targets.
     """
     targets = PrivacyTargets(k=k, l=l, t=t, sensitive=tuple(sensitive), t_distance=t_distance, max_risk=max_risk)
+    targets.require_sensitive()
     metric = Metric.parse(metric)
     suppression = check_fraction(suppression, "suppression")
     lattice = GeneralizationLattice(
@@ -876,7 +754,13 @@ def optimal_generalization(
     best, checked = lattice.search(targets=targets, suppression=suppression, metric=metric)
     levels = dict(zip(lattice.quasi_identifiers, best.levels, strict=True))
     resolved = dict(zip(lattice.quasi_identifiers, lattice.hierarchies, strict=True))
-    transform = generalize(data, levels, resolved, suppress=targets if suppression > 0 else None)
+    transform = generalize(
+        data,
+        levels,
+        resolved,
+        suppress=targets if suppression > 0 else None,
+        quasi_identifiers=list(levels),
+    )
     published = transform.data
     classes = equivalence_classes(published, list(lattice.quasi_identifiers), sensitive=list(targets.sensitive))
     return SearchResult(

@@ -4,30 +4,29 @@ Registers the step kind ``"generalize"`` (see :mod:`dashboard.core.transform.ste
 
     {"columns": {"age": {"level": 2, "hierarchy": {"rows": [["39", "35-39", "30-39", ...], ...]}},
                  "zip": {"level": 1, "hierarchy": {"rule": {"builder": "masking", "steps": 5, ...}}}},
-     "suppress": {"k": 5, "l": null, "t": null, "sensitive": [], "t_distance": null, "max_risk": null}}
+     "suppress": {"k": 5, "l": null, "t": null, "sensitive": [], "t_distance": null, "max_risk": null},
+     "quasi_identifiers": ["age", "zip", "sex"]}
 
 ``columns`` gives the level of each generalized column and its hierarchy (a table, or a builder rule that is
 rebuilt over the values of the data it is applied to, see :meth:`Hierarchy.for_values`). The optional
-``suppress`` removes, after generalizing, every record whose equivalence class over the generalized columns
-violates the targets (:class:`~dashboard.core.search.lattice.PrivacyTargets`): the record suppression of ARX's
-suppression limit. Missing values stay missing at every level.
+``suppress`` removes, after generalizing, every record whose equivalence class over ``quasi_identifiers`` (every
+QI, generalized or not) violates the targets (:class:`~dashboard.core.targets.PrivacyTargets`): the record
+suppression of ARX's suppression limit. Missing values stay missing at every level.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from dashboard.core.errors import ParameterError, check_columns
 from dashboard.core.measure.classes import equivalence_classes
+from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
 from dashboard.core.transform.steps import Step, TransformResult, register_step
-
-if TYPE_CHECKING:
-    from dashboard.core.search.lattice import PrivacyTargets
 
 __all__ = ["generalization_step", "generalize"]
 
@@ -38,6 +37,7 @@ def generalize(
     hierarchies: Mapping[str, Hierarchy],
     *,
     suppress: PrivacyTargets | None = None,
+    quasi_identifiers: Sequence[str] | None = None,
 ) -> TransformResult:
     """Generalize each column of ``levels`` to its level; optionally suppress records of violating classes.
 
@@ -51,9 +51,12 @@ def generalize(
         Column -> hierarchy, for every column in ``levels``. A rule-based hierarchy is rebuilt over the column's
         values; a table hierarchy must cover every non-missing value (else :class:`HierarchyError`).
     suppress
-        Targets whose violating classes are removed: after generalizing, classes over the columns of ``levels``
+        Targets whose violating classes are removed: after generalizing, classes over ``quasi_identifiers``
         (missing values as a value of their own) are formed and every record of a class that violates any target
         is dropped (``kept_rows`` lists the rows kept).
+    quasi_identifiers
+        Every quasi-identifier of the table, generalized or not; required with ``suppress``. Classes formed over
+        the generalized columns alone would be larger than the real ones and suppress too little.
 
     Returns
     -------
@@ -65,6 +68,15 @@ def generalize(
         hierarchies and targets resolved, which reproduces the result on this data.
     """
     columns = check_columns(data, list(levels), role="generalized column")
+    qis: list[str] = []
+    if suppress is not None:
+        if quasi_identifiers is None:
+            raise ParameterError(
+                "generalize(..., suppress=...) needs quasi_identifiers=[...]: the classes whose records are "
+                "suppressed are formed over every quasi-identifier, not only the generalized columns."
+            )
+        qis = list(check_columns(data, list(quasi_identifiers), role="quasi-identifier"))
+        suppress.require_sensitive()
     missing_hierarchy = [c for c in columns if c not in hierarchies]
     if missing_hierarchy:
         raise HierarchyError(f"No hierarchy given for: {', '.join(repr(c) for c in missing_hierarchy)}.")
@@ -102,7 +114,8 @@ def generalize(
     kept_rows = None
     if suppress is not None:
         params["suppress"] = suppress.to_dict()
-        keep = ~_violating_records(out, list(columns), suppress)
+        params["quasi_identifiers"] = list(qis)
+        keep = ~_violating_records(out, qis, suppress)
         if not keep.all():
             kept_rows = np.flatnonzero(keep)
             out = out.iloc[kept_rows]
@@ -140,11 +153,11 @@ def _violating_records(data: pd.DataFrame, columns: list[str], targets: PrivacyT
 @register_step("generalize")
 def generalization_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
     """The ``"generalize"`` step: ``columns`` and optional ``suppress`` as in the module docstring."""
-    from dashboard.core.search.lattice import PrivacyTargets
-
-    unknown = sorted(set(params) - {"columns", "suppress"})
+    unknown = sorted(set(params) - {"columns", "suppress", "quasi_identifiers"})
     if unknown:
-        raise ParameterError(f"Step 'generalize': unknown parameter(s) {', '.join(unknown)}; use columns, suppress.")
+        raise ParameterError(
+            f"Step 'generalize': unknown parameter(s) {', '.join(unknown)}; use columns, suppress, quasi_identifiers."
+        )
     columns = params.get("columns")
     suppress = params.get("suppress")
     if not isinstance(columns, Mapping) or not columns:
@@ -158,4 +171,6 @@ def generalization_step(data: pd.DataFrame, /, **params: Any) -> TransformResult
         levels[name] = spec["level"]
         hierarchies[name] = Hierarchy.from_dict(spec["hierarchy"], data[str(name)])
     targets = PrivacyTargets.from_dict(suppress) if suppress is not None else None
-    return generalize(data, levels, hierarchies, suppress=targets)
+    # Recipes list the quasi-identifiers; recipes written before they did listed every QI among the columns.
+    qis = params.get("quasi_identifiers", list(levels) if targets is not None else None)
+    return generalize(data, levels, hierarchies, suppress=targets, quasi_identifiers=qis)

@@ -107,3 +107,43 @@ def test_bad_input_gives_a_message_and_exit_2(
 def test_missing_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     code, _, err = run(capsys, "diagnose", str(tmp_path / "absent.csv"), "--qi", "a")
     assert code == 2 and "File not found" in err
+
+
+def test_targets_set_the_exit_status(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
+    path = str(data_dir / "arx_adult" / "adult.csv")
+    code, out, err = run(capsys, "diagnose", path, "--qi", "sex,age,race", "--targets", "k=5,risk=0.2", "--json")
+    assert code == 1
+    verdict = json.loads(out)["verdict"]
+    assert verdict["status"] == "fail" and [c["target"] for c in verdict["checks"]] == ["k", "max_risk"]
+    classes = equivalence_classes(read_table(path), ["sex", "age", "race"])
+    assert verdict["checks"][0]["records_failing"] == classes.records_below(5)
+    assert err.startswith("privdash diagnose: Not safe to release:")
+    # The targets' max_risk is the diagnosis's threshold when --max-risk is not given.
+    assert json.loads(out)["prosecutor"]["threshold"] == 0.2
+    code, out, err = run(capsys, "diagnose", path, "--qi", "sex", "--targets", "k=5")
+    assert code == 0 and "verdict: PASS" in out and err == ""
+    code, _, err = run(capsys, "diagnose", path, "--qi", "sex", "--targets", "k=five")
+    assert code == 2 and "The target k must be a number" in err
+
+
+def test_old_option_spellings_still_work(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
+    path = str(data_dir / "arx_adult" / "adult.csv")
+    old = run(
+        capsys, "diagnose", path, "--qi", "sex,age", "--sensitive", "race", "--threshold", "0.1", "--l", "3", "--json"
+    )
+    new = run(
+        capsys,
+        "diagnose",
+        path,
+        "--qi",
+        "sex,age",
+        "--sensitive",
+        "race",
+        "--max-risk",
+        "0.1",
+        "--recursive-l",
+        "3",
+        "--json",
+    )
+    assert old[0] == new[0] == 0 and old[1] == new[1]
+    assert json.loads(new[1])["prosecutor"]["threshold"] == 0.1

@@ -19,10 +19,10 @@ from dashboard.core.measure.risk import prosecutor_risk
 from dashboard.core.search.lattice import (
     GeneralizationLattice,
     NoSolutionError,
-    PrivacyTargets,
     optimal_generalization,
     suppression_budget,
 )
+from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, load_hierarchies
 from dashboard.core.transform.steps import apply_step
@@ -305,7 +305,7 @@ def test_target_validation() -> None:
     with pytest.raises(ParameterError, match="k must be at least 1"):
         PrivacyTargets(k=0)
     with pytest.raises(ParameterError, match="need at least one sensitive"):
-        PrivacyTargets(l=2)
+        PrivacyTargets(l=2).require_sensitive()
     with pytest.raises(ParameterError, match="t is a distance between 0 and 1"):
         PrivacyTargets(t=2.0, sensitive=("x",))
     with pytest.raises(ParameterError, match="max_risk"):

@@ -9,7 +9,7 @@ import pytest
 
 from dashboard.core.errors import ColumnError, ParameterError
 from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.search.lattice import PrivacyTargets
+from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, interval_hierarchy, load_hierarchies
 from dashboard.core.transform.steps import Recipe, Step, apply_recipe, apply_step, registered_steps
@@ -67,28 +67,62 @@ def test_generalize_by_hand() -> None:
 
 def test_suppression_of_violating_classes() -> None:
     data = small().iloc[:5]
-    result = generalize(data, {"sex": 0, "zip": 1}, {"sex": SEX, "zip": ZIP}, suppress=PrivacyTargets(k=2))
+    result = generalize(
+        data,
+        {"sex": 0, "zip": 1},
+        {"sex": SEX, "zip": ZIP},
+        suppress=PrivacyTargets(k=2),
+        quasi_identifiers=["sex", "zip"],
+    )
     # Classes (M,130*) x2, (F,130*) x1, (M,141*) x1, (F,141*) x1: three singletons removed.
     assert result.kept_rows is not None and result.kept_rows.tolist() == [0, 2]
     assert list(result.data.index) == [10, 12]
     assert result.summary["records_suppressed"] == 3
     assert equivalence_classes(result.data, ["sex", "zip"]).k >= 2
     diverse = generalize(
-        data, {"sex": 1, "zip": 2}, {"sex": SEX, "zip": ZIP}, suppress=PrivacyTargets(k=1, l=2, sensitive=("disease",))
+        data,
+        {"sex": 1, "zip": 2},
+        {"sex": SEX, "zip": ZIP},
+        suppress=PrivacyTargets(k=1, l=2, sensitive=("disease",)),
+        quasi_identifiers=["sex", "zip"],
     )
     # (*,13**) has flu, flu, hiv: 2 distinct; (*,14**) has flu, cancer: 2 distinct. Nothing removed.
     assert diverse.kept_rows is None and len(diverse.data) == 5
     strict = generalize(
-        data, {"sex": 1, "zip": 2}, {"sex": SEX, "zip": ZIP}, suppress=PrivacyTargets(k=1, l=3, sensitive=("disease",))
+        data,
+        {"sex": 1, "zip": 2},
+        {"sex": SEX, "zip": ZIP},
+        suppress=PrivacyTargets(k=1, l=3, sensitive=("disease",)),
+        quasi_identifiers=["sex", "zip"],
     )
     assert len(strict.data) == 0 and strict.summary["records_suppressed"] == 5
+
+
+def test_suppression_forms_classes_over_every_quasi_identifier() -> None:
+    data = small().iloc[:5]
+    with pytest.raises(ParameterError, match="needs quasi_identifiers"):
+        generalize(data, {"zip": 1}, {"zip": ZIP}, suppress=PrivacyTargets(k=2))
+    # Only zip is generalized, but sex is a QI too: (M,130*) x2 is the only class of two records.
+    result = generalize(data, {"zip": 1}, {"zip": ZIP}, suppress=PrivacyTargets(k=2), quasi_identifiers=["sex", "zip"])
+    assert result.kept_rows is not None and result.kept_rows.tolist() == [0, 2]
+    assert equivalence_classes(result.data, ["sex", "zip"]).k >= 2
+    assert result.step.params["quasi_identifiers"] == ["sex", "zip"]
+    # Over the generalized column alone, (130*) x3 and (141*) x2 would both pass: nothing would be removed.
+    alone = generalize(data, {"zip": 1}, {"zip": ZIP}, suppress=PrivacyTargets(k=2), quasi_identifiers=["zip"])
+    assert alone.kept_rows is None
+    again, _ = apply_recipe(data, Recipe((result.step,)))
+    pd.testing.assert_frame_equal(again, result.data)
 
 
 def test_step_round_trip_through_json() -> None:
     data = small()
     age = interval_hierarchy(data["age"], widths=[5, 10])
     result = generalize(
-        data, {"age": 2, "zip": 1, "sex": 1}, {"age": age, "zip": ZIP, "sex": SEX}, suppress=PrivacyTargets(k=2)
+        data,
+        {"age": 2, "zip": 1, "sex": 1},
+        {"age": age, "zip": ZIP, "sex": SEX},
+        suppress=PrivacyTargets(k=2),
+        quasi_identifiers=["age", "zip", "sex"],
     )
     recipe = Recipe((result.step,))
     loaded = Recipe.from_dict(json.loads(recipe.to_json()))

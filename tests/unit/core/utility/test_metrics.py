@@ -10,7 +10,7 @@ import pytest
 from dashboard.core.data.tables import read_table
 from dashboard.core.errors import ColumnError, ParameterError
 from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.search.lattice import PrivacyTargets
+from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, load_hierarchies
 from dashboard.core.utility.metrics import (
@@ -168,7 +168,7 @@ def test_classifier_accuracy(data_dir: Path, adult_subset: pd.DataFrame) -> None
     assert blind.transformed_accuracy == pytest.approx(blind.baseline_accuracy)
     assert blind.original_accuracy > blind.transformed_accuracy
     # Suppressed records are in neither part; the split of the kept records follows the original split.
-    result = generalize(adult_subset, {"age": 2}, hierarchies, suppress=PrivacyTargets(k=20))
+    result = generalize(adult_subset, {"age": 2}, hierarchies, suppress=PrivacyTargets(k=20), quasi_identifiers=["age"])
     partial = classifier_accuracy(
         adult_subset, result.data, target="salary-class", features=features, kept_rows=result.kept_rows, random_state=3
     )
@@ -192,7 +192,9 @@ def test_classifier_errors(adult_subset: pd.DataFrame) -> None:
 def test_utility_report(data_dir: Path, adult_subset: pd.DataFrame) -> None:
     qis = ["sex", "age", "race"]
     hierarchies = load_hierarchies(data_dir / "arx_adult" / "hierarchies", qis)
-    result = generalize(adult_subset, {"sex": 0, "age": 2, "race": 1}, hierarchies, suppress=PrivacyTargets(k=5))
+    result = generalize(
+        adult_subset, {"sex": 0, "age": 2, "race": 1}, hierarchies, suppress=PrivacyTargets(k=5), quasi_identifiers=qis
+    )
     report = utility_report(
         adult_subset, result.data, hierarchies, kept_rows=result.kept_rows, target="salary-class", model="tree"
     )

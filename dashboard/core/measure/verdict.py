@@ -1,0 +1,235 @@
+"""The verdict: does a diagnosed table meet the privacy targets, and if not, why not.
+
+One :class:`Verdict` answers the question a privacy officer signs off on. It is computed from a
+:class:`~dashboard.core.measure.diagnose.Diagnosis` and :class:`~dashboard.core.targets.PrivacyTargets` only
+(:func:`check_targets`, also :meth:`Diagnosis.check`), so the dashboard, ``privdash diagnose --targets`` (exit
+code 0 / 1) and the API give the same answer from the same numbers.
+
+Per target (definitions in :mod:`dashboard.core.targets`; comparisons as the models define them):
+
+``k``
+    passes iff no record is in a class smaller than ``k`` (``f_j >= k`` for every class); *achieved* is the
+    smallest class size.
+``l``
+    passes iff every class has at least ``l`` distinct values of each sensitive attribute; *achieved* is the
+    smallest such count over the attributes.
+``t``
+    passes iff every class's distance to the table's distribution is at most ``t`` for each sensitive attribute,
+    with the distance the diagnosis measured (:attr:`TClosenessResult.distance`); *achieved* is the largest.
+``max_risk``
+    passes iff no record's prosecutor risk ``1 / f_j`` is strictly above ``max_risk``; *achieved* is the highest
+    prosecutor risk. Journalist and marketer risks are never higher, so this bounds all three attacker models.
+
+*Records at risk* is the number of records whose class fails at least one target: what a fix has to change.
+A diagnosis without sensitive attributes cannot judge ``l`` or ``t``: those targets then fail with that reason
+(a release cannot be signed off on a target nobody measured).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dashboard.core.targets import PrivacyTargets
+
+if TYPE_CHECKING:
+    from dashboard.core.measure.diagnose import Diagnosis
+
+__all__ = ["TargetCheck", "Verdict", "check_targets"]
+
+
+@dataclass(frozen=True)
+class TargetCheck:
+    """One target judged against a table.
+
+    Attributes
+    ----------
+    target
+        ``"k"``, ``"l"``, ``"t"`` or ``"max_risk"``.
+    required
+        The target value.
+    achieved
+        The table's value of the same measure (NaN when it could not be measured).
+    passed
+        Whether the table meets the target.
+    records_failing
+        Records in classes that fail this target.
+    attribute
+        For ``l`` and ``t``: the sensitive attribute with the worst value.
+    reason
+        One plain sentence saying what passed or failed and by how much.
+    """
+
+    target: str
+    required: float
+    achieved: float
+    passed: bool
+    records_failing: int
+    attribute: str | None
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "required": self.required,
+            "achieved": None if np.isnan(self.achieved) else self.achieved,
+            "passed": self.passed,
+            "records_failing": self.records_failing,
+            "attribute": self.attribute,
+            "reason": self.reason,
+        }
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Whether a table meets every target, per target, and in one sentence.
+
+    Attributes
+    ----------
+    passed
+        True iff every target passes.
+    checks
+        One :class:`TargetCheck` per target set, in the order k, l, t, max_risk.
+    records
+        Records in scope (the diagnosis's ``n_records``).
+    records_at_risk
+        Records whose class fails at least one target.
+    sample_uniques
+        Records alone in their class (``f_j = 1``).
+    quasi_identifiers
+        The attributes the classes are formed over.
+    """
+
+    passed: bool
+    checks: tuple[TargetCheck, ...]
+    records: int
+    records_at_risk: int
+    sample_uniques: int
+    quasi_identifiers: tuple[str, ...]
+
+    @property
+    def status(self) -> str:
+        """``"pass"`` or ``"fail"``."""
+        return "pass" if self.passed else "fail"
+
+    @property
+    def failed(self) -> tuple[TargetCheck, ...]:
+        return tuple(check for check in self.checks if not check.passed)
+
+    def sentence(self) -> str:
+        """The verdict in plain language, e.g. "Not safe to release: 8,841 of 30,162 records (29.3%) are unique on
+        these 8 attributes; the targets leave 15,353 records at risk (k = 5: ...)."."""
+        n = self.records
+        count = len(self.quasi_identifiers)
+        attributes = f"these {count} attributes" if count != 1 else "this attribute"
+        if self.passed:
+            met = "; ".join(check.reason for check in self.checks)
+            return f"Meets every target on {attributes}: {met}."
+        unique = (
+            f"{self.sample_uniques:,} of {n:,} records ({_percent(self.sample_uniques, n)}) are unique on {attributes}"
+            if self.sample_uniques
+            else f"no record is unique on {attributes}"
+        )
+        failed = "; ".join(check.reason for check in self.failed)
+        return (
+            f"Not safe to release: {unique}; the targets leave {self.records_at_risk:,} records "
+            f"({_percent(self.records_at_risk, n)}) at risk. {failed}."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "status": self.status,
+            "passed": self.passed,
+            "sentence": self.sentence(),
+            "records": self.records,
+            "records_at_risk": self.records_at_risk,
+            "sample_uniques": self.sample_uniques,
+            "checks": [check.to_dict() for check in self.checks],
+        }
+
+
+def _percent(part: int, whole: int) -> str:
+    return f"{100 * part / whole:.1f}%" if whole else "0%"
+
+
+def check_targets(diagnosis: Diagnosis, targets: PrivacyTargets) -> Verdict:
+    """Judge ``diagnosis`` against ``targets`` (definitions in the module docstring)."""
+    classes = diagnosis.classes
+    counts = np.asarray(classes.counts)
+    sizes = np.asarray(classes.sizes)
+    failing = np.zeros(classes.n_classes, dtype=bool)
+    checks: list[TargetCheck] = []
+
+    below = sizes < targets.k
+    failing |= below
+    records_below = int(counts[below].sum())
+    k_passed = records_below == 0
+    k_reason = (
+        f"k = {diagnosis.k:,} meets k ≥ {targets.k}"
+        if k_passed
+        else f"k = {diagnosis.k:,} is below the target k = {targets.k}: "
+        f"{records_below:,} records are in smaller classes"
+    )
+    checks.append(TargetCheck("k", float(targets.k), float(diagnosis.k), k_passed, records_below, None, k_reason))
+
+    wanted = targets.sensitive or diagnosis.sensitive
+    models = [diagnosis.sensitive_models[name] for name in wanted if name in diagnosis.sensitive_models]
+    unmeasured = [name for name in wanted if name not in diagnosis.sensitive_models]
+    for target, value in (("l", targets.l), ("t", targets.t)):
+        if value is None:
+            continue
+        if not models or unmeasured:
+            missing = ", ".join(unmeasured) if unmeasured else "no sensitive attribute"
+            reason = f"{target} cannot be judged: {missing} was not diagnosed as a sensitive attribute"
+            checks.append(TargetCheck(target, float(value), float("nan"), False, 0, None, reason))
+            continue
+        if target == "l":
+            results = [(m.attribute, m.l_distinct) for m in models]
+            worst_name, worst = min(results, key=lambda item: item[1].value)
+        else:
+            results = [(m.attribute, m.t_closeness) for m in models]
+            worst_name, worst = max(results, key=lambda item: item[1].value)
+        bad = np.zeros(classes.n_classes, dtype=bool)
+        for _, result in results:
+            bad |= ~result.class_satisfies(value)
+        failing |= bad
+        records = int(counts[bad].sum())
+        achieved = float(worst.value)
+        sign = "≥" if target == "l" else "≤"
+        shown = f"{achieved:g}" if target == "l" else f"{achieved:.4g}"
+        if records == 0:
+            reason = f"{target} = {shown} meets {target} {sign} {value:g} (worst on {worst_name})"
+        else:
+            reason = (
+                f"{target} = {shown} on {worst_name} misses the target {target} {sign} {value:g}: "
+                f"{records:,} records are in classes that fail it"
+            )
+        checks.append(TargetCheck(target, float(value), achieved, records == 0, records, worst_name, reason))
+
+    if targets.max_risk is not None:
+        prosecutor = diagnosis.risk.prosecutor
+        risky = np.zeros(classes.n_classes, dtype=bool)
+        if classes.n_classes:
+            risky = 1.0 / np.maximum(sizes, 1) > targets.max_risk
+        failing |= risky
+        records = int(counts[risky].sum())
+        highest = float(prosecutor.highest)
+        if records == 0:
+            reason = f"highest risk {highest:.1%} meets max_risk ≤ {targets.max_risk:.1%}"
+        else:
+            reason = (
+                f"highest risk {highest:.1%} is above max_risk = {targets.max_risk:.1%}: "
+                f"{records:,} records are at higher risk"
+            )
+        checks.append(TargetCheck("max_risk", float(targets.max_risk), highest, records == 0, records, None, reason))
+
+    return Verdict(
+        passed=all(check.passed for check in checks),
+        checks=tuple(checks),
+        records=diagnosis.n_records,
+        records_at_risk=int(counts[failing].sum()),
+        sample_uniques=int(diagnosis.sample_uniques),
+        quasi_identifiers=tuple(diagnosis.quasi_identifiers),
+    )

@@ -1,0 +1,202 @@
+"""Privacy targets: what a release must meet, in one definition shared by the core, the CLI, the API and the links.
+
+Vocabulary (the same name everywhere; see docs/definitions.md):
+
+``k``
+    k-anonymity: every equivalence class holds at least ``k`` records (a class passes iff ``f_j >= k``).
+``l``
+    Distinct l-diversity of each sensitive attribute: at least ``l`` distinct values per class (ARX
+    ``DistinctLDiversity``; a missing value counts as a value). Recursive (c,l)-diversity has its own parameter,
+    ``recursive_l``.
+``t``
+    t-closeness of each sensitive attribute: the class distribution's earth mover's distance to the table's is at
+    most ``t`` (a class passes iff ``distance <= t``).
+``max_risk``
+    The highest acceptable re-identification risk of one record, tau: a record is *at risk* when its prosecutor risk
+    ``1 / f_j`` is strictly greater than ``max_risk`` (ARX, El Emam). The journalist and marketer risks never exceed
+    the prosecutor risk, so meeting ``max_risk`` as prosecutor bounds all three.
+``max_suppression``
+    The share of records a fix may remove, ``0 .. 1`` (ARX's suppression limit). Not a property of a table, so it is
+    not a :class:`PrivacyTargets` field: the least-lossy search and record suppression take it as a parameter.
+
+:func:`parse_targets` reads the command line's ``k=5,l=2,t=0.2,max_risk=0.2`` (``risk`` is an alias of
+``max_risk``). Whether a diagnosed table meets the targets is :meth:`dashboard.core.measure.diagnose.Diagnosis.check`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from dashboard.core.errors import ParameterError, check_fraction, check_positive_int, check_threshold
+from dashboard.core.measure.classes import EquivalenceClasses
+
+__all__ = ["TARGET_ALIASES", "PrivacyTargets", "parse_targets"]
+
+#: Old or short spellings of target names, accepted on input.
+TARGET_ALIASES = {"risk": "max_risk", "threshold": "max_risk"}
+
+
+@dataclass(frozen=True)
+class PrivacyTargets:
+    """What every published equivalence class must satisfy.
+
+    Attributes
+    ----------
+    k
+        Smallest class size (k-anonymity: a class satisfies iff ``f_j >= k``).
+    l
+        Distinct l-diversity for each sensitive attribute: at least ``l`` distinct values in the class (a missing
+        value counts as a value), ARX ``DistinctLDiversity``.
+    t
+        t-closeness for each sensitive attribute: earth mover's distance to the distribution over all records
+        ``<= t`` (ARX), the reference distribution being that of all records before suppression, with
+        ``t_distance`` ``"equal"`` or ``"ordered"`` (default: ordered for numeric
+        attributes, equal otherwise), see :func:`dashboard.core.measure.models.t_closeness`.
+    sensitive
+        The sensitive attributes ``l`` and ``t`` apply to. Empty: every sensitive attribute of the table (a
+        diagnosis's own; the least-lossy search and record suppression need them named).
+    max_risk
+        Highest prosecutor re-identification risk: a class satisfies iff ``1 / f_j <= max_risk`` (ARX highest
+        prosecutor risk of the published records, El Emam).
+    """
+
+    k: int = 2
+    l: int | None = None  # noqa: E741
+    t: float | None = None
+    sensitive: tuple[str, ...] = ()
+    t_distance: str | None = None
+    max_risk: float | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "k", check_positive_int(self.k, "k"))
+        object.__setattr__(self, "sensitive", tuple(str(s) for s in self.sensitive))
+        if self.l is not None:
+            object.__setattr__(self, "l", check_positive_int(self.l, "l"))
+        if self.t is not None:
+            t = check_threshold(self.t, "t")
+            if t > 1:
+                raise ParameterError(f"t is a distance between 0 and 1, got {self.t!r}.")
+            object.__setattr__(self, "t", t)
+        if self.max_risk is not None:
+            risk = check_fraction(self.max_risk, "max_risk", inclusive_zero=False)
+            object.__setattr__(self, "max_risk", risk)
+        if self.t_distance is not None and str(self.t_distance).lower() not in ("equal", "ordered"):
+            raise ParameterError(f"t_distance must be 'equal' or 'ordered', got {self.t_distance!r}.")
+        if len(set(self.sensitive)) != len(self.sensitive):
+            raise ParameterError("A sensitive attribute is listed more than once.")
+
+    @property
+    def monotone_with_suppression(self) -> bool:
+        """True when the violating records can only shrink under generalization (no t-closeness target)."""
+        return self.t is None
+
+    def size_violations(self, sizes: np.ndarray) -> np.ndarray:
+        """Boolean per class of size ``sizes``: it violates ``k`` or ``max_risk`` (the size-only targets)."""
+        sizes = np.asarray(sizes)
+        bad = sizes < self.k
+        if self.max_risk is not None and len(sizes):
+            bad |= 1.0 / sizes > self.max_risk
+        return np.asarray(bad, dtype=bool)
+
+    def class_violations(self, classes: EquivalenceClasses) -> np.ndarray:
+        """Boolean per class: the class violates at least one target (definitions in the class docstring)."""
+        bad = self.size_violations(classes.sizes)
+        if classes.n_classes == 0 or (self.l is None and self.t is None):
+            return bad
+        from dashboard.core.measure.models import distinct_l_diversity, t_closeness
+
+        for name in self.sensitive or tuple(classes.sensitive):
+            if self.l is not None:
+                bad |= ~distinct_l_diversity(classes, name).class_satisfies(self.l)
+            if self.t is not None:
+                bad |= ~t_closeness(classes, name, distance=self.t_distance).class_satisfies(self.t)
+        return np.asarray(bad, dtype=bool)
+
+    def require_sensitive(self) -> None:
+        """Raise :class:`ParameterError` when ``l`` or ``t`` is set but no sensitive attribute is named (needed
+        where the targets are applied to data rather than to a diagnosis)."""
+        if (self.l is not None or self.t is not None) and not self.sensitive:
+            raise ParameterError("l-diversity and t-closeness need at least one sensitive attribute (sensitive=...).")
+
+    def describe(self) -> str:
+        """Short text, e.g. ``k=5, l=2 (disease)``."""
+        parts = [f"k={self.k}"]
+        if self.max_risk is not None:
+            parts.append(f"highest risk <= {self.max_risk:g}")
+        if self.l is not None:
+            parts.append(f"l={self.l} ({', '.join(self.sensitive)})")
+        if self.t is not None:
+            parts.append(f"t={self.t:g} ({', '.join(self.sensitive)})")
+        return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "k": self.k,
+            "l": self.l,
+            "t": self.t,
+            "sensitive": list(self.sensitive),
+            "t_distance": self.t_distance,
+            "max_risk": self.max_risk,
+        }
+
+    @classmethod
+    def from_dict(cls, obj: Mapping[str, Any]) -> PrivacyTargets:
+        if not isinstance(obj, Mapping):
+            raise ParameterError("Privacy targets must be an object with k, l, t, sensitive, max_risk.")
+        unknown = sorted(set(obj) - {"k", "l", "t", "sensitive", "t_distance", "max_risk"})
+        if unknown:
+            raise ParameterError(f"Unknown privacy target(s): {', '.join(unknown)}.")
+        sensitive = obj.get("sensitive") or []
+        if isinstance(sensitive, str) or not isinstance(sensitive, Sequence):
+            raise ParameterError("'sensitive' must be a list of column names.")
+        return cls(
+            k=obj.get("k", 2),
+            l=obj.get("l"),
+            t=obj.get("t"),
+            sensitive=tuple(sensitive),
+            t_distance=obj.get("t_distance"),
+            max_risk=obj.get("max_risk"),
+        )
+
+
+def parse_targets(text: str, *, sensitive: Sequence[str] = ()) -> PrivacyTargets:
+    """Targets from ``"k=5,l=2,t=0.2,max_risk=0.2"`` (any subset, any order; ``risk`` means ``max_risk``).
+
+    ``k`` defaults to 1 (no k target) when the text does not set it.
+    """
+    values: dict[str, Any] = {}
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part:
+            continue
+        name, sep, raw = part.partition("=")
+        key = TARGET_ALIASES.get(name.strip().lower(), name.strip().lower())
+        if not sep or key not in ("k", "l", "t", "max_risk"):
+            raise ParameterError(
+                f"Cannot read the target {part!r}: write name=value with names k, l, t and max_risk (or risk), "
+                "e.g. k=5,l=2,t=0.2,max_risk=0.2."
+            )
+        if key in values:
+            raise ParameterError(f"The target {key} is given twice.")
+        try:
+            number = float(raw)
+        except ValueError:
+            raise ParameterError(f"The target {key} must be a number, got {raw.strip()!r}.") from None
+        if key in ("k", "l"):
+            if not number.is_integer():
+                raise ParameterError(f"The target {key} must be a whole number, got {raw.strip()}.")
+            values[key] = int(number)
+        else:
+            values[key] = number
+    if not values:
+        raise ParameterError("No target given: write e.g. k=5 or k=5,l=2,t=0.2,max_risk=0.2.")
+    return PrivacyTargets(
+        k=values.get("k", 1),
+        l=values.get("l"),
+        t=values.get("t"),
+        max_risk=values.get("max_risk"),
+        sensitive=tuple(sensitive),
+    )
