@@ -28,7 +28,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Find the generalization level of each quasi-identifier and the records to suppress that meet "
         "the targets (k, l, t, highest prosecutor risk) with the least information loss, searching the whole "
         "lattice of levels. Records of classes that violate the targets are removed when they number at most "
-        "--suppression times the records. With --recipe, re-apply a saved recipe to FILE instead. With --config, "
+        "--max-suppression times the records. With --recipe, re-apply a saved recipe to FILE instead. With --config, "
         "run a batch job file: k-member microaggregation of the quasi-identifiers its data contract declares.",
     )
     parser.add_argument("file", type=Path, nargs="?", help="CSV (any delimiter), Excel or Parquet table")
@@ -47,7 +47,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--sensitive", help="sensitive columns for --l and --t, comma-separated")
     parser.add_argument("--max-risk", type=float, help="highest prosecutor risk 1/f of any published record")
     parser.add_argument(
-        "--suppression", type=float, default=0.0, help="fraction of records that may be removed, 0..1 (default 0)"
+        "--max-suppression",
+        "--suppression",
+        dest="max_suppression",
+        type=float,
+        default=0.0,
+        help="share of records that may be removed, 0..1 (default 0; --suppression is the old spelling)",
     )
     parser.add_argument(
         "--metric",
@@ -62,6 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         help="run a batch job: JSON with source.path, target.path, contract and "
         "aggregation_config.minimum_k_anonymity (paths relative to the job file)",
+    )
+    parser.add_argument(
+        "--no-escape-formulas",
+        dest="escape_formulas",
+        action="store_false",
+        help="write text cells that start with = + - @ as they are (default: prefix them with ' so that a "
+        "spreadsheet shows them as text instead of running them as formulas)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.set_defaults(handler=run)
@@ -95,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         sensitive=split_columns(args.sensitive),
         t_distance=args.t_distance,
         max_risk=args.max_risk,
-        suppression=args.suppression,
+        suppression=args.max_suppression,
         metric=args.metric,
     )
     seconds = time.perf_counter() - started
@@ -103,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
         data, result.transform.data, hierarchies, quasi_identifiers=qis, kept_rows=result.transform.kept_rows
     )
     if args.output is not None:
-        write_table(result.transform.data, args.output, overwrite_protect=inputs)
+        write_table(result.transform.data, args.output, overwrite_protect=inputs, escape_formulas=args.escape_formulas)
     if args.save_recipe is not None:
         Recipe((result.transform.step,)).save(args.save_recipe)
     if args.json:
@@ -169,7 +181,9 @@ def _run_recipe(args: argparse.Namespace) -> int:
     data = read_table(args.file)
     published, results = apply_recipe(data, recipe)
     if args.output is not None:
-        write_table(published, args.output, overwrite_protect=[args.file, args.recipe])
+        write_table(
+            published, args.output, overwrite_protect=[args.file, args.recipe], escape_formulas=args.escape_formulas
+        )
     steps = [_step_summary(r) for r in results]
     if args.json:
         print_json(

@@ -58,7 +58,7 @@ from dashboard.core.measure.classes import EquivalenceClasses, MissingPolicy, Se
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError
-from dashboard.core.transform.steps import TransformResult
+from dashboard.core.transform.steps import Recipe, TransformResult
 from dashboard.core.utility.metrics import Metric
 
 __all__ = [
@@ -679,6 +679,16 @@ class SearchResult:
     nodes_checked: int
     lattice_size: int
     transform: TransformResult = field(repr=False)
+
+    @property
+    def data(self) -> pd.DataFrame:
+        """The published table (``transform.data``)."""
+        return self.transform.data
+
+    @property
+    def recipe(self) -> Recipe:
+        """The recipe that re-applies this fix to other data of the same schema."""
+        return Recipe((self.transform.step,))
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready facts: levels, suppressed, metric, loss (the metric value), k, classes, nodes."""

@@ -164,3 +164,27 @@ def test_config_job_runs_microaggregation(capsys: pytest.CaptureFixture[str], da
     assert code == 2 and "Job file not found" in err and "Traceback" not in err
     code, _, err = run(capsys, "anonymize")
     assert code == 2 and "--config job.json" in err
+
+
+def test_output_cells_that_a_spreadsheet_would_run_are_escaped(
+    capsys: pytest.CaptureFixture[str], adult_paths: tuple[Path, Path], tmp_path: Path
+) -> None:
+    source, hierarchies = adult_paths
+    adult = read_table(source).head(400)
+    payloads = ["=cmd|' /C calc'!A0", "@SUM(A1:A2)", '=HYPERLINK("http://127.0.0.1/x","y")', "+1", "-2+3"]
+    adult["occupation"] = [payloads[i % len(payloads)] if i % 7 == 0 else "Sales" for i in range(len(adult))]
+    table = tmp_path / "adult.csv"
+    adult.to_csv(table, index=False)
+    before = table.read_bytes()
+    escaped, raw = tmp_path / "escaped.csv", tmp_path / "raw.csv"
+    args = ["anonymize", str(table), "--qi", "sex,age", "--hierarchies", str(hierarchies), "--k", "2"]
+    assert run(capsys, *args, "--max-suppression", "0.5", "-o", str(escaped))[0] == 0
+    assert run(capsys, *args, "--suppression", "0.5", "--no-escape-formulas", "-o", str(raw))[0] == 0
+    assert table.read_bytes() == before  # the input is never modified
+    published = pd.read_csv(escaped, dtype=str, keep_default_na=False)
+    risky = published["occupation"][published["occupation"] != "Sales"]
+    assert len(risky) and all(value.startswith("'") for value in risky)
+    assert {value[1:] for value in risky} <= set(payloads)
+    assert published["age"].str.match(r"^[0-9'*]").all()  # generalized ages such as 30-39 are not formulas
+    plain = pd.read_csv(raw, dtype=str, keep_default_na=False)
+    assert set(plain["occupation"]) - {"Sales"} <= set(payloads)

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.data.tables import read_table, read_table_with_info, write_table
+from dashboard.core.data.tables import csv_text, escape_formulas, read_table, read_table_with_info, write_table
 from dashboard.core.errors import DataReadError
 
 
@@ -115,3 +115,27 @@ def test_write_table_refuses_to_overwrite_input(tmp_path: Path) -> None:
     assert read_table(out).equals(frame)
     with pytest.raises(DataReadError, match="csv"):
         write_table(frame, tmp_path / "out.json")
+
+
+def test_exports_escape_formula_cells(tmp_path: Path) -> None:
+    frame = pd.DataFrame(
+        {
+            "text": ["=1+1", "@SUM(A1)", "+49 30", "-2+3", "\tx", "\rx", "plain", None],
+            "number": [-1, 2, -3, 4, 5, 6, 7, 8],
+            "=name": ["a"] * 8,
+        }
+    )
+    escaped = escape_formulas(frame)
+    assert escaped["text"].tolist()[:7] == ["'=1+1", "'@SUM(A1)", "'+49 30", "'-2+3", "'\tx", "'\rx", "plain"]
+    assert escaped["text"].isna().tolist()[-1]
+    assert escaped["number"].tolist() == frame["number"].tolist()  # numbers stay numbers
+    assert list(escaped.columns) == ["text", "number", "'=name"]
+    assert frame["text"].tolist()[0] == "=1+1"  # the input is untouched
+    csv_path, parquet_path, raw_path = tmp_path / "a.csv", tmp_path / "a.parquet", tmp_path / "raw.tsv"
+    write_table(frame, csv_path)
+    assert pd.read_csv(csv_path)["text"].tolist()[0] == "'=1+1"
+    write_table(frame, parquet_path)  # a typed format: written as it is
+    assert pd.read_parquet(parquet_path)["text"].tolist()[0] == "=1+1"
+    write_table(frame, raw_path, escape_formulas=False)
+    assert pd.read_csv(raw_path, sep="\t")["text"].tolist()[0] == "=1+1"
+    assert csv_text(frame).splitlines()[1].startswith("'=1+1,")
