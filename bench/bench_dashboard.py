@@ -32,6 +32,7 @@ import pandas as pd
 import plotly
 
 from bench._common import machine
+from dashboard.application import riskview
 from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
@@ -108,11 +109,9 @@ def main() -> None:
             updates.append(timed(lambda state=state: encoded(risk.results(warm, state))))  # type: ignore[misc]
 
             def first_block(state: ViewState = state) -> None:
-                diagnosis = warm.diagnosis(state)
-                key = ("class-table", diagnosis, state.k, state.l, state.t)
-                table = warm.derived(key, lambda: risk.class_table(diagnosis, state))
+                table = riskview.cached_class_table(warm, state)
                 json.dumps(
-                    risk.class_rows(table, {"startRow": 0, "endRow": 100, "sortModel": []}, violating_only=False)
+                    riskview.class_rows(table, {"startRow": 0, "endRow": 100, "sortModel": []}, violating_only=False)
                 )
 
             blocks.append(timed(first_block))

@@ -26,6 +26,7 @@ from typing import Any
 from plotly.io.json import to_json_plotly
 
 from bench._common import best_time, machine
+from dashboard.application.fixruns import FixRuns
 from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
@@ -88,14 +89,14 @@ def main() -> None:
                 state = base.updated(fix=steps)
 
                 def preview(state: ViewState = state) -> str:
-                    services._derived.clear()
-                    page._disk(services).clear()
-                    return to_json_plotly(page.preview(services, state))
+                    services.cache.clear()
+                    FixRuns(services).disk.clear()
+                    return to_json_plotly(page.preview(FixRuns(services), state))
 
                 seconds = best_time(preview, repeat=1 if slow else args.repeat)
                 payload = preview()
-                run = page.fix_run(services, state)
-                after = page.fixed_diagnosis(services, run, state)
+                run = FixRuns(services).run(state)
+                after = FixRuns(services).fixed_diagnosis(run, state)
                 result = f"k {after.k}, {len(run.data):,} rows" if run.error is None else run.error[:40]
                 target = "background" if slow else "< 1 s"
                 rows.append(

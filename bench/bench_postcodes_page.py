@@ -61,7 +61,7 @@ def main() -> None:
             previous = page.GeoSettings(source=source, level=level, strategy=strategy) if patch else None
 
             def redraw(state: ViewState = state, previous: page.GeoSettings | None = previous) -> str:
-                page._GENERALIZATIONS.clear()
+                services.postcodes.forget_generalizations()
                 return to_json_plotly(page.redraw(services, state, previous))
 
             seconds = best_time(redraw, repeat=args.repeat)

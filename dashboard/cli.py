@@ -1,8 +1,10 @@
 """The ``privdash`` command line: one subcommand per module of :mod:`dashboard.commands`.
 
 Each command module defines ``register(subparsers)``, which adds its parser and sets ``handler`` (a function of
-the parsed arguments returning an exit status). Errors caused by the input (:class:`PrivdashError`) print one
-clear message on stderr and exit with status 2; they never print a traceback.
+the parsed arguments returning an exit status). A command that needs settings (the shared-data folder, the
+pseudonymisation key, the server address) reads them once with
+:meth:`~dashboard.application.settings.Settings.from_env` and passes the values down. Errors caused by the input
+(:class:`PrivdashError`) print one clear message on stderr and exit with status 2; they never print a traceback.
 """
 
 from __future__ import annotations

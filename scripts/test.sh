@@ -19,10 +19,10 @@ PYTHON="${PYTHON:-python3}"
 [ -x .venv/bin/python ] || "$PYTHON" -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
+# The test extra holds the test tools and pyCANON, the independent oracle of the privacy models (a release without
+# exact pins on old numpy/pandas). tests/integration/test_wheel.py also builds the wheel and installs it, with its
+# dependencies, into a fresh virtual environment.
 python -m pip install -q -e ".[test]"
-# pyCANON is an independent oracle for the privacy models; it pins old numpy/pandas exactly, so it is installed
-# without its dependencies (it runs on current ones).
-python -m pip install -q --no-deps "pycanon==1.3.6"
 
 ruff check .
 ruff format --check .

@@ -3,9 +3,21 @@
 A *fix spec* is the compact JSON object the view state carries for one step (``ViewState.fix``). It holds settings
 only (a technique, column names, a hierarchy rule such as "intervals of width 5, 10, 20", a k, a budget), never a
 value of the table, so a share link reveals no data. :func:`check_spec` validates one; :func:`run_fixes` applies a
-list in order with the core's step functions (:mod:`dashboard.core.transform.steps` and friends) and returns a
-:class:`FixRun`: the fixed table, each step's :class:`~dashboard.core.transform.steps.TransformResult`, the data
-contract of the fixed table and the recipe that re-applies the fix to new data. Nothing here imports Dash.
+list in order and returns a :class:`FixRun`: the fixed table, each step's
+:class:`~dashboard.core.transform.steps.TransformResult`, the data contract of the fixed table and the recipe that
+re-applies the fix to new data. Nothing here imports Dash.
+
+One step compiler: :func:`compile_spec` turns a spec and its :class:`StepContext` (the current table's
+quasi-identifiers, ordinal orders and types, the missing-value policy, the hierarchies built from the spec's rules)
+into a core :class:`~dashboard.core.transform.steps.Step`, which the core's step registry applies
+(:func:`~dashboard.core.transform.steps.apply_step`). The one exception is ``search``: its generalization levels are
+the outcome of the core's least-lossy search, not settings, so :func:`least_lossy_search` runs
+:func:`~dashboard.core.search.lattice.optimal_generalization`; the step it returns is the registered ``generalize``
+step that reproduces the result, so the recipe of every list is a list of registered steps.
+
+The contract of the fixed table (:func:`adapt_contract`) is decided here, not in the core: a step may publish values
+that no longer have the column's declared type (interval labels in a numerical column, an ordinal value outside
+its order, a generalized date or postcode), and the later steps and the diagnosis then treat that column as nominal.
 
 Spec kinds (keys besides ``kind``; ``?`` = optional)::
 
@@ -18,7 +30,7 @@ Spec kinds (keys besides ``kind``; ``?`` = optional)::
     pseudonymize      columns, length?
     search            k, l?, t?, risk?, suppression, metric?
 
-Hierarchy rules (``rule``)::
+Hierarchy rules (``rule``: the core's rule settings, :func:`dashboard.core.transform.hierarchy.build_hierarchy`)::
 
     {"builder": "intervals", "widths": [5, 10, 20], "origin"?: 0}   {"builder": "quantiles", "bins": [8, 4, 2]}
     {"builder": "dates", "levels": ["month", "year"]}            {"builder": "postcodes", "levels": ["district"]}
@@ -31,7 +43,6 @@ when the list is applied; the resolved values end up in the recipe (:attr:`FixRu
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -43,20 +54,10 @@ from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata
 from dashboard.core.errors import PrivdashError, check_columns
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import (
-    TOP,
-    Hierarchy,
-    HierarchyError,
-    canonical_text,
-    date_hierarchy,
-    interval_hierarchy,
-    masking_hierarchy,
-    postcode_hierarchy,
-    rare_category_hierarchy,
-)
+from dashboard.core.transform.hierarchy import TOP, Hierarchy, canonical_text, search_hierarchy
+from dashboard.core.transform.hierarchy import build_hierarchy as core_build_hierarchy
 from dashboard.core.transform.identifiers import KEY_ENV, MIN_KEY_BYTES, key_fingerprint
-from dashboard.core.transform.microaggregation import microaggregate, types_from_contract
+from dashboard.core.transform.microaggregation import types_from_contract
 from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_step
 from dashboard.core.utility.metrics import InformationLoss, Metric, information_loss
 
@@ -66,20 +67,24 @@ __all__ = [
     "SLOW_KINDS",
     "FixError",
     "FixRun",
+    "StepContext",
     "adapt_contract",
     "build_hierarchy",
-    "cells_changed",
+    "check_rule",
     "check_spec",
-    "default_rule",
+    "compile_spec",
     "describe_result",
     "describe_spec",
     "extend_run",
     "information_loss_pair",
+    "is_slow",
     "key_status",
+    "least_lossy_search",
     "rule_from_text",
     "rule_text",
     "run_fixes",
     "start_run",
+    "step_context",
 ]
 
 #: Spec kinds and their labels, in the order the page lists them.
@@ -111,6 +116,11 @@ _POSTCODE_LEVELS = ("sector", "district", "area")
 
 class FixError(PrivdashError):
     """A fix spec is malformed (a damaged link, or control values that do not make a step)."""
+
+
+def is_slow(specs: Sequence[Mapping[str, Any]]) -> bool:
+    """True when a step list contains a step of :data:`SLOW_KINDS` (previewed in a background job)."""
+    return any(isinstance(spec, Mapping) and spec.get("kind") in SLOW_KINDS for spec in specs)
 
 
 # --- validation ----------------------------------------------------------------------------------------------------
@@ -270,46 +280,9 @@ def check_spec(spec: Any) -> dict[str, Any]:
 
 
 def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
-    """The core hierarchy a rule describes, built over ``values`` (with its resolved rule, for the recipe)."""
-    rule = check_rule(rule)
-    builder = rule["builder"]
-    if builder == "intervals":
-        return interval_hierarchy(values, widths=rule["widths"], origin=rule.get("origin"))
-    if builder == "quantiles":
-        return interval_hierarchy(values, bins=rule["bins"])
-    if builder == "dates":
-        return date_hierarchy(values, levels=rule["levels"])
-    if builder == "postcodes":
-        return postcode_hierarchy(values, levels=rule["levels"])
-    if builder == "masking":
-        return masking_hierarchy(values, steps=rule["steps"])
-    return rare_category_hierarchy(values, min_count=rule["min_count"])
-
-
-def nice_width(values: pd.Series, intervals: int = 20) -> float | int:
-    """A round interval width (1, 2 or 5 times a power of ten) giving about ``intervals`` intervals over the range."""
-    numbers = pd.to_numeric(values, errors="coerce").dropna()
-    span = float(numbers.max() - numbers.min()) if len(numbers) else 0.0
-    if span <= 0:
-        return 1
-    raw = span / intervals
-    power = 10 ** math.floor(math.log10(raw))
-    width = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
-    if bool((numbers % 1 == 0).all()):
-        width = max(width, 1)
-    return int(width) if float(width).is_integer() else float(width)
-
-
-def default_rule(values: pd.Series, kind: StatisticalType, k: int = 5) -> dict[str, Any]:
-    """A reasonable hierarchy rule for a column of this type (numbers: intervals of a round width)."""
-    if kind == StatisticalType.NUMERICAL and pd.api.types.is_numeric_dtype(values):
-        width = nice_width(values)
-        return {"builder": "intervals", "widths": [width, 2 * width, 4 * width]}
-    if kind == StatisticalType.DATE:
-        return {"builder": "dates", "levels": list(_DATE_LEVELS)}
-    if kind == StatisticalType.POSTCODE:
-        return {"builder": "postcodes", "levels": list(_POSTCODE_LEVELS)}
-    return {"builder": "rare", "min_count": max(10, 2 * k)}
+    """The core hierarchy a rule describes, built over ``values`` (it records its resolved rule, for the recipe);
+    the rule is validated first (:class:`FixError`), the values by the core's builder (:class:`HierarchyError`)."""
+    return core_build_hierarchy(check_rule(rule), values)
 
 
 def rule_text(rule: Mapping[str, Any]) -> str:
@@ -484,14 +457,23 @@ def start_run(frame: pd.DataFrame, contract: DataContract, missing: MissingPolic
     return FixRun(frame, contract, MissingPolicy.parse(missing), frame, contract)
 
 
-def extend_run(run: FixRun, spec: Mapping[str, Any], position: int | None = None) -> FixRun:
-    """``run`` with one more step applied; a step that cannot be applied gives a run with ``error`` set."""
+def extend_run(run: FixRun, spec: Mapping[str, Any], position: int | None = None, *, key: str | None = None) -> FixRun:
+    """``run`` with one more step applied; a step that cannot be applied gives a run with ``error`` set.
+
+    The spec is compiled to a core step (:func:`compile_spec`) and applied by the core's step registry; the
+    least-lossy search is the one kind that runs the core's search instead (:func:`least_lossy_search`). ``key`` is
+    the pseudonymization key (settings), handed to a ``pseudonymize`` step and never kept in the run.
+    """
     if run.error is not None:
         return run
     index = len(run.specs) if position is None else position
     try:
         checked = check_spec(spec)
-        result, used = _apply(run, checked)
+        context = step_context(run, checked, key=key)
+        if checked["kind"] == "search":
+            result = least_lossy_search(run.data, checked, context)
+        else:
+            result = apply_step(run.data, compile_spec(checked, context))
     except PrivdashError as exc:
         label = KINDS.get(spec.get("kind", ""), "step") if isinstance(spec, Mapping) else "step"
         message = f"Step {index + 1} ({label.lower()}) was not applied: {exc}"
@@ -501,7 +483,7 @@ def extend_run(run: FixRun, spec: Mapping[str, Any], position: int | None = None
         base = np.arange(len(run.original)) if kept is None else kept
         kept = base[np.asarray(result.kept_rows, dtype=np.int64)]
     hierarchies = dict(run.hierarchies)
-    for name, hierarchy in used.items():
+    for name, hierarchy in context.hierarchies.items():
         if name in hierarchies:
             continue
         # Built over the original column (every row kept, values unchanged so far), the hierarchy covers the
@@ -529,107 +511,172 @@ def run_fixes(
     missing: MissingPolicy,
     specs: Sequence[Mapping[str, Any]],
     progress: Callable[[int, str], None] | None = None,
+    *,
+    key: str | None = None,
 ) -> FixRun:
-    """Apply ``specs`` in order (stopping at the first that fails; see :attr:`FixRun.error`)."""
+    """Apply ``specs`` in order (stopping at the first that fails; see :attr:`FixRun.error`); ``key`` as in
+    :func:`extend_run`."""
     run = start_run(frame, contract, missing)
     for index, spec in enumerate(specs):
         if progress is not None:
             progress(index, describe_spec(spec) if isinstance(spec, Mapping) else "step")
-        run = extend_run(run, spec)
+        run = extend_run(run, spec, key=key)
     return run
 
 
-def _quasi_identifiers(run: FixRun) -> list[str]:
-    qis = [name for name in run.contract.quasi_identifiers if name in run.data.columns]
-    if not qis:
-        raise FixError("No quasi-identifier is left: mark some on the Risk or Data page.")
-    return qis
+# --- compiling a spec to a core step -------------------------------------------------------------------------------
 
 
-def _apply(run: FixRun, spec: Mapping[str, Any]) -> tuple[TransformResult, dict[str, Hierarchy]]:
-    """The core's result of one validated spec on ``run.data`` (and the hierarchies of a generalization)."""
-    data, kind = run.data, spec["kind"]
-    if kind == "generalize":
+@dataclass(frozen=True, eq=False)
+class StepContext:
+    """What a spec takes from the table it is applied to (the spec itself holds settings only).
+
+    Attributes
+    ----------
+    contract
+        The data contract of the current table (fields of its columns only): quasi-identifiers, sensitive
+        attributes, types and ordinal orders.
+    missing
+        The view's missing-value policy (record suppression forms its classes with it).
+    hierarchies
+        Hierarchies built from rules over the current values: the column of a ``generalize`` spec (its rule), each
+        quasi-identifier of a ``search`` (the default rule of its type).
+    key
+        The pseudonymization key of the settings, or None (a ``pseudonymize`` step then fails with the core's
+        message). The compiled step carries it to the core; the step the core returns records its fingerprint only.
+    """
+
+    contract: DataContract
+    missing: MissingPolicy
+    hierarchies: Mapping[str, Hierarchy] = field(default_factory=dict)
+    key: str | None = field(default=None, repr=False)
+
+    @property
+    def quasi_identifiers(self) -> list[str]:
+        """The quasi-identifiers of the current table; raises :class:`FixError` when none is left."""
+        qis = list(self.contract.quasi_identifiers)
+        if not qis:
+            raise FixError("No quasi-identifier is left: mark some on the Risk or Data page.")
+        return qis
+
+    @property
+    def orders(self) -> dict[str, list[Any]]:
+        """Declared order of each ordinal quasi-identifier."""
+        qis = set(self.contract.quasi_identifiers)
+        return {name: list(values) for name, values in self.contract.ordinal_orders().items() if name in qis}
+
+
+def step_context(run: FixRun, spec: Mapping[str, Any], *, key: str | None = None) -> StepContext:
+    """The context of validated ``spec`` applied next on ``run`` (builds the hierarchies its rules describe)."""
+    data = run.data
+    contract = DataContract(tuple(item for item in run.contract.fields if item.name in data.columns))
+    context = StepContext(contract, run.missing, key=key)
+    hierarchies: dict[str, Hierarchy] = {}
+    if spec["kind"] == "generalize":
         (column,) = check_columns(data, [spec["column"]], role="column to generalize")
-        hierarchy = build_hierarchy(spec["rule"], data[column])
-        # The core rebuilds a rule-based hierarchy over the data it is given; it was just built over these very
-        # values, so hand it over as a table and record the rule in the step, as the core would.
-        result = generalize(data, {column: spec["level"]}, {column: replace(hierarchy, rule=None)})
-        resolved = {"level": result.summary["levels"][column], "hierarchy": hierarchy.to_dict()}
-        params: dict[str, Any] = {"columns": {column: resolved}}
-        result = replace(result, step=Step("generalize", params))
-        return result, {column: hierarchy}
+        hierarchies[column] = build_hierarchy(spec["rule"], data[column])
+    elif spec["kind"] == "search":
+        for name in context.quasi_identifiers:
+            hierarchies[name] = search_hierarchy(data[name], contract[name].statistical_type, spec["k"])
+    return replace(context, hierarchies=hierarchies)
+
+
+def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
+    """The core step (:mod:`dashboard.core.transform.steps`) a validated spec stands for in ``context``.
+
+    Every kind but ``search`` compiles to a registered step; the resolved step the core returns (e.g. the rule of
+    a hierarchy with its cut points) is what the recipe records. Raises :class:`FixError` for ``search`` and when
+    the context lacks what the spec needs (a quasi-identifier, the hierarchy of the generalized column).
+    """
+    kind = spec["kind"]
+    if kind == "generalize":
+        column = spec["column"]
+        if column not in context.hierarchies:
+            raise FixError(f"No hierarchy was built for the column '{column}'.")
+        setting = {"level": spec["level"], "hierarchy": context.hierarchies[column].to_dict()}
+        return Step("generalize", {"columns": {column: setting}})
     if kind == "top_bottom":
         names = ("top_quantile", "bottom_quantile") if spec["quantiles"] else ("top", "bottom")
-        params = {
-            "column": spec["column"],
-            names[0]: spec["top"],
-            names[1]: spec["bottom"],
-            "replacement": "label" if spec["labels"] else "threshold",
-        }
-        return apply_step(data, Step("top_bottom_coding", params)), {}
+        return Step(
+            "top_bottom_coding",
+            {
+                "column": spec["column"],
+                names[0]: spec["top"],
+                names[1]: spec["bottom"],
+                "replacement": "label" if spec["labels"] else "threshold",
+            },
+        )
     if kind in ("drop", "mask", "pseudonymize"):
-        params = {"columns": spec["columns"]}
+        params: dict[str, Any] = {"columns": spec["columns"]}
         if kind == "mask":
             params.update(keep_first=spec["first"], keep_last=spec["last"])
         if kind == "pseudonymize":
-            params["length"] = spec["length"]
-        step_kind = {"drop": "drop_identifiers", "mask": "mask_identifiers", "pseudonymize": "pseudonymize"}[kind]
-        return apply_step(data, Step(step_kind, params)), {}
-    qis = _quasi_identifiers(run)
-    orders = {name: list(values) for name, values in run.contract.ordinal_orders().items() if name in qis}
+            params.update(length=spec["length"], key=context.key)
+        return Step(
+            {"drop": "drop_identifiers", "mask": "mask_identifiers", "pseudonymize": "pseudonymize"}[kind], params
+        )
+    if kind == "search":
+        raise FixError("The least-lossy search is not a step of its own: its result is (see least_lossy_search).")
+    qis = context.quasi_identifiers
     if kind == "suppress_records":
         params = {
             "quasi_identifiers": qis,
             "max_fraction": spec["budget"],
             "k": spec["k"],
-            "missing": run.missing.value,
-            "orders": orders,
+            "missing": context.missing.value,
+            "orders": context.orders,
         }
-        return apply_step(data, Step("record_suppression", params)), {}
+        return Step("record_suppression", params)
     if kind == "suppress_cells":
         given = [name for name in spec["importance"] if name in qis]
         importance = given + [name for name in qis if name not in given] if given else None
-        params = {"quasi_identifiers": qis, "k": spec["k"], "importance": importance, "orders": orders}
-        return apply_step(data, Step("local_suppression", params)), {}
-    if kind == "microaggregate":
-        present = DataContract(tuple(f for f in run.contract.fields if f.name in data.columns))
-        types, type_orders = types_from_contract(present)
-        result = microaggregate(
-            data, quasi_identifiers=qis, k=spec["k"], types=types, orders=type_orders, decimals=spec["decimals"]
+        return Step(
+            "local_suppression",
+            {"quasi_identifiers": qis, "k": spec["k"], "importance": importance, "orders": context.orders},
         )
-        return result, {}
-    # search
-    hierarchies = {name: search_hierarchy(data[name], run.contract[name].statistical_type, spec["k"]) for name in qis}
-    sensitive = [name for name in run.contract.sensitive if name in data.columns]
-    if (spec["l"] is not None or spec["t"] is not None) and not sensitive:
+    if kind == "microaggregate":
+        types, orders = types_from_contract(context.contract)
+        params = {
+            "quasi_identifiers": qis,
+            "k": spec["k"],
+            "types": types,
+            "orders": orders,
+            "decimals": spec["decimals"],
+        }
+        return Step("microaggregation", params)
+    raise FixError(f"Unknown step kind {kind!r}.")
+
+
+def least_lossy_search(data: pd.DataFrame, spec: Mapping[str, Any], context: StepContext) -> TransformResult:
+    """The generalization levels (and record suppression) of least loss meeting a validated ``search`` spec.
+
+    The exception to :func:`compile_spec`: the levels are the outcome of the core's search
+    (:func:`~dashboard.core.search.lattice.optimal_generalization`) over ``context.hierarchies``, so the spec is not
+    a step; the step of the result is the registered ``generalize`` step that reproduces it, and the summary adds
+    the search's own (``search``).
+    """
+    qis = context.quasi_identifiers
+    sensitive = list(context.contract.sensitive)
+    wants_sensitive = spec["l"] is not None or spec["t"] is not None
+    if wants_sensitive and not sensitive:
         raise FixError(
             "The l and t targets need a sensitive attribute: mark one on the Risk page, or leave l and t off."
         )
     found = optimal_generalization(
         data,
-        hierarchies,
+        {name: context.hierarchies[name] for name in qis},
         quasi_identifiers=qis,
         k=spec["k"],
         l=spec["l"],
         t=spec["t"],
-        sensitive=sensitive if spec["l"] is not None or spec["t"] is not None else (),
+        sensitive=sensitive if wants_sensitive else (),
         max_risk=spec["risk"],
         suppression=spec["suppression"],
         metric=spec["metric"],
     )
     transform = found.transform
     summary = {**transform.summary, "search": found.summary()}
-    result = TransformResult(transform.data, transform.step, summary, transform.mapping, transform.kept_rows)
-    return result, hierarchies
-
-
-def search_hierarchy(values: pd.Series, kind: StatisticalType, k: int) -> Hierarchy:
-    """The hierarchy the least-lossy search uses for a QI: its type's default rule, else a masking one."""
-    try:
-        return build_hierarchy(default_rule(values, kind, k), values)
-    except HierarchyError:
-        return masking_hierarchy(values)
+    return TransformResult(transform.data, transform.step, summary, transform.mapping, transform.kept_rows)
 
 
 # --- descriptions --------------------------------------------------------------------------------------------------
@@ -700,35 +747,6 @@ def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
 # --- utility -------------------------------------------------------------------------------------------------------
 
 
-def cells_changed(run: FixRun) -> pd.DataFrame:
-    """Per column kept in the fixed table: cells of the kept rows whose published value differs from the original.
-
-    Columns ``column``, ``changed``, ``share`` (of the kept rows). Numbers are compared as numbers (39 and 39.0
-    are equal), everything else as text; a blanked cell counts as changed.
-    """
-    kept = np.arange(len(run.original)) if run.kept_rows is None else run.kept_rows
-    rows = []
-    for name in run.data.columns:
-        if name not in run.original.columns:
-            continue
-        before = run.original[name].iloc[kept].reset_index(drop=True)
-        after = run.data[name].reset_index(drop=True)
-        missing_before, missing_after = before.isna().to_numpy(), after.isna().to_numpy()
-        both_numeric = all(
-            pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) for s in (before, after)
-        )
-        if both_numeric:
-            same = before.to_numpy(dtype=np.float64, na_value=np.nan) == after.to_numpy(
-                dtype=np.float64, na_value=np.nan
-            )
-        else:
-            same = before.astype(str).to_numpy() == after.astype(str).to_numpy()
-        changed = (~same & ~(missing_before & missing_after)) | (missing_before != missing_after)
-        count = int(changed.sum())
-        rows.append((str(name), count, count / len(kept) if len(kept) else 0.0))
-    return pd.DataFrame(rows, columns=["column", "changed", "share"])
-
-
 def information_loss_pair(run: FixRun) -> tuple[InformationLoss, InformationLoss]:
     """ARX's information-loss metrics of the original (the baseline) and of the fixed table, over the QIs kept.
 
@@ -758,15 +776,15 @@ def _flat_hierarchy(values: pd.Series) -> Hierarchy:
 # --- pseudonymization key ------------------------------------------------------------------------------------------
 
 
-def key_status() -> tuple[bool, str]:
-    """Whether a pseudonymization key is configured, and a sentence saying so (never the key)."""
-    value = os.environ.get(KEY_ENV)
-    if not value:
+def key_status(key: str | None) -> tuple[bool, str]:
+    """Whether ``key`` (the settings' ``pseudonym_key``) is a usable pseudonymization key, and a sentence saying so
+    (never the key)."""
+    if not key:
         return False, (
             f"No pseudonymization key is configured: set the environment variable {KEY_ENV} on the server to a "
             f"secret of at least {MIN_KEY_BYTES} characters. Masking and dropping work without it."
         )
     try:
-        return True, f"Key from {KEY_ENV}, fingerprint {key_fingerprint(value)}."
+        return True, f"Key from {KEY_ENV}, fingerprint {key_fingerprint(key)}."
     except PrivdashError as exc:
         return False, str(exc)

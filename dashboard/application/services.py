@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard.application.cache import BoundedCache
+from dashboard.application.postcodes import PostcodeReference
 from dashboard.application.settings import Settings
 from dashboard.application.state import StateError, ViewState, apply_order_permutation, order_permutation, sorted_labels
 from dashboard.application.storage import DatasetInfo, DatasetNotFound, DatasetStore
@@ -68,6 +69,8 @@ class Services:
         self._lock = threading.Lock()
         #: The worker's one in-memory cache (see :mod:`dashboard.application.cache`).
         self.cache = BoundedCache(64)
+        #: The Postcodes page's census populations, polygons and mappings, kept in :attr:`cache`.
+        self.postcodes = PostcodeReference(settings.data_dir, self.cache, polygon_cache=settings.geo_cache_dir)
 
     # --- datasets ---------------------------------------------------------------------------------------------------
 

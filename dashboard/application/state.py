@@ -88,7 +88,7 @@ class ViewState:
         (``dashboard.pages.fix``); settings only, never data values.
     geo
         The Postcodes page's settings (population table, level, strategy, threshold ...), a compact JSON object
-        whose meaning belongs to that page (``dashboard.pages.postcodes``).
+        whose meaning is defined in :mod:`dashboard.application.postcodes`.
     """
 
     dataset: str | None = None

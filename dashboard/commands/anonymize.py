@@ -10,12 +10,14 @@ from typing import Any
 
 import pandas as pd
 
+from dashboard.application.settings import Settings
 from dashboard.core.data.tables import read_table, write_table
 from dashboard.core.errors import ParameterError
 from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
 from dashboard.core.transform.hierarchy import load_hierarchies
+from dashboard.core.transform.identifiers import apply_recipe_with_key
 from dashboard.core.transform.jobs import run_job_file
-from dashboard.core.transform.steps import Recipe, TransformResult, apply_recipe
+from dashboard.core.transform.steps import Recipe, TransformResult
 from dashboard.core.utility.metrics import Metric, information_loss
 
 from ._common import format_table, print_json, split_columns
@@ -179,7 +181,8 @@ def _run_recipe(args: argparse.Namespace) -> int:
         )
     recipe = Recipe.load(args.recipe)
     data = read_table(args.file)
-    published, results = apply_recipe(data, recipe)
+    # A pseudonymize step gets the key of PRIVDASH_PSEUDONYM_KEY; the recipe holds only its fingerprint.
+    published, results = apply_recipe_with_key(data, recipe, Settings.from_env().pseudonym_key)
     if args.output is not None:
         write_table(
             published, args.output, overwrite_protect=[args.file, args.recipe], escape_formulas=args.escape_formulas

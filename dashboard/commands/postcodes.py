@@ -1,21 +1,26 @@
-"""``privdash postcodes``: which postcode level can be published, by census population per unit."""
+"""``privdash postcodes``: which postcode level can be published, by census population per unit.
+
+The shared-data folder (``PRIVDASH_DATA_DIR``) and the polygon cache come from
+:class:`~dashboard.application.settings.Settings`, read once per run.
+"""
 
 from __future__ import annotations
 
 import argparse
+import glob
 import sys
 from pathlib import Path
 
 import pandas as pd
 
-from dashboard.core.errors import ParameterError
+from dashboard.application.settings import Settings
+from dashboard.core.errors import DataReadError, ParameterError
 from dashboard.core.geo.postcodes import (
     DEFAULT_THRESHOLD,
     Neighbours,
     PopulationTable,
     PostcodeGeneralization,
     Strategy,
-    default_data_dir,
     generalize_postcodes,
     neighbours_from_doogal,
     read_population,
@@ -43,7 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         required=True,
         metavar="FILE",
         help="population file: census unit postcodes (Postcode, Total, Males, Females, Occupied_Households), "
-        "populations per outward code (postcode, population), the doogal district list, or US ZCTA populations",
+        "populations per outward code (postcode, population), the doogal district list, or US ZCTA populations; "
+        "a bare file name missing from the working folder is also looked up in the data folder (PRIVDASH_DATA_DIR) "
+        "and its dataset folders",
     )
     parser.add_argument(
         "--strategy",
@@ -68,7 +75,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="merge: the doogal postcode_districts.csv; its 'Nearby districts' list replaces polygon adjacency",
     )
-    parser.add_argument("--cache-dir", type=Path, metavar="DIR", help="where processed polygons are cached")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        metavar="DIR",
+        help="where processed polygons are cached (default: PRIVDASH_CACHE_DIR, else $XDG_CACHE_HOME/privdash or "
+        "~/.cache/privdash)",
+    )
     parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="also write the mapping (original, published) as CSV"
     )
@@ -77,15 +90,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
     threshold = _threshold(args.threshold)
-    table = read_population(args.population)
+    population = population_path(args.population, settings.data_dir)
+    table = read_population(population)
     strategy = (
         Strategy.parse(args.strategy) if args.strategy else (Strategy.ZIP3 if table.country == "us" else Strategy.MIXED)
     )
-    neighbours = _neighbours(args, table) if strategy is Strategy.MERGE else None
+    neighbours = _neighbours(args, table, settings) if strategy is Strategy.MERGE else None
     result = generalize_postcodes(table, strategy=strategy, threshold=threshold, neighbours=neighbours)
     if args.output is not None:
-        _write_mapping(result, args.output, args.population)
+        _write_mapping(result, args.output, population)
     if table.invalid:
         shown = ", ".join(repr(v) for v in table.invalid[:5])
         print(
@@ -95,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json:
         payload = result.to_dict()
-        payload["population_file"] = str(args.population)
+        payload["population_file"] = str(population)
         payload["source_format"] = table.source_format
         if neighbours is not None:
             payload["neighbours"] = neighbours.source
@@ -116,12 +131,27 @@ def _threshold(text: str) -> int:
     return int(value)
 
 
-def _neighbours(args: argparse.Namespace, table: PopulationTable) -> Neighbours:
+def population_path(path: Path, data_dir: Path) -> Path:
+    """The population file to read: ``path`` as given, except that a bare file name missing from the working folder
+    is looked up in ``data_dir`` and then in its dataset folders (``data_dir/*/name``, the first in name order)."""
+    if path.exists() or len(path.parts) != 1:
+        return path
+    candidates = [data_dir / path.name, *sorted(data_dir.glob(f"*/{glob.escape(path.name)}"))]
+    for candidate in candidates:
+        if candidate.is_file():
+            return candidate
+    raise DataReadError(
+        f"Population file not found: {path} (neither in the working folder nor in the data folder {data_dir}; "
+        "set PRIVDASH_DATA_DIR to the folder of the shared reference data)."
+    )
+
+
+def _neighbours(args: argparse.Namespace, table: PopulationTable, settings: Settings) -> Neighbours:
     if args.neighbours is not None:
         return neighbours_from_doogal(args.neighbours)
     from dashboard.core.geo.geography import district_neighbours, district_polygons_dir
 
-    folder = args.polygons if args.polygons is not None else district_polygons_dir(default_data_dir())
+    folder = args.polygons if args.polygons is not None else district_polygons_dir(settings.data_dir)
     if args.polygons is None and not folder.is_dir() and table.nearby is not None:
         return neighbours_from_doogal(table)
     if not folder.is_dir():
@@ -129,7 +159,7 @@ def _neighbours(args: argparse.Namespace, table: PopulationTable) -> Neighbours:
             f"The merge strategy needs district neighbours: polygon folder {folder} not found; pass --polygons DIR "
             "or --neighbours postcode_districts.csv."
         )
-    return district_neighbours(folder, cache_dir=args.cache_dir)
+    return district_neighbours(folder, cache_dir=args.cache_dir or settings.geo_cache_dir)
 
 
 def _write_mapping(result: PostcodeGeneralization, path: Path, source: Path) -> None:

@@ -1,31 +1,27 @@
 """Fix page: build a list of anonymization steps and see, before and after, what it does to risk and utility.
 
 The step list lives in the view state (``ViewState.fix``: settings only, see :mod:`dashboard.application.fixes`), so the
-share link reproduces the fixed view; Undo drops the last step. Every number comes from the core: the steps are
-applied by :func:`dashboard.application.fixes.run_fixes` (the core's step functions), the risk before from the cached
-diagnosis of :class:`~dashboard.application.services.Services` and after from
-:func:`dashboard.core.measure.diagnose.diagnose` of the fixed table, utility from
-:mod:`dashboard.core.utility.metrics`. Step lists with microaggregation or the least-lossy search are previewed in a
-background job (progress bar, cancel button); their results are kept in a disk cache so the downloads and the other
-callbacks of this page reuse them. Downloads (fixed data, value mapping, recipe) go through ``dcc.Download``, never
-through a store.
+share link reproduces the fixed view; Undo drops the last step. This module is the Dash adapter: controls, layout,
+callbacks. The list is applied, cached and judged in the application layer:
+:class:`~dashboard.application.fixruns.FixRuns` applies it with the core's step registry (memory cache of every
+prefix, disk cache of slow lists, the diagnosis of the fixed table), :mod:`dashboard.application.riskview` words the
+headline numbers and their verdicts, :mod:`dashboard.core.utility.metrics` measures the utility. Step lists with
+microaggregation or the least-lossy search are previewed in a background job (progress bar, cancel button) whose
+result the other callbacks read from the disk cache. Downloads (fixed data, value mapping, recipe) go through
+``dcc.Download``, never through a store.
 """
 
 from __future__ import annotations
 
-import hashlib
 import io
-import json
 import math
 import re
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import dash
 import dash_mantine_components as dmc
-import diskcache
 import pandas as pd
 import plotly.graph_objects as go
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
@@ -34,32 +30,29 @@ from plotly.subplots import make_subplots
 from dashboard.application.fixes import (
     BUILDERS,
     KINDS,
-    SLOW_KINDS,
     FixError,
     FixRun,
-    build_hierarchy,
-    cells_changed,
     check_spec,
-    default_rule,
     describe_result,
     describe_spec,
-    extend_run,
     information_loss_pair,
     key_status,
     rule_from_text,
     rule_text,
-    start_run,
 )
-from dashboard.application.services import LoadedDataset, Services, default_k_values
+from dashboard.application.fixruns import FixRuns
+from dashboard.application.riskview import fix_headlines, size_bins
+from dashboard.application.services import LoadedDataset, Services
 from dashboard.application.state import StateError, ViewState
 from dashboard.application.storage import parquet_safe
 from dashboard.core.data.contract import ColumnRole, StatisticalType
 from dashboard.core.errors import PrivdashError
 from dashboard.core.measure.classes import MissingPolicy
-from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.measure.risk import records_at_risk_by_k
-from dashboard.core.utility.metrics import Metric, classifier_accuracy, value_distributions
-from dashboard.pages.risk import size_bins, size_histogram
+from dashboard.core.transform.hierarchy import default_rule
+from dashboard.core.utility.metrics import Metric, cells_changed, classifier_accuracy, value_distributions
+from dashboard.ui.charts import size_histogram
 from dashboard.ui.components import (
     card,
     error_alert,
@@ -69,9 +62,9 @@ from dashboard.ui.components import (
     no_dataset,
     page_title,
     progress_panel,
-    stat_card,
 )
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
+from dashboard.ui.targets import headline_grid, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE, figure
 
 PATH = "/fix"
@@ -200,150 +193,19 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
     return check_spec(spec)
 
 
-def is_slow(specs: Sequence[Mapping[str, Any]]) -> bool:
-    """True when a step list contains a step previewed in the background."""
-    return any(isinstance(s, Mapping) and s.get("kind") in SLOW_KINDS for s in specs)
-
-
-# --- applying the state's list (cached) ----------------------------------------------------------------------------
-
-_DISK: dict[str, diskcache.Cache] = {}
-_DISK_LOCK = threading.Lock()
-
-
-def _disk(services: Services) -> diskcache.Cache:
-    """The disk cache of slow runs (shared by the web workers and the background jobs)."""
-    folder = Path(services.settings.cache_dir) / "fix-runs"
-    with _DISK_LOCK:
-        if str(folder) not in _DISK:
-            folder.mkdir(parents=True, exist_ok=True)
-            _DISK[str(folder)] = diskcache.Cache(str(folder), size_limit=2**30)
-        return _DISK[str(folder)]
-
-
-def _run_key(loaded: LoadedDataset, contract_json: str, missing: str, specs: Sequence[Mapping[str, Any]]) -> str:
-    text = json.dumps([loaded.id, contract_json, missing, list(specs)], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def fix_run(services: Services, state: ViewState, progress: Callable[[int, str], None] | None = None) -> FixRun:
-    """The state's step list applied to its dataset (each prefix kept in the per-process cache; prefixes with a
-    slow step also on disk). Raises ``PrivdashError`` when the dataset or its contract is not usable."""
-    if not state.dataset:
-        raise FixError("No dataset is open.")
-    loaded = services.dataset(state.dataset)
-    contract = services.contract(loaded, state)
-    contract_json = contract.to_json(indent=None)
-    contract.validate(loaded.frame)
-
-    def prefix(n: int) -> FixRun:
-        specs = state.fix[:n]
-        key = _run_key(loaded, contract_json, state.missing.value, specs)
-
-        def build() -> FixRun:
-            if n == 0:
-                return start_run(loaded.frame, contract, state.missing)
-            slow = is_slow(specs)
-            if slow:
-                stored = _disk(services).get(key)
-                if isinstance(stored, FixRun):
-                    return stored
-            previous = prefix(n - 1)
-            if progress is not None and previous.error is None:
-                progress(n - 1, describe_spec(specs[-1]))
-            run = extend_run(previous, specs[-1], n - 1)
-            if slow:
-                _disk(services).set(key, run, expire=services.settings.store_ttl)
-            return run
-
-        return services.derived(("fix-run", id(loaded.frame), key), build)
-
-    return prefix(len(state.fix))
-
-
-def run_ready(services: Services, state: ViewState) -> bool:
-    """True when the state's list has no slow step, or its run is already on disk (no background job needed)."""
-    if not is_slow(state.fix) or not state.dataset:
-        return True
-    try:
-        loaded = services.dataset(state.dataset)
-        contract = services.contract(loaded, state)
-    except PrivdashError:
-        return True
-    return _run_key(loaded, contract.to_json(indent=None), state.missing.value, state.fix) in _disk(services)
-
-
-def fixed_diagnosis(services: Services, run: FixRun, state: ViewState) -> Diagnosis:
-    """The core's diagnosis of the fixed table (wildcard classes after cell suppression)."""
-    policy = MissingPolicy.WILDCARD if run.wildcard else state.missing
-    if not run.specs:
-        return services.diagnosis(state)
-
-    def build() -> Diagnosis:
-        return diagnose(
-            run.data,
-            contract=run.contract,
-            missing=policy,
-            threshold=state.risk,
-            k_values=default_k_values(state.k),
-        )
-
-    return services.derived(("fix-diagnosis", run, policy.value, state.risk, state.k), build)
-
-
 # --- builders: before / after --------------------------------------------------------------------------------------
 
 
 def risk_cards(diagnosis: Diagnosis, state: ViewState, side: str) -> Any:
-    """k, highest prosecutor risk, records at risk, and l and t when there are sensitive attributes."""
-    classes = diagnosis.classes
-    prosecutor = diagnosis.risk.prosecutor
-    cards = [
-        stat_card(
-            "k-anonymity",
-            fmt_count(diagnosis.k),
-            passed=classes.records_below(state.k) == 0 if classes.n_classes else None,
-            detail=f"target k ≥ {state.k}; {fmt_count(classes.records_below(state.k))} records in smaller classes",
-            card_id=f"fix-{side}-k",
-        ),
-        stat_card(
-            "Highest risk",
-            fmt_share(prosecutor.highest),
-            passed=prosecutor.highest <= state.risk,
-            detail=f"prosecutor; target ≤ {fmt_share(state.risk, 0)}",
-            card_id=f"fix-{side}-risk",
-        ),
-        stat_card(
-            "Records at risk",
-            fmt_count(prosecutor.n_records_at_risk),
-            passed=prosecutor.n_records_at_risk == 0,
-            detail=f"{fmt_share(prosecutor.records_at_risk)} of {fmt_count(diagnosis.n_records)} records",
-            card_id=f"fix-{side}-at-risk",
-        ),
-    ]
-    models = list(diagnosis.sensitive_models.values())
-    if models:
-        worst_l = min(models, key=lambda m: m.l_distinct.value)
-        worst_t = max(models, key=lambda m: m.t_closeness.value)
-        cards.append(
-            stat_card(
-                "l-diversity",
-                fmt_number(worst_l.l_distinct.value),
-                passed=all(m.l_distinct.satisfies(state.l) for m in models),
-                detail=f"target l ≥ {state.l}; lowest on {worst_l.attribute}",
-                card_id=f"fix-{side}-l",
-            )
-        )
-        cards.append(
-            stat_card(
-                "t-closeness",
-                fmt_number(worst_t.t_closeness.value),
-                passed=all(m.t_closeness.satisfies(state.t) for m in models),
-                detail=f"target t ≤ {fmt_number(state.t)}; highest on {worst_t.attribute}",
-                card_id=f"fix-{side}-t",
-            )
-        )
-    return dmc.SimpleGrid(cards, cols={"base": 2, "xl": 3}, spacing="sm", id=f"fix-{side}-cards")
+    """k, highest prosecutor risk, records at risk, and l and t when there are sensitive attributes (card ids
+    ``fix-<side>-<key>``)."""
+    return headline_grid(
+        fix_headlines(diagnosis, state),
+        card_prefix=f"fix-{side}-",
+        grid_id=f"fix-{side}-cards",
+        cols={"base": 2, "xl": 3},
+        spacing="sm",
+    )
 
 
 def side_view(diagnosis: Diagnosis | None, state: ViewState, side: str, title: str, problem: str | None) -> Any:
@@ -455,7 +317,7 @@ def loss_table(run: FixRun) -> Any:
 
 def changed_table(run: FixRun) -> Any:
     """Cells changed per column and records removed."""
-    table = cells_changed(run)
+    table = cells_changed(run.original, run.data, kept_rows=run.kept_rows)
     table = table[table["changed"] > 0]
     dropped = [c for c in run.original.columns if c not in run.data.columns]
     lines = [f"{fmt_count(run.rows_removed)} of {fmt_count(len(run.original))} records removed"]
@@ -596,11 +458,11 @@ def classifier_view(run: FixRun, target: str | None) -> Any:
     )
 
 
-def preview(services: Services, state: ViewState, progress: Callable[[int, str], None] | None = None) -> Any:
+def preview(runs: FixRuns, state: ViewState, progress: Callable[[int, str], None] | None = None) -> Any:
     """Everything right of the controls for ``state``: outcomes, before / after, the curve and utility."""
     try:
-        run = fix_run(services, state, progress)
-        before = services.diagnosis(state)
+        run = runs.run(state, progress)
+        before = runs.services.diagnosis(state)
     except (PrivdashError, StateError) as exc:
         return error_alert(str(exc), title="The fix cannot be previewed", alert_id="fix-error")
     parts: list[Any] = []
@@ -615,7 +477,7 @@ def preview(services: Services, state: ViewState, progress: Callable[[int, str],
     after: Diagnosis | None = None
     problem = None
     try:
-        after = fixed_diagnosis(services, run, state)
+        after = runs.fixed_diagnosis(run, state)
     except PrivdashError as exc:
         problem = str(exc)
     parts += [
@@ -647,7 +509,9 @@ def _options(names: Sequence[str]) -> list[dict[str, str]]:
     return [{"value": n, "label": n} for n in names]
 
 
-def technique_panels(loaded: LoadedDataset, state: ViewState, technique: str) -> list[Any]:
+def technique_panels(
+    loaded: LoadedDataset, state: ViewState, technique: str, pseudonym_key: str | None = None
+) -> list[Any]:
     """One block of inputs per technique; only the chosen technique's block is shown."""
     columns = list(loaded.columns)
     qis = [c for c in columns if state.roles.get(c) == ColumnRole.QUASI_IDENTIFIER]
@@ -658,7 +522,7 @@ def technique_panels(loaded: LoadedDataset, state: ViewState, technique: str) ->
     if gen_column:
         rule = default_rule(loaded.frame[gen_column], state.types.get(gen_column, StatisticalType.NOMINAL), state.k)
     builder = str(rule["builder"])
-    key_ok, key_text = key_status()
+    key_ok, key_text = key_status(pseudonym_key)
     k_input = {"min": 2, "step": 1, "w": 110, "value": max(state.k, 2)}
     panels: dict[str, list[Any]] = {
         "generalize": [
@@ -825,7 +689,7 @@ def step_list(state: ViewState) -> Any:
     return dmc.List(items, type="ordered", spacing=4, id="fix-step-list")
 
 
-def controls(loaded: LoadedDataset, state: ViewState) -> Any:
+def controls(loaded: LoadedDataset, state: ViewState, pseudonym_key: str | None = None) -> Any:
     technique = "generalize"
     return dmc.Stack(
         [
@@ -839,7 +703,7 @@ def controls(loaded: LoadedDataset, state: ViewState) -> Any:
                     allowDeselect=False,
                     mb="xs",
                 ),
-                *technique_panels(loaded, state, technique),
+                *technique_panels(loaded, state, technique, pseudonym_key),
                 dmc.Button("Add step", id="fix-add", mt="md", fullWidth=True),
                 html.Div(id="fix-message", style={"marginTop": "8px"}),
             ),
@@ -854,26 +718,7 @@ def controls(loaded: LoadedDataset, state: ViewState) -> Any:
                     mt="sm",
                 ),
                 dmc.Text("Targets", size="sm", fw=500, mt="md"),
-                dmc.Group(
-                    [
-                        dmc.NumberInput(id="fix-target-k", label="k", value=state.k, min=1, step=1, w=80),
-                        dmc.NumberInput(id="fix-target-l", label="l", value=state.l, min=1, step=1, w=80),
-                        dmc.NumberInput(
-                            id="fix-target-t", label="t", value=state.t, min=0, max=1, step=0.05, decimalScale=3, w=90
-                        ),
-                        dmc.NumberInput(
-                            id="fix-target-risk",
-                            label="risk",
-                            value=state.risk,
-                            min=0,
-                            max=1,
-                            step=0.05,
-                            decimalScale=3,
-                            w=90,
-                        ),
-                    ],
-                    gap="xs",
-                ),
+                target_inputs("fix-target-", state, compact=True),
                 description="Applied in order to the table; the link carries the settings, never data values.",
             ),
             card(
@@ -913,16 +758,17 @@ def layout(services: Services, **query: Any) -> Any:
     if loaded is None:
         body += [no_dataset(), state_store(state)]
         return html.Div(body)
-    ready = run_ready(services, state)
+    runs = FixRuns(services)
+    ready = runs.ready(state)
     body += [
         dmc.Grid(
             [
-                dmc.GridCol(controls(loaded, state), span={"base": 12, "lg": 3}),
+                dmc.GridCol(controls(loaded, state, services.settings.pseudonym_key), span={"base": 12, "lg": 3}),
                 dmc.GridCol(
                     [
                         running_box(),
                         dcc.Loading(
-                            html.Div(preview(services, state) if ready else None, id="fix-results"),
+                            html.Div(preview(runs, state) if ready else None, id="fix-results"),
                             delay_show=300,
                             type="dot",
                         ),
@@ -965,15 +811,15 @@ def download_payload(run: FixRun, what: str, stem: str) -> dict[str, Any]:
 # --- callbacks -----------------------------------------------------------------------------------------------------
 
 
-def _refresh(services: Services, state: ViewState, previous_request: Any) -> tuple[Any, Any, Any, Any]:
+def _refresh(runs: FixRuns, state: ViewState, previous_request: Any) -> tuple[Any, Any, Any, Any]:
     """Outputs after a state change: results, slow results, step list, background request.
 
     A quick list is previewed at once (and a pending background request is withdrawn); a slow one that is not
     cached yet is handed to the background job.
     """
     steps = step_list(state)
-    if run_ready(services, state):
-        return preview(services, state), None, steps, (no_update if previous_request is None else None)
+    if runs.ready(state):
+        return preview(runs, state), None, steps, (no_update if previous_request is None else None)
     waiting = dmc.Text("Computing the preview in the background ...", size="sm", c="dimmed", id="fix-waiting")
     return waiting, None, steps, state.to_dict()
 
@@ -982,6 +828,7 @@ def register(app: Dash, services: Services) -> None:
     dash.register_page(
         __name__, path=PATH, name=NAME, title="privdash · Fix", order=2, layout=lambda **q: layout(services, **q)
     )
+    runs = FixRuns(services)
     control_ids = list(CONTROLS)
 
     @app.callback(
@@ -1003,16 +850,7 @@ def register(app: Dash, services: Services) -> None:
         state = state_from_store(data)
         if not column or not state.dataset:
             return no_update, no_update
-        try:
-            values = fix_run(services, state).data[column] if run_ready(services, state) else None
-        except (PrivdashError, KeyError):
-            values = None
-        if values is None:
-            values = services.dataset(state.dataset).frame[column]
-        kind = state.types.get(column, StatisticalType.NOMINAL)
-        if not pd.api.types.is_numeric_dtype(values) and kind == StatisticalType.NUMERICAL:
-            kind = StatisticalType.NOMINAL
-        rule = default_rule(values, kind, state.k)
+        rule = runs.suggested_rule(state, column)
         return rule["builder"], rule_text(rule)
 
     @app.callback(
@@ -1025,7 +863,7 @@ def register(app: Dash, services: Services) -> None:
         State(PAGE_STATE, "data"),
     )
     def generalization_hint(builder: str | None, text: str | None, level: Any, column: str | None, data: Any) -> tuple:
-        return _rule_help(builder or ""), hierarchy_hint(services, state_from_store(data), column, builder, text, level)
+        return _rule_help(builder or ""), runs.hierarchy_hint(state_from_store(data), column, builder, text, level)
 
     view_outputs = [
         Output("fix-results", "children", allow_duplicate=True),
@@ -1047,13 +885,14 @@ def register(app: Dash, services: Services) -> None:
         prevent_initial_call=True,
     )
     def add_step(_clicks: int | None, technique: str | None, *rest: Any) -> tuple[Any, ...]:
-        state = state_from_store(rest[-2])
-        values = dict(zip(control_ids, rest[:-2], strict=True))
-        new_state, message = add_spec(services, state, technique, values)
+        *values, data, request = rest
+        new_state, message = add_spec(
+            runs, state_from_store(data), technique, dict(zip(control_ids, values, strict=True))
+        )
         if message is not None:
             alert = error_alert(message, title="This step was not added", alert_id="fix-add-error")
             return (no_update, alert, *unchanged)
-        return (new_state.to_dict(), None, *_refresh(services, new_state, rest[-1]))
+        return (new_state.to_dict(), None, *_refresh(runs, new_state, request))
 
     @app.callback(
         Output(PAGE_STATE, "data", allow_duplicate=True),
@@ -1069,33 +908,26 @@ def register(app: Dash, services: Services) -> None:
         if not state.fix:
             return (no_update, *unchanged)
         new_state = state.updated(fix=() if ctx.triggered_id == "fix-clear" else state.fix[:-1])
-        return (new_state.to_dict(), *_refresh(services, new_state, request))
+        return (new_state.to_dict(), *_refresh(runs, new_state, request))
 
     @app.callback(
         Output(PAGE_STATE, "data", allow_duplicate=True),
         *view_outputs,
-        Input("fix-target-k", "value"),
-        Input("fix-target-l", "value"),
-        Input("fix-target-t", "value"),
-        Input("fix-target-risk", "value"),
+        *[Input(target, "value") for target in target_ids("fix-target-")],
         State(PAGE_STATE, "data"),
         State("fix-slow-request", "data"),
         prevent_initial_call=True,
     )
-    def targets(k: Any, l: Any, t: Any, risk: Any, data: Any, request: Any) -> tuple[Any, ...]:  # noqa: E741
+    def targets(*args: Any) -> tuple[Any, ...]:
+        *values, data, request = args
         state = state_from_store(data)
         try:
-            new_state = state.updated(
-                k=int(k) if k not in (None, "") else state.k,
-                l=int(l) if l not in (None, "") else state.l,
-                t=float(t) if t not in (None, "") else state.t,
-                risk=float(risk) if risk not in (None, "") else state.risk,
-            )
-        except (StateError, ValueError):
+            new_state = with_targets(state, *values)
+        except StateError:
             return (no_update, *unchanged)
         if new_state == state:
             return (no_update, *unchanged)
-        return (new_state.to_dict(), *_refresh(services, new_state, request))
+        return (new_state.to_dict(), *_refresh(runs, new_state, request))
 
     app.clientside_callback(
         "function(request) { return request || window.dash_clientside.no_update; }",
@@ -1123,7 +955,7 @@ def register(app: Dash, services: Services) -> None:
         def progress(index: int, text: str) -> None:
             set_progress((int(100 * index / total), f"Step {index + 1} of {total}: {text} ..."))
 
-        return preview(services, state, progress)
+        return preview(runs, state, progress)
 
     @app.callback(
         Output("fix-dist-chart", "figure"),
@@ -1133,7 +965,7 @@ def register(app: Dash, services: Services) -> None:
     )
     def distribution(column: str | None, data: Any) -> Any:
         try:
-            return distribution_figure(fix_run(services, state_from_store(data)), column)
+            return distribution_figure(runs.run(state_from_store(data)), column)
         except PrivdashError:
             return no_update
 
@@ -1146,7 +978,7 @@ def register(app: Dash, services: Services) -> None:
     )
     def classifier(_clicks: int | None, target: str | None, data: Any) -> Any:
         try:
-            run = fix_run(services, state_from_store(data))
+            run = runs.run(state_from_store(data))
         except PrivdashError as exc:
             return error_alert(str(exc), title="The classifier could not be trained")
         return classifier_view(run, target)
@@ -1159,78 +991,45 @@ def register(app: Dash, services: Services) -> None:
         prevent_initial_call=True,
     )
     def download(*args: Any) -> tuple[Any, Any]:
-        state = state_from_store(args[-1])
         what = str(ctx.triggered_id or "").removeprefix("fix-dl-")
         try:
-            run = fix_run(services, state)
-            if run.error:
-                raise FixError(run.error + " Undo it before downloading.")
-            payload = download_payload(run, what, download_stem(services.dataset(str(state.dataset))))
+            payload = download_of(runs, state_from_store(args[-1]), what)
         except PrivdashError as exc:
             return no_update, error_alert(str(exc), title="Nothing to download", alert_id="fix-download-error")
         return payload, None
 
 
 def add_spec(
-    services: Services, state: ViewState, technique: str | None, values: Mapping[str, Any]
+    runs: FixRuns, state: ViewState, technique: str | None, values: Mapping[str, Any]
 ) -> tuple[ViewState, str | None]:
-    """The state with the step the controls describe appended, or the unchanged state and why not.
-
-    A quick step is applied first (through the cache, so the preview reuses it) and refused when the core refuses
-    it; a slow step (microaggregation, search) is only validated here and applied by the background preview.
-    """
+    """The state with the step the controls describe appended, or the unchanged state and why not
+    (:meth:`FixRuns.append`: a quick step the core refuses is not added)."""
     try:
         spec = spec_from_controls(technique, values, state)
-        new_state = state.updated(fix=(*state.fix, spec))
-    except (PrivdashError, StateError) as exc:
-        return state, str(exc)
-    if is_slow(new_state.fix):
-        return new_state, None
-    try:
-        run = fix_run(services, new_state)
     except PrivdashError as exc:
         return state, str(exc)
-    if run.error is not None:
-        return state, run.error
-    return new_state, None
+    return runs.append(state, spec)
 
 
-def hierarchy_hint(
-    services: Services, state: ViewState, column: str | None, builder: str | None, text: str | None, level: Any
-) -> str:
-    """The levels the rule makes for ``column``, from one value of the table, or why the rule does not fit."""
-    if not column or not builder or not state.dataset:
-        return ""
-    try:
-        rule = rule_from_text(builder, text)
-        frame = fix_run(services, state).data if run_ready(services, state) else services.dataset(state.dataset).frame
-        if column not in frame.columns:
-            return f"'{column}' is not in the fixed table."
-        hierarchy = build_hierarchy(rule, frame[column])
-    except (PrivdashError, StateError) as exc:
-        return str(exc)
-    example = hierarchy.matrix()[len(hierarchy.leaves) // 2]
-    text = f"Levels 0–{hierarchy.max_level}: {' → '.join(str(v) for v in example)}."
-    if isinstance(level, int | float) and level > hierarchy.max_level:
-        text += f" Level {level:g} is above the top level {hierarchy.max_level}."
-    return text
+def download_of(runs: FixRuns, state: ViewState, what: str) -> dict[str, Any]:
+    """The ``dcc.Download`` payload of ``what`` for the state's run; raises ``PrivdashError`` when a step failed."""
+    run = runs.run(state)
+    if run.error:
+        raise FixError(run.error + " Undo it before downloading.")
+    return download_payload(run, what, download_stem(runs.services.dataset(str(state.dataset))))
 
 
 __all__ = [
     "add_spec",
     "classifier_view",
     "distribution_figure",
+    "download_of",
     "download_payload",
-    "fix_run",
-    "fixed_diagnosis",
-    "hierarchy_hint",
-    "is_slow",
     "layout",
     "loss_table",
     "preview",
     "register",
     "risk_cards",
-    "run_ready",
     "spec_from_controls",
     "step_list",
     "suppression_curve",

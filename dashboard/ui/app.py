@@ -4,10 +4,15 @@ Pages are Dash ``pages`` (one module per page in :mod:`dashboard.pages`), regist
 from a folder so that each app gets its own registrations and callbacks (tests build several apps in one
 process). State lives on disk (uploads, background jobs) and in the URL, never in process globals, so any number of
 gunicorn workers can serve the same users.
+
+The stylesheets and browser scripts are the package :mod:`dashboard.assets` (the repository's top-level
+``assets/`` folder, installed under that name), found through the import system so that a wheel and an editable
+install serve the same files.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import secrets
 from pathlib import Path
@@ -27,9 +32,8 @@ from dashboard.ui.pagestate import PAGE_STATE, state_from_store
 
 from . import components
 
-__all__ = ["SESSION_COOKIE", "create_app", "session_token"]
+__all__ = ["SESSION_COOKIE", "assets_folder", "create_app", "session_token"]
 
-ASSETS = Path(__file__).resolve().parents[2] / "assets"
 SESSION_COOKIE = "privdash_session"
 _COOKIE_MAX_AGE = 365 * 24 * 3600
 log = logging.getLogger(__name__)
@@ -48,17 +52,26 @@ def session_token() -> str:
     return token
 
 
-def create_app(settings: Settings | None = None) -> Dash:
+def assets_folder() -> Path:
+    """The folder of the package ``dashboard.assets`` (CSS and browser scripts served under ``/assets/``)."""
+    spec = importlib.util.find_spec("dashboard.assets")
+    locations = list(spec.submodule_search_locations or []) if spec is not None else []
+    if not locations:
+        raise RuntimeError("The package dashboard.assets is not installed; reinstall privdash (pip install .).")
+    return Path(locations[0]).resolve()
+
+
+def create_app(settings: Settings) -> Dash:
     """Build the dashboard app.
 
     Parameters
     ----------
     settings
-        Storage folders, expiry and upload limit (default: :meth:`Settings.from_env`).
+        Storage folders, expiry, upload limit, reference data and key (the entry points build it once with
+        :meth:`Settings.from_env`).
     """
     from dashboard import pages
 
-    settings = settings or Settings.from_env()
     services = Services(settings)
     settings.cache_dir.mkdir(parents=True, exist_ok=True)
     manager = dash.DiskcacheManager(diskcache.Cache(str(settings.cache_dir)))
@@ -69,7 +82,7 @@ def create_app(settings: Settings | None = None) -> Dash:
         __name__,
         use_pages=True,
         pages_folder="",
-        assets_folder=str(ASSETS),
+        assets_folder=str(assets_folder()),
         title="privdash",
         update_title="",
         suppress_callback_exceptions=True,

@@ -1,15 +1,17 @@
-"""Component builders shared by the pages: the app shell, cards, headline numbers, messages, number formats.
+"""Component builders shared by the pages: the app shell, cards, headline numbers, messages.
 
-Builders are plain functions returning Dash components, so they are tested as data (no browser).
+Builders are plain functions returning Dash components, so they are tested as data (no browser). The number formats
+(``fmt_count``, ``fmt_number``, ``fmt_share``) live in :mod:`dashboard.application.formats` and are re-exported here.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import dash_mantine_components as dmc
 from dash import dcc
+
+from dashboard.application.formats import fmt_count, fmt_number, fmt_share
 
 __all__ = [
     "NAV_ITEMS",
@@ -32,37 +34,6 @@ NAV_ITEMS: tuple[tuple[str, str, str], ...] = (
     ("/fix", "Fix", "Generalise, suppress, aggregate"),
     ("/postcodes", "Postcodes", "Population per postcode area"),
 )
-
-# --- formats -----------------------------------------------------------------------------------------------------
-
-
-def fmt_count(value: float | int | None) -> str:
-    """A whole number with thousands separators (``-`` for None)."""
-    if value is None:
-        return "-"
-    return f"{int(value):,}"
-
-
-def fmt_number(value: float | int | None, digits: int = 3) -> str:
-    """A real number with up to ``digits`` significant decimals; ``∞`` and ``-`` for inf / None / NaN."""
-    if value is None:
-        return "-"
-    number = float(value)
-    if math.isnan(number):
-        return "-"
-    if math.isinf(number):
-        return "∞" if number > 0 else "-∞"
-    if number == int(number) and abs(number) < 1e15:
-        return f"{int(number):,}"
-    return f"{number:,.{digits}f}".rstrip("0").rstrip(".")
-
-
-def fmt_share(value: float | None, digits: int = 1) -> str:
-    """A fraction in [0, 1] as a percentage."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "-"
-    return f"{100 * float(value):.{digits}f}%"
-
 
 # --- shell -------------------------------------------------------------------------------------------------------
 

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
+from dashboard.application.postcodes import SOURCES
 from dashboard.application.state import ViewState
 from dashboard.core.data.demo import people_contract, people_table
 from dashboard.core.geo import geography
 from dashboard.core.geo.postcodes import PopulationTable, generalize_postcodes, read_population
 from dashboard.core.measure.diagnose import diagnose
-from dashboard.pages.postcodes import SOURCES
 from dashboard.ui.components import fmt_count
 
 TIMEOUT = 20_000

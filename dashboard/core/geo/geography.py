@@ -24,10 +24,10 @@ Processing (once per source version, then cached)
    coordinates rounded to :data:`COORDINATE_DECIMALS` decimals (about 1 m), which keeps shared vertices shared
    (where rounding lays two edges onto one line, the rounded coverage is cleaned once more).
 
-The processed layer is cached as GeoParquet in a cache directory (``cache_dir`` argument, else
-``PRIVDASH_CACHE_DIR``, else ``$XDG_CACHE_HOME/privdash`` or ``~/.cache/privdash``), keyed by the SHA-256 of the
-source files, the tolerance and the processing version, and memoised in the process. A cache that cannot be written
-is skipped silently (the layer is still returned).
+The processed layer is cached as GeoParquet in a cache directory (the ``cache_dir`` argument, else
+``~/.cache/privdash``; the dashboard and the command line pass the folder of their settings), keyed by the SHA-256
+of the source files, the tolerance and the processing version, and memoised in the process. A cache that cannot be
+written is skipped silently (the layer is still returned).
 
 Attribution
 -----------
@@ -84,7 +84,6 @@ DEFAULT_TOLERANCE = 500.0
 GAP_WIDTH = 10.0
 """Slivers between neighbours narrower than this many metres are closed when the coverage is cleaned."""
 COORDINATE_DECIMALS = 5
-CACHE_ENV = "PRIVDASH_CACHE_DIR"
 _PIPELINE_VERSION = "2"
 
 WIKIPEDIA_ATTRIBUTION = (
@@ -132,12 +131,8 @@ def attribution(layer: str) -> str:
 
 
 def default_cache_dir() -> Path:
-    """``PRIVDASH_CACHE_DIR``, else ``$XDG_CACHE_HOME/privdash``, else ``~/.cache/privdash``."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME")
-    return (Path(base) if base else Path.home() / ".cache") / "privdash"
+    """``~/.cache/privdash``: where processed layers are cached when no ``cache_dir`` is given."""
+    return Path.home() / ".cache" / "privdash"
 
 
 def district_polygons_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:

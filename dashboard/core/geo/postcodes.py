@@ -80,6 +80,7 @@ from dashboard.core.measure.classes import EquivalenceClasses
 from dashboard.core.transform.steps import Step, TransformResult, register_step
 
 __all__ = [
+    "DEFAULT_DATA_DIR",
     "DEFAULT_THRESHOLD",
     "SUPPRESSED_ZIP3",
     "Country",
@@ -105,7 +106,8 @@ __all__ = [
 
 DEFAULT_THRESHOLD = 20_000
 SUPPRESSED_ZIP3 = "000"
-DATA_DIR_ENV = "PRIVDASH_DATA_DIR"
+#: The shared public datasets, relative to the working directory (beside a clone of the repository).
+DEFAULT_DATA_DIR = Path("../shared/data")
 
 Country = Literal["uk", "us"]
 
@@ -124,21 +126,12 @@ _SOURCE_LEVEL: dict[str, str] = {"uk": "district", "us": "zip3"}
 
 
 def default_data_dir() -> Path:
-    """The folder of the shared public datasets.
+    """:data:`DEFAULT_DATA_DIR` (``../shared/data``) resolved against the current working directory.
 
-    ``PRIVDASH_DATA_DIR`` when set; otherwise ``shared/data`` beside the repository (``../shared/data`` seen from
-    the repository root, found from this package's location), falling back to ``../shared/data`` and
-    ``shared/data`` relative to the working directory when the package is installed elsewhere. When none exists,
-    the repository-relative path is returned so that error messages name the expected place.
+    The dashboard and the command line take the folder from their settings (``PRIVDASH_DATA_DIR``, see
+    :class:`dashboard.application.settings.Settings`); this is the default for direct calls of the Python API.
     """
-    configured = os.environ.get(DATA_DIR_ENV)
-    if configured:
-        return Path(configured).expanduser().resolve()
-    beside_repo = Path(__file__).resolve().parents[3] / "shared" / "data"
-    for candidate in (beside_repo, Path.cwd().parent / "shared" / "data", Path.cwd() / "shared" / "data"):
-        if candidate.is_dir():
-            return candidate.resolve()
-    return beside_repo
+    return DEFAULT_DATA_DIR.resolve()
 
 
 class Strategy(Choice, label="postcode strategy"):

@@ -31,6 +31,10 @@ The builders (:func:`interval_hierarchy`, :func:`date_hierarchy`, :func:`postcod
 :func:`masking_hierarchy`, :func:`rare_category_hierarchy`) also record the *rule* they applied, with every
 parameter resolved (e.g. the cut points a quantile builder chose). :meth:`Hierarchy.for_values` re-applies the rule
 to other values, so a saved recipe generalizes new data with exactly the same mapping.
+
+*Rule settings* are what a user writes to ask for a builder (``{"builder": "intervals", "widths": [5, 10]}``);
+:func:`build_hierarchy` applies them, and :func:`default_rule` suggests settings for a column of a given statistical
+type (:func:`search_hierarchy`: the hierarchy the least-lossy search uses per quasi-identifier).
 """
 
 from __future__ import annotations
@@ -48,25 +52,31 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dashboard.core.data.contract import StatisticalType
 from dashboard.core.errors import ParameterError, check_positive_int, format_values
 from dashboard.core.measure.encoding import encode_column
 
 __all__ = [
+    "RULE_BUILDERS",
     "TOP",
     "Hierarchy",
     "HierarchyError",
+    "build_hierarchy",
     "canonical_text",
     "date_hierarchy",
+    "default_rule",
     "format_arx_hierarchy",
     "hierarchy_from_rule",
     "interval_hierarchy",
     "load_hierarchies",
     "lookup",
     "masking_hierarchy",
+    "nice_width",
     "parse_arx_hierarchy",
     "postcode_hierarchy",
     "rare_category_hierarchy",
     "read_arx_hierarchy",
+    "search_hierarchy",
     "write_arx_hierarchy",
 ]
 
@@ -906,3 +916,94 @@ def _rare_from_keep(
     level = np.where(kept, np.asarray(labels, dtype=object), other).astype(object)
     rule = {"builder": "rare", "keep": list(keep), "other": other, "top": top, "min_count": min_count}
     return _build(leaves, _with_top([level], top), rule)
+
+
+# --- rule settings and defaults ------------------------------------------------------------------------------------
+
+#: What a user names to build a hierarchy (the *rule settings*, see :func:`build_hierarchy`).
+RULE_BUILDERS = ("intervals", "quantiles", "dates", "postcodes", "masking", "rare")
+
+
+def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
+    """The hierarchy that rule settings describe, built over ``values``.
+
+    Rule settings name a builder and its main parameters, the rest taken at the builder's default::
+
+        {"builder": "intervals", "widths": [5, 10, 20], "origin"?: 0}   {"builder": "quantiles", "bins": [8, 4, 2]}
+        {"builder": "dates", "levels": ["month", "year"]}            {"builder": "postcodes", "levels": ["district"]}
+        {"builder": "masking", "steps": 3}                           {"builder": "rare", "min_count": 10}
+
+    The hierarchy records its resolved rule (:attr:`Hierarchy.rule`), e.g. the cut points of the quantiles.
+    Unknown builders or settings raise :class:`HierarchyError`.
+    """
+    builder = rule.get("builder") if isinstance(rule, Mapping) else None
+    if builder not in RULE_BUILDERS:
+        raise HierarchyError(f"A hierarchy rule needs a 'builder': one of {', '.join(RULE_BUILDERS)}.")
+    options = {key: value for key, value in rule.items() if key != "builder"}
+    allowed = {
+        "intervals": {"widths", "origin"},
+        "quantiles": {"bins"},
+        "dates": {"levels"},
+        "postcodes": {"levels"},
+        "masking": {"steps"},
+        "rare": {"min_count"},
+    }[builder]
+    unknown = sorted(set(options) - allowed)
+    if unknown:
+        raise HierarchyError(f"The '{builder}' rule has unknown setting(s) {', '.join(unknown)}.")
+    if builder == "intervals":
+        return interval_hierarchy(values, widths=options.get("widths"), origin=options.get("origin"))
+    if builder == "quantiles":
+        return interval_hierarchy(values, bins=options.get("bins"))
+    if builder == "dates":
+        return date_hierarchy(values, levels=options.get("levels", _DATE_LEVELS))
+    if builder == "postcodes":
+        return postcode_hierarchy(values, levels=options.get("levels", _POSTCODE_LEVELS))
+    if builder == "masking":
+        return masking_hierarchy(values, steps=options.get("steps"))
+    return rare_category_hierarchy(values, min_count=options.get("min_count", 10))
+
+
+def nice_width(values: pd.Series, intervals: int = 20) -> float | int:
+    """A round interval width (1, 2 or 5 times a power of ten) giving about ``intervals`` intervals over the range.
+
+    Non-numbers are ignored; a column of whole numbers gets a whole width; an empty or constant column gets 1.
+    """
+    numbers = pd.to_numeric(values, errors="coerce").dropna()
+    span = float(numbers.max() - numbers.min()) if len(numbers) else 0.0
+    if span <= 0:
+        return 1
+    raw = span / intervals
+    power = 10 ** math.floor(math.log10(raw))
+    width = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    if bool((numbers % 1 == 0).all()):
+        width = max(width, 1)
+    return int(width) if float(width).is_integer() else float(width)
+
+
+def default_rule(values: pd.Series, kind: StatisticalType | str, k: int = 5) -> dict[str, Any]:
+    """Rule settings that suit a column of statistical type ``kind`` (see :func:`build_hierarchy`).
+
+    Numbers (a ``NUMERICAL`` column of a numeric dtype): intervals of a round width ``w`` (:func:`nice_width`),
+    then ``2w`` and ``4w``. Dates: month, quarter, year. Postcodes: sector, district, area. Anything else
+    (including a numerical column that holds text, e.g. interval labels): values seen fewer than
+    ``max(10, 2k)`` times grouped as rare.
+    """
+    kind = StatisticalType(kind)
+    if kind == StatisticalType.NUMERICAL and pd.api.types.is_numeric_dtype(values):
+        width = nice_width(values)
+        return {"builder": "intervals", "widths": [width, 2 * width, 4 * width]}
+    if kind == StatisticalType.DATE:
+        return {"builder": "dates", "levels": list(_DATE_LEVELS)}
+    if kind == StatisticalType.POSTCODE:
+        return {"builder": "postcodes", "levels": list(_POSTCODE_LEVELS)}
+    return {"builder": "rare", "min_count": max(10, 2 * k)}
+
+
+def search_hierarchy(values: pd.Series, kind: StatisticalType | str, k: int) -> Hierarchy:
+    """The hierarchy the least-lossy search uses for a quasi-identifier: the :func:`default_rule` of its type, or,
+    when the values do not fit that rule (e.g. a date column with unparseable values), masking."""
+    try:
+        return build_hierarchy(default_rule(values, kind, k), values)
+    except HierarchyError:
+        return masking_hierarchy(values)

@@ -12,12 +12,13 @@ Pseudonymise (keyed HMAC-SHA256)
     (default 16 = 64 bits; at one million distinct values the chance that two share a pseudonym is about 3e-8).
     The same key gives the same pseudonym in every run and every column, so pseudonymised tables can still be
     joined; a different key gives unrelated pseudonyms; without the key the mapping cannot be recomputed (unlike a
-    plain hash, which anyone can recompute for every likely value). The key comes from the ``key`` argument or the
-    environment variable ``PRIVDASH_PSEUDONYM_KEY`` (or another named by ``key_env``); there is no default key,
-    and keys shorter than 16 bytes are refused. The key is never recorded: the step records where it came from and
-    a fingerprint (``HMAC-SHA256(key, "privdash key fingerprint")``, first 16 hex characters), and a recorded
-    fingerprint is checked when the step is applied again. If two distinct values would share a pseudonym the step
-    fails and asks for a longer one.
+    plain hash, which anyone can recompute for every likely value). The key is always an argument (the command
+    line and the dashboard read it from the environment variable ``PRIVDASH_PSEUDONYM_KEY`` through their
+    settings); there is no default key, and keys shorter than 16 bytes are refused. The key is never recorded: the
+    step records the variable it is configured in and a fingerprint (``HMAC-SHA256(key, "privdash key
+    fingerprint")``, first 16 hex characters), and a recorded fingerprint is checked when the step is applied again
+    (:func:`apply_step_with_key` and :func:`apply_recipe_with_key` hand the key to a recorded step). If two
+    distinct values would share a pseudonym the step fails and asks for a longer one.
 
 Missing values stay missing in every method. No value mapping is returned: a table from identifiers to
 pseudonyms or masks would itself re-identify people.
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-import os
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,16 +35,19 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.errors import ParameterError, check_columns, check_positive_int
-from dashboard.core.transform.steps import Step, TransformResult, register_step
+from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_step, register_step
 
 __all__ = [
     "KEY_ENV",
+    "apply_recipe_with_key",
+    "apply_step_with_key",
     "drop_identifiers",
     "key_fingerprint",
     "mask_identifiers",
     "pseudonymize",
 ]
 
+#: The environment variable the command line and the dashboard read the key from (recorded in the step).
 KEY_ENV = "PRIVDASH_PSEUDONYM_KEY"
 MIN_KEY_BYTES = 16
 _FINGERPRINT_MESSAGE = b"privdash key fingerprint"
@@ -158,9 +161,10 @@ def pseudonymize(
     columns
         Identifier columns to pseudonymise.
     key
-        The secret key. When None, read from the environment variable ``key_env``.
+        The secret key (required: None raises :class:`ParameterError`).
     key_env
-        Name of the environment variable holding the key (default ``PRIVDASH_PSEUDONYM_KEY``).
+        Name of the environment variable the key is configured in, recorded in the step so that whoever re-applies
+        it knows which key to give (default ``PRIVDASH_PSEUDONYM_KEY``); this function does not read it.
     length
         Hex characters kept from each HMAC, 8 to 64 (default 16).
     key_fingerprint
@@ -169,8 +173,8 @@ def pseudonymize(
     Returns
     -------
     TransformResult
-        The table with text pseudonyms; the step records ``key_source`` (``"env:NAME"`` or ``"argument"``) and
-        ``key_fingerprint``, never the key; no mapping.
+        The table with text pseudonyms; the step records ``key_env`` and ``key_fingerprint``, never the key; no
+        mapping.
 
     Raises
     ------
@@ -182,16 +186,13 @@ def pseudonymize(
     length = check_positive_int(length, "length", minimum=8)
     if length > 64:
         raise ParameterError(f"length must be at most 64 hex characters (256 bits), got {length}.")
-    if key is None:
-        value = os.environ.get(key_env)
-        if not value:
-            raise ParameterError(
-                f"No pseudonymisation key: set the environment variable {key_env} to a secret of at least "
-                f"{MIN_KEY_BYTES} characters, or pass the key explicitly. There is deliberately no default key."
-            )
-        secret, source = _key_bytes(value), f"env:{key_env}"
-    else:
-        secret, source = _key_bytes(key), "argument"
+    if not key:
+        raise ParameterError(
+            f"No pseudonymisation key: set the environment variable {key_env} to a secret of at least "
+            f"{MIN_KEY_BYTES} characters for the command line and the dashboard, or pass the key explicitly. "
+            "There is deliberately no default key."
+        )
+    secret = _key_bytes(key)
     fingerprint = hmac.new(secret, _FINGERPRINT_MESSAGE, hashlib.sha256).hexdigest()[:16]
     if key_fingerprint is not None and key_fingerprint != fingerprint:
         raise ParameterError(
@@ -216,7 +217,7 @@ def pseudonymize(
     )
     summary = {
         "columns": list(names),
-        "key_source": source,
+        "key_env": key_env,
         "key_fingerprint": fingerprint,
         "length": length,
         "distinct_values": {name: int(data[name].nunique(dropna=True)) for name in names},
@@ -237,3 +238,39 @@ def _mask_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
 @register_step("pseudonymize")
 def _pseudonymize_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
     return pseudonymize(data, **params)
+
+
+def apply_step_with_key(data: pd.DataFrame, step: Step, key: str | bytes | None) -> TransformResult:
+    """:func:`~dashboard.core.transform.steps.apply_step`, with ``key`` given to a ``pseudonymize`` step.
+
+    The key is passed to :func:`pseudonymize` directly, never put into the step, so no recipe ever holds it. Raises
+    :class:`ParameterError` when the step carries a ``key`` parameter (a key must not be stored in a recipe) or,
+    through :func:`pseudonymize`, when ``key`` is None or does not match the fingerprint the step recorded.
+    """
+    if step.kind != "pseudonymize":
+        return apply_step(data, step)
+    params = dict(step.params)
+    if "key" in params:
+        raise ParameterError(
+            "A recipe must not contain the pseudonymisation key: remove 'key' from the pseudonymize step and set "
+            f"the environment variable {params.get('key_env', KEY_ENV)} instead."
+        )
+    try:
+        return pseudonymize(data, **params, key=key)
+    except TypeError as exc:
+        raise ParameterError(f"Step 'pseudonymize': {exc}.") from exc
+
+
+def apply_recipe_with_key(
+    data: pd.DataFrame, recipe: Recipe | Sequence[Step], key: str | bytes | None
+) -> tuple[pd.DataFrame, list[TransformResult]]:
+    """:func:`~dashboard.core.transform.steps.apply_recipe` with ``key`` given to every ``pseudonymize`` step
+    (see :func:`apply_step_with_key`)."""
+    steps = recipe.steps if isinstance(recipe, Recipe) else tuple(recipe)
+    results: list[TransformResult] = []
+    current = data
+    for step in steps:
+        result = apply_step_with_key(current, step, key)
+        results.append(result)
+        current = result.data
+    return current, results

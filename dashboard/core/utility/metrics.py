@@ -29,7 +29,8 @@ generalization), found per record, so records at different levels (local recodin
 are published as missing at every level and cost nothing unless the record is suppressed (level 0 in every
 metric; a value of its own in the classes and in ``c_S``).
 
-Distributions and classifier accuracy: see :func:`value_distributions` and :func:`classifier_accuracy`.
+Distributions, cells changed and classifier accuracy: see :func:`value_distributions`, :func:`cells_changed` and
+:func:`classifier_accuracy`.
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ __all__ = [
     "InformationLoss",
     "Metric",
     "UtilityReport",
+    "cells_changed",
     "classifier_accuracy",
     "information_loss",
     "utility_report",
@@ -340,6 +342,35 @@ def _text_counts(values: pd.Series) -> dict[str, int]:
     for label, count in zip(labels, counts.to_numpy().tolist(), strict=True):
         out[label] = out.get(label, 0) + int(count)
     return out
+
+
+def cells_changed(original: pd.DataFrame, transformed: pd.DataFrame, *, kept_rows: Any = None) -> pd.DataFrame:
+    """Per column of the transformed table that the original has: cells of the kept records whose published value
+    differs from the original one.
+
+    Columns ``column``, ``changed``, ``share`` (``changed`` over the kept records; 0 without records). Two numeric
+    columns are compared as numbers (39 and 39.0 are equal), anything else as text; a cell blanked or filled in
+    counts as changed, a cell missing on both sides does not. Suppressed records are not counted (see
+    :func:`value_distributions`); ``kept_rows`` aligns the tables as in :func:`information_loss`.
+    """
+    kept = _kept_positions(original, transformed, kept_rows)
+    rows = []
+    for name in transformed.columns:
+        if name not in original.columns:
+            continue
+        before = original[name].iloc[kept].reset_index(drop=True)
+        after = transformed[name].reset_index(drop=True)
+        missing_before, missing_after = before.isna().to_numpy(), after.isna().to_numpy()
+        if all(pd.api.types.is_numeric_dtype(s) and not pd.api.types.is_bool_dtype(s) for s in (before, after)):
+            same = before.to_numpy(dtype=np.float64, na_value=np.nan) == after.to_numpy(
+                dtype=np.float64, na_value=np.nan
+            )
+        else:
+            same = before.astype(str).to_numpy() == after.astype(str).to_numpy()
+        changed = (~same & ~(missing_before & missing_after)) | (missing_before != missing_after)
+        count = int(changed.sum())
+        rows.append((str(name), count, count / len(kept) if len(kept) else 0.0))
+    return pd.DataFrame(rows, columns=["column", "changed", "share"])
 
 
 # --- classifier accuracy --------------------------------------------------------------------------------------------

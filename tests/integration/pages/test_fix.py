@@ -17,6 +17,7 @@ import pytest
 from dashboard import cli
 from dashboard.application import fixes
 from dashboard.application.fixes import FixError, check_spec
+from dashboard.application.fixruns import FixRuns
 from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
@@ -24,6 +25,7 @@ from dashboard.core.data.demo import people_contract, people_table
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.measure.diagnose import diagnose
 from dashboard.core.measure.risk import records_at_risk_by_k
+from dashboard.core.transform.hierarchy import default_rule
 from dashboard.core.transform.identifiers import KEY_ENV, key_fingerprint
 from dashboard.core.transform.steps import Recipe
 from dashboard.pages import fix as page
@@ -43,6 +45,11 @@ QIS = ["age", "sex", "postcode"]
 @pytest.fixture
 def services(tmp_path: Path) -> Services:
     return Services(Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache"))
+
+
+@pytest.fixture
+def runs(services: Services) -> FixRuns:
+    return FixRuns(services)
 
 
 @pytest.fixture
@@ -137,11 +144,11 @@ def test_bad_specs_give_a_message(spec: dict[str, Any], message: str) -> None:
     assert message in str(caught.value)
 
 
-def test_a_malformed_step_in_a_link_is_reported(services: Services, base: ViewState) -> None:
+def test_a_malformed_step_in_a_link_is_reported(runs: FixRuns, base: ViewState) -> None:
     state = base.updated(fix=(AGE, {"kind": "generalize", "column": "age"}))
     listed = page.step_list(state)
     assert "Malformed step" in texts(listed) and "needs rule, level" in texts(listed)
-    body = page.preview(services, state)
+    body = page.preview(runs, state)
     alert = find(body, "fix-step-error")
     assert alert is not None and "Step 2" in texts(alert)
     # The valid first step is still applied and shown.
@@ -155,7 +162,7 @@ def test_rules_from_the_text_field() -> None:
     for builder, text in (("intervals", "five"), ("quantiles", ""), ("dates", "week"), ("masking", "1, 2")):
         with pytest.raises(FixError):
             fixes.rule_from_text(builder, text)
-    rule = fixes.default_rule(people_table(500)["age"], people_contract()["age"].statistical_type)
+    rule = default_rule(people_table(500)["age"], people_contract()["age"].statistical_type)
     assert rule == {"builder": "intervals", "widths": [5, 10, 20]}
     assert fixes.rule_text(rule) == "5, 10, 20"
 
@@ -201,9 +208,9 @@ def test_controls_make_specs(base: ViewState) -> None:
 # --- the step list against the core --------------------------------------------------------------------------------
 
 
-def test_generalize_then_suppress_reaches_k(services: Services, base: ViewState) -> None:
+def test_generalize_then_suppress_reaches_k(runs: FixRuns, base: ViewState) -> None:
     state = base.updated(fix=(AGE, DISTRICT, SUPPRESS))
-    run = page.fix_run(services, state)
+    run = runs.run(state)
     assert run.error is None and len(run.results) == 3
     summary = run.results[-1].summary
     assert summary["target_reached"]
@@ -211,7 +218,7 @@ def test_generalize_then_suppress_reaches_k(services: Services, base: ViewState)
     assert summary["rows_removed"] <= 0.2 * len(run.original)
     expected = core_after(state, run)
     assert expected.k >= 5
-    shown = page.fixed_diagnosis(services, run, state)
+    shown = runs.fixed_diagnosis(run, state)
     assert shown.k == expected.k and shown.n_records == len(run.data)
     # Rows kept are the original rows, in order, with their untouched columns unchanged.
     assert run.kept_rows is not None
@@ -223,40 +230,40 @@ def test_generalize_then_suppress_reaches_k(services: Services, base: ViewState)
     assert card_value(cards, "fix-after-k") == fmt_count(expected.k)
 
 
-def test_undo_restores_the_previous_table(services: Services, base: ViewState) -> None:
+def test_undo_restores_the_previous_table(runs: FixRuns, base: ViewState) -> None:
     longer = base.updated(fix=(AGE, SUPPRESS))
     shorter = longer.updated(fix=longer.fix[:-1])
-    assert page.fix_run(services, shorter).data.equals(page.fix_run(services, base.updated(fix=(AGE,))).data)
-    assert len(page.fix_run(services, shorter).data) == 5000 > len(page.fix_run(services, longer).data)
+    assert runs.run(shorter).data.equals(runs.run(base.updated(fix=(AGE,))).data)
+    assert len(runs.run(shorter).data) == 5000 > len(runs.run(longer).data)
 
 
-def test_cell_suppression_is_judged_with_wildcards(services: Services, base: ViewState) -> None:
+def test_cell_suppression_is_judged_with_wildcards(runs: FixRuns, base: ViewState) -> None:
     state = base.updated(fix=(AGE, DISTRICT, {"kind": "suppress_cells", "k": 3, "importance": []}))
-    run = page.fix_run(services, state)
+    run = runs.run(state)
     assert run.error is None and run.wildcard
     assert len(run.data) == len(run.original)
     blanked = int(run.data[QIS].isna().sum().sum())
     assert blanked > run.original[QIS].isna().sum().sum()
     assert core_after(state, run, missing=MissingPolicy.WILDCARD).k >= 3
-    assert page.fixed_diagnosis(services, run, state).k >= 3
+    assert runs.fixed_diagnosis(run, state).k >= 3
 
 
-def test_microaggregation_reaches_k_and_has_no_mapping(services: Services, base: ViewState) -> None:
+def test_microaggregation_reaches_k_and_has_no_mapping(runs: FixRuns, base: ViewState) -> None:
     state = base.updated(fix=({"kind": "microaggregate", "k": 5, "decimals": 0},))
-    assert page.is_slow(state.fix) and not page.run_ready(services, state)
-    run = page.fix_run(services, state)
+    assert fixes.is_slow(state.fix) and not runs.ready(state)
+    run = runs.run(state)
     assert run.error is None
     assert core_after(state, run).k >= 5
     assert run.mapping().empty
     # The run is now on disk: the page renders it without a background job.
-    assert page.run_ready(services, state)
+    assert runs.ready(state)
     assert find(page.loss_table(run), "fix-loss-undefined") is not None
 
 
-def test_least_lossy_search_meets_the_targets(services: Services, base: ViewState) -> None:
+def test_least_lossy_search_meets_the_targets(runs: FixRuns, base: ViewState) -> None:
     spec = {"kind": "search", "k": 5, "l": None, "t": None, "risk": None, "suppression": 0.05, "metric": "loss"}
     state = base.updated(fix=(spec,))
-    run = page.fix_run(services, state)
+    run = runs.run(state)
     assert run.error is None
     assert core_after(state, run).k >= 5
     assert run.rows_removed <= 0.05 * len(run.original)
@@ -266,41 +273,47 @@ def test_least_lossy_search_meets_the_targets(services: Services, base: ViewStat
 
 
 def test_identifiers_and_the_pseudonym_key(
-    services: Services, base: ViewState, monkeypatch: pytest.MonkeyPatch
+    runs: FixRuns, base: ViewState, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(KEY_ENV, raising=False)
-    ok, text = fixes.key_status()
+    ok, text = fixes.key_status(None)
     assert not ok and KEY_ENV in text
     spec = {"kind": "pseudonymize", "columns": ["email"], "length": 16}
-    new_state, message = page.add_spec(services, base, "pseudonymize", {"fix-ps-columns": ["email"]})
+    new_state, message = page.add_spec(runs, base, "pseudonymize", {"fix-ps-columns": ["email"]})
     assert new_state == base and message is not None and KEY_ENV in message
     key = "a-test-key-of-enough-length-123"
     monkeypatch.setenv(KEY_ENV, key)
-    assert fixes.key_status() == (True, f"Key from {KEY_ENV}, fingerprint {key_fingerprint(key)}.")
+    assert fixes.key_status(key) == (True, f"Key from {KEY_ENV}, fingerprint {key_fingerprint(key)}.")
+    # The key comes from the settings; the run and its recipe keep its fingerprint only.
+    keyed = FixRuns(Services(Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache", pseudonym_key=key)))
     state = base.updated(fix=({"kind": "drop", "columns": ["name", "phone"]}, spec))
-    run = page.fix_run(services, state)
+    run = keyed.run(state)
     assert run.error is None
     assert "name" not in run.data.columns and "phone" not in run.data.columns
     assert run.data["email"].str.fullmatch(r"[0-9a-f]{16}").all()
     assert run.data["email"].nunique() == run.original["email"].nunique()
+    assert key not in run.recipe.to_json() and key_fingerprint(key) in run.recipe.to_json()
+    # The same list without a key is another run (not the cached one), and fails with the core's message.
+    assert keyed.state_key(state) != runs.state_key(state)
+    assert runs.run(state).error is not None and KEY_ENV in str(runs.run(state).error)
 
 
-def test_add_spec_refuses_a_step_the_core_refuses(services: Services, base: ViewState) -> None:
+def test_add_spec_refuses_a_step_the_core_refuses(runs: FixRuns, base: ViewState) -> None:
     values = {"fix-gen-column": "sex", "fix-gen-builder": "intervals", "fix-gen-param": "5", "fix-gen-level": 1}
-    state, message = page.add_spec(services, base, "generalize", values)
+    state, message = page.add_spec(runs, base, "generalize", values)
     assert state == base and message is not None and "needs numbers" in message
     values = {**values, "fix-gen-column": "age", "fix-gen-level": 9}
-    state, message = page.add_spec(services, base, "generalize", values)
+    state, message = page.add_spec(runs, base, "generalize", values)
     assert state == base and message is not None and "between 0 and 2" in message
-    state, message = page.add_spec(services, base, "suppress_records", {"fix-rs-k": 5, "fix-rs-budget": 5})
+    state, message = page.add_spec(runs, base, "suppress_records", {"fix-rs-k": 5, "fix-rs-budget": 5})
     assert message is None and state.fix == (SUPPRESS | {"budget": 0.05},)
 
 
-def test_mapping_composes_steps(services: Services, base: ViewState) -> None:
+def test_mapping_composes_steps(runs: FixRuns, base: ViewState) -> None:
     top = {"kind": "top_bottom", "column": "age", "top": 90, "bottom": None, "quantiles": False, "labels": False}
     age5 = {**AGE, "level": 1}
     state = base.updated(fix=(top, age5))
-    run = page.fix_run(services, state)
+    run = runs.run(state)
     mapping = run.mapping()
     age = mapping[mapping["column"] == "age"].set_index("original")["published"]
     over = run.original.loc[run.original["age"] > 90, "age"].iloc[0]
@@ -321,10 +334,10 @@ def test_layout_without_dataset_and_with_a_bad_link(services: Services) -> None:
     assert find(bad, "state-error") is not None
 
 
-def test_layout_shows_before_and_after(services: Services, base: ViewState) -> None:
+def test_layout_shows_before_and_after(services: Services, runs: FixRuns, base: ViewState) -> None:
     state = base.updated(fix=(AGE, DISTRICT, SUPPRESS))
     body = page.layout(services, s=state.encode())
-    run = page.fix_run(services, state)
+    run = runs.run(state)
     before = services.diagnosis(state)
     assert card_value(body, "fix-before-k") == fmt_count(before.k)
     assert card_value(body, "fix-after-k") == fmt_count(core_after(state, run).k)
@@ -333,19 +346,19 @@ def test_layout_shows_before_and_after(services: Services, base: ViewState) -> N
     assert find(body, "fix-initial-request").data is None
 
 
-def test_slow_lists_go_to_the_background(services: Services, base: ViewState) -> None:
+def test_slow_lists_go_to_the_background(services: Services, runs: FixRuns, base: ViewState) -> None:
     state = base.updated(fix=({"kind": "microaggregate", "k": 5, "decimals": None},))
     body = page.layout(services, s=state.encode())
     assert find(body, "fix-results").children is None
     assert find(body, "fix-initial-request").data == state.to_dict()
-    results, _slow, _, request = page._refresh(services, state, None)
+    results, _slow, _, request = page._refresh(runs, state, None)
     assert request == state.to_dict() and "background" in texts(results)
 
 
-def test_suppression_curve_follows_the_classes(services: Services, base: ViewState) -> None:
+def test_suppression_curve_follows_the_classes(services: Services, runs: FixRuns, base: ViewState) -> None:
     state = base.updated(fix=(AGE, DISTRICT))
-    run = page.fix_run(services, state)
-    after = page.fixed_diagnosis(services, run, state)
+    run = runs.run(state)
+    after = runs.fixed_diagnosis(run, state)
     fig = page.suppression_curve(services.diagnosis(state), after, state.k)
     trace = fig.data[1]
     curve = records_at_risk_by_k(after.classes, page.CURVE_K)
@@ -354,9 +367,9 @@ def test_suppression_curve_follows_the_classes(services: Services, base: ViewSta
     assert trace.customdata[4] == after.classes.records_below(5)
 
 
-def test_distribution_and_classifier(services: Services, base: ViewState) -> None:
+def test_distribution_and_classifier(runs: FixRuns, base: ViewState) -> None:
     state = base.updated(fix=(AGE,))
-    run = page.fix_run(services, state)
+    run = runs.run(state)
     fig = page.distribution_figure(run, "age")
     before = dict(zip(fig.data[0].x, fig.data[0].y, strict=True))
     after = dict(zip(fig.data[1].x, fig.data[1].y, strict=True))
@@ -371,9 +384,9 @@ def test_distribution_and_classifier(services: Services, base: ViewState) -> Non
 # --- downloads -----------------------------------------------------------------------------------------------------
 
 
-def test_downloads_carry_the_fixed_table(services: Services, base: ViewState) -> None:
+def test_downloads_carry_the_fixed_table(runs: FixRuns, base: ViewState) -> None:
     state = base.updated(fix=(AGE, DISTRICT, SUPPRESS))
-    run = page.fix_run(services, state)
+    run = runs.run(state)
     csv = page.download_payload(run, "csv", "people")
     assert csv["filename"] == "people-fixed.csv"
     table = pd.read_csv(io.StringIO(csv["content"]))
@@ -393,7 +406,7 @@ def test_downloads_carry_the_fixed_table(services: Services, base: ViewState) ->
 
 
 def test_recipe_reapplied_by_the_cli_gives_the_same_table(
-    services: Services, base: ViewState, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    runs: FixRuns, base: ViewState, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     steps = (
         {"kind": "drop", "columns": ["name", "email", "phone"]},
@@ -403,7 +416,7 @@ def test_recipe_reapplied_by_the_cli_gives_the_same_table(
         SUPPRESS,
     )
     state = base.updated(fix=steps)
-    run = page.fix_run(services, state)
+    run = runs.run(state)
     assert run.error is None
     source = tmp_path / "people.parquet"
     run.original.to_parquet(source, index=False)

@@ -6,19 +6,26 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from dash import Patch
+import shapely
+import shapely.geometry
+from dash import Patch, no_update
 from plotly.io.json import to_json_plotly
 
+from dashboard.application.postcodes import (
+    AMBER,
+    GREEN,
+    RED,
+    GeoSettings,
+    apply_mapping,
+    build_view,
+    settings_change,
+)
 from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
-from dashboard.core.data.demo import people_contract, people_table
 from dashboard.core.errors import PrivdashError
-from dashboard.core.geo import geography
-from dashboard.core.geo.postcodes import Strategy, fails_threshold, generalize_postcodes, population_counts
-from dashboard.core.measure.diagnose import diagnose
+from dashboard.core.geo.postcodes import Strategy, fails_threshold
 from dashboard.pages import postcodes as page
-from dashboard.pages.postcodes import AMBER, GREEN, RED, GeoSettings, GeoStateError
 
 MB = 1_000_000
 
@@ -50,11 +57,11 @@ def find(component: object, component_id: str) -> object | None:
 
 @pytest.mark.parametrize("level", ["district", "area", "units"])
 @pytest.mark.parametrize("strategy", ["mixed", "area", "outward"])
-def test_map_colours_follow_the_core_rule(data_dir: Path, level: str, strategy: str) -> None:
+def test_map_colours_follow_the_core_rule(services: Services, level: str, strategy: str) -> None:
     settings = GeoSettings(level=level, strategy=Strategy(strategy), threshold=25_000, margin=20)
-    view = page.build_view(data_dir, settings)
+    view = build_view(services.postcodes, settings)
     assert view.shown is not None
-    figure = page.map_figure(view.shown, revision="r")
+    figure = page.view_map(services.cache, view.shown, settings)
     trace = figure["data"][0]
     z = np.asarray(trace["z"])
     if level == "units":
@@ -73,13 +80,22 @@ def test_map_colours_follow_the_core_rule(data_dir: Path, level: str, strategy: 
     assert hover[code][0] == f"{int(populations[0]):,}"
 
 
-def test_zip3_uses_the_safe_harbor_rule(data_dir: Path) -> None:
+def test_layer_polygons_are_rounded_once_per_layer(services: Services) -> None:
+    view = build_view(services.postcodes, GeoSettings(level="district"))
+    assert view.shown is not None and view.shown.layer is not None
+    geometries = page.display_geometries(services.cache, view.shown)
+    assert len(geometries) == len(view.shown.codes)
+    key = ("postcode-display", view.shown.layer.source_key, page.DISPLAY_DECIMALS)
+    assert key in services.cache
+    again = page.display_geometries(services.cache, view.shown)
+    assert all(a is b for a, b in zip(geometries, again, strict=True))
+    coordinates = shapely.get_coordinates([shapely.geometry.shape(g) for g in geometries[:20]])
+    np.testing.assert_array_equal(coordinates, np.round(coordinates, page.DISPLAY_DECIMALS))
+
+
+def test_zip3_shows_bars_by_the_safe_harbor_rule(services: Services) -> None:
     settings = GeoSettings(source="us", strategy=Strategy.ZIP3, threshold=20_000)
-    lights = page.traffic_lights(np.array([19_999, 20_000, 20_001, 24_999, 25_000]), settings)
-    assert lights.tolist() == [RED, RED, AMBER, AMBER, GREEN]
-    uk = page.traffic_lights(np.array([19_999, 20_000]), GeoSettings(threshold=20_000))
-    assert uk.tolist() == [RED, AMBER]
-    view = page.build_view(data_dir, settings)
+    view = build_view(services.postcodes, settings)
     assert view.shown is None and "no polygons" in view.notes[0]
     bars = page.bar_figure(view.result, settings)
     heights = np.asarray(bars.data[0].y)
@@ -108,17 +124,8 @@ def test_a_threshold_change_sends_only_colours(services: Services) -> None:
     assert isinstance(outputs[0], Patch)
     assert len(to_json_plotly(outputs)) < 0.3 * MB
     units = GeoSettings(level="units", strategy=Strategy.MERGE)
-    assert not page.same_polygons(GeoSettings(level="units", strategy=Strategy.MERGE, threshold=1), units)
-    assert page.same_polygons(
-        GeoSettings(level="units", strategy=Strategy.AREA, threshold=1), replace_strategy(units, Strategy.AREA)
-    )
-    assert not page.same_polygons(GeoSettings(source="doogal"), GeoSettings())
-    full = page.redraw(services, ViewState(geo=units.to_dict()), None)
+    full = page.redraw(services, ViewState(geo=units.to_dict()), GeoSettings(level="units", strategy=Strategy.MERGE))
     assert isinstance(full[0], dict) and full[0]["data"][0]["geojson"]["features"]
-
-
-def replace_strategy(settings: GeoSettings, strategy: Strategy) -> GeoSettings:
-    return GeoSettings(settings.source, settings.level, strategy, settings.threshold, settings.margin)
 
 
 def test_map_view_fits_england_and_wales() -> None:
@@ -130,91 +137,24 @@ def test_map_view_fits_england_and_wales() -> None:
 # --- panels and tables ---------------------------------------------------------------------------------------------
 
 
-def test_summary_and_tables_match_the_core(data_dir: Path) -> None:
-    table = page.population_table(data_dir, "ew")
-    result = generalize_postcodes(table, strategy="mixed", threshold=30_000)
-    summary = page.summarize(result)
-    assert summary.n_units == len(result.populations)
-    assert summary.n_failing == len(result.below_threshold) > 0
-    smallest = result.populations.min()
-    assert summary.smallest_population == smallest and result.populations[summary.smallest_code] == smallest
-    rows = page.failing_rows(result)
-    assert [r["code"] for r in rows] == list(result.below_threshold.index)
-    assert [r["population"] for r in rows] == sorted(r["population"] for r in rows)
-    source_rows = page.source_failing_rows(result)
-    assert len(source_rows) == len(result.original_below_threshold)
-    assert all(result.mapping[r["code"]] == r["published"] for r in source_rows)
-    assert all(result.populations[r["published"]] == r["published_population"] for r in source_rows)
-
-
-def test_zip3_summary_leaves_out_the_suppressed_code(data_dir: Path) -> None:
-    result = page.generalization(data_dir, GeoSettings(source="us", strategy=Strategy.ZIP3))
-    summary = page.summarize(result)
-    assert summary.smallest_code != "000" and summary.smallest_population > 20_000
-    assert summary.n_failing == 0 and summary.n_original_failing > 0
-
-
-def test_merge_uses_the_polygon_neighbours(data_dir: Path) -> None:
-    result = page.generalization(data_dir, GeoSettings(strategy=Strategy.MERGE))
-    layer = geography.load_districts(geography.district_polygons_dir(data_dir))
-    table = page.population_table(data_dir, "ew")
-    expected = generalize_postcodes(table, strategy="merge", neighbours=layer.neighbours())
-    assert result.mapping.equals(expected.mapping)
-    assert page.generalization(data_dir, GeoSettings(strategy=Strategy.MERGE)) is result  # memoised
-
-
-def test_attribution_names_the_sources(data_dir: Path) -> None:
-    view = page.build_view(data_dir, GeoSettings(level="area"))
-    text = page.attribution_text(view)
+def test_attribution_names_the_sources(services: Services) -> None:
+    layout = page.layout(services, s=ViewState(geo=GeoSettings(level="area").to_dict()).encode())
+    text = str(find(layout, "pc-attribution").children)  # type: ignore[attr-defined]
     assert "GeoLytix" in text and "Office for National Statistics" in text
-    units = page.attribution_text(page.build_view(data_dir, GeoSettings(level="units")))
-    assert "Wikipedia contributors" in units
+    outputs = page.redraw(services, ViewState(geo=GeoSettings(level="units").to_dict()), None)
+    assert "Wikipedia contributors" in outputs[page.REDRAW_OUTPUTS.index(("pc-attribution", "children"))]
 
 
 # --- view state -----------------------------------------------------------------------------------------------------
 
 
-def test_settings_round_trip_through_the_link() -> None:
-    settings = GeoSettings(source="doogal", level="units", strategy=Strategy.MERGE, threshold=35_000, margin=10)
-    state = ViewState(dataset="demo:people", geo=settings.to_dict())
-    decoded = ViewState.from_search(state.to_search())
-    assert GeoSettings.from_dict(decoded.geo) == settings
-    assert GeoSettings().to_dict() == {}  # defaults stay out of the link
-    assert page.settings_from_state(ViewState()) == (page.DEFAULT_SETTINGS, None)
-
-
-def test_controls_keep_strategy_and_source_compatible() -> None:
-    uk = GeoSettings()
-    picked_zip3 = page.settings_from_controls(uk, "ew", "district", "zip3", 20_000, 25)
-    assert picked_zip3.source == "us" and picked_zip3.strategy is Strategy.ZIP3
-    back = page.settings_from_controls(picked_zip3, "us", "district", "area", 20_000, 25)
-    assert back.source == "ew" and back.strategy is Strategy.AREA
-    picked_us = page.settings_from_controls(uk, "us", "district", "mixed", 20_000, 25)
-    assert picked_us.strategy is Strategy.ZIP3
-    moved = page.settings_from_controls(uk, "ew", "units", "mixed", 21_000.0, None)
-    assert moved.threshold == 21_000 and moved.margin == uk.margin and moved.level == "units"
-
-
-@pytest.mark.parametrize(
-    ("geo", "message"),
-    [
-        ({"x": 1}, "unknown keys: x"),
-        ({"p": "fr"}, "unknown population source 'fr'"),
-        ({"l": "county"}, "unknown map level 'county'"),
-        ({"s": "nearest"}, "Unknown postcode strategy 'nearest'"),
-        ({"t": 2.5}, "threshold must be a whole number"),
-        ({"t": "20000"}, "threshold must be a whole number"),
-        ({"t": -5}, "threshold must lie between 0 and 200,000"),
-        ({"m": 500}, "margin must lie between 0 and 200"),
-        ({"s": "zip3"}, "zip3 applies to US data only"),
-        ({"p": "us", "s": "merge"}, "use zip3 for US data"),
-    ],
-)
-def test_bad_settings_say_what_is_wrong(geo: dict[str, object], message: str) -> None:
-    with pytest.raises(GeoStateError, match=message):
-        GeoSettings.from_dict(geo)
-    settings, problem = page.settings_from_state(ViewState(geo=geo))
-    assert settings == page.DEFAULT_SETTINGS and problem is not None and message in problem
+def test_controls_show_the_corrected_source_and_strategy(services: Services) -> None:
+    picked = settings_change(ViewState(), "ew", "district", "zip3", 20_000, 25)
+    head = page.control_outputs(picked, "ew", "zip3")
+    assert head[0] == picked.state.to_dict() and head[1] == "us" and head[2] is no_update
+    assert head[3] == Strategy.ZIP3.description and head[4] == "Threshold: 20,000 people"
+    unchanged = settings_change(ViewState(), "ew", "district", "mixed", 20_000, 25)
+    assert page.control_outputs(unchanged, "ew", "mixed")[:3] == (no_update,) * 3
 
 
 def test_a_bad_link_shows_its_message_and_the_defaults(services: Services) -> None:
@@ -237,30 +177,14 @@ def test_missing_data_folder_is_a_message_not_a_crash(tmp_path: Path) -> None:
 # --- applying the mapping to the dataset ---------------------------------------------------------------------------
 
 
-def test_apply_mapping_to_the_demo_dataset(services: Services, data_dir: Path) -> None:
-    loaded = services.dataset("demo:people")
-    state = services.initial_state(loaded)
-    assert page.postcode_columns(state) == ["postcode"]
-    result = page.generalization(data_dir, GeoSettings(strategy=Strategy.MIXED))
-    outcome = page.apply_mapping(services, state, result, "postcode")
-
-    recoded = result.recode(people_table(), column="postcode")
-    expected = diagnose(recoded.data, contract=people_contract())
-    assert outcome.after.k == expected.k
-    big_f = population_counts(expected.classes, column="postcode", populations=result.populations)
-    assert outcome.after_risk.journalist.highest == pytest.approx(1 / big_f.min())
-    assert outcome.before.k == diagnose(people_table(), contract=people_contract()).k
-    # Census populations are far larger than the sample, so the journalist risk drops.
-    assert outcome.after_risk.journalist.highest < outcome.before.risk.journalist.highest
-    assert outcome.summary["unmapped"] > 0  # the Scottish districts are not in the England and Wales table
-    view = page.apply_view(outcome, GeoSettings())
+def test_apply_view_compares_before_and_after(services: Services) -> None:
+    state = services.initial_state(services.dataset("demo:people"))
+    result = services.postcodes.generalization(GeoSettings(strategy=Strategy.OUTWARD))
+    outcome = apply_mapping(services, state, result, "postcode")
+    view = page.apply_view(outcome)
     assert find(view, "apply-k") is not None
-
-
-def test_apply_needs_the_column_as_quasi_identifier(services: Services, data_dir: Path) -> None:
-    loaded = services.dataset("demo:people")
-    state = services.initial_state(loaded)
-    state = state.with_quasi_identifiers([q for q in state.quasi_identifiers if q != "postcode"], state.sensitive)
-    result = page.generalization(data_dir, GeoSettings())
-    with pytest.raises(PrivdashError, match="not a quasi-identifier"):
-        page.apply_mapping(services, state, result, "postcode")
+    assert "After outward (census populations)" in str(view)
+    summary = str(find(view, "apply-summary").children)  # type: ignore[attr-defined]
+    assert f"{outcome.summary['changed']:,} of {outcome.summary['rows']:,} values changed" in summary
+    card = page.apply_card(state)
+    assert find(card, "apply-column").data == ["postcode"]  # type: ignore[attr-defined]

@@ -11,7 +11,7 @@ from dash import Dash
 
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
-from dashboard.ui.app import SESSION_COOKIE, create_app
+from dashboard.ui.app import SESSION_COOKIE, assets_folder, create_app
 
 
 @pytest.fixture
@@ -36,6 +36,17 @@ def test_every_page_and_the_shell_are_served(app: Dash) -> None:
         assert client.get(path).status_code == 200, path
     index = client.get("/data").get_data(as_text=True)
     assert "cdn." not in index and "fonts.googleapis" not in index  # fully offline
+
+
+def test_the_stylesheet_and_scripts_come_from_the_assets_package(app: Dash) -> None:
+    folder = assets_folder()
+    assert folder == Path(app.config.assets_folder) and (folder / "privdash.css").is_file()
+    assert {p.name for p in folder.iterdir()} >= {"privdash.css", "clientside.js", "upload.js"}
+    client = app.server.test_client()
+    assert "/assets/privdash.css" in client.get("/data").get_data(as_text=True)
+    css = client.get("/assets/privdash.css")
+    assert css.status_code == 200 and ".upload-zone" in css.get_data(as_text=True)
+    assert client.get("/assets/upload.js").status_code == 200
 
 
 def test_first_visit_sets_an_http_only_session_cookie(app: Dash) -> None:

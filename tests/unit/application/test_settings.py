@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -9,14 +10,23 @@ import pytest
 from dashboard.application.settings import Settings, parse_duration
 from dashboard.core.errors import ParameterError
 
+ROOT = Path(__file__).resolve().parents[3]
+KEY = "a-test-key-of-enough-length-123"
 
-def test_defaults() -> None:
+
+def test_defaults(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     settings = Settings.from_env({})
     assert settings == Settings()
     assert settings.max_upload_bytes == 100_000_000 and settings.store_ttl == 24 * 3600
+    assert settings.pseudonym_key is None and (settings.host, settings.port) == ("127.0.0.1", 8050)
+    assert settings.geo_cache_dir == Path.home() / ".cache" / "privdash"
+    # The reference data defaults to ../shared/data seen from the working folder, as an absolute path.
+    monkeypatch.chdir(tmp_path)
+    assert Settings.from_env({}).data_dir == tmp_path.resolve().parent / "shared" / "data"
+    assert Settings().data_dir.is_absolute()
 
 
-def test_values_from_the_environment() -> None:
+def test_values_from_the_environment(tmp_path: Path) -> None:
     settings = Settings.from_env(
         {
             "PRIVDASH_STORE_DIR": "/srv/store",
@@ -24,9 +34,51 @@ def test_values_from_the_environment() -> None:
             "PRIVDASH_MAX_UPLOAD_MB": "2.5",
             "PRIVDASH_CACHE_DIR": "/srv/cache",
             "PRIVDASH_CACHE_ITEMS": "2",
+            "PRIVDASH_DATA_DIR": str(tmp_path / "data" / ".." / "data"),
+            "PRIVDASH_PSEUDONYM_KEY": KEY,
+            "HOST": "0.0.0.0",
+            "PORT": "9000",
         }
     )
-    assert settings == Settings(Path("/srv/store"), 5400.0, 2_500_000, Path("/srv/cache"), 2)
+    assert settings == Settings(
+        Path("/srv/store"),
+        5400.0,
+        2_500_000,
+        Path("/srv/cache"),
+        2,
+        data_dir=tmp_path.resolve() / "data",
+        geo_cache_dir=Path("/srv/cache"),
+        pseudonym_key=KEY,
+        host="0.0.0.0",
+        port=9000,
+    )
+
+
+def test_polygon_cache_folder() -> None:
+    assert Settings.from_env({"XDG_CACHE_HOME": "/tmp/xdg"}).geo_cache_dir == Path("/tmp/xdg/privdash")
+    both = Settings.from_env({"XDG_CACHE_HOME": "/tmp/xdg", "PRIVDASH_CACHE_DIR": "/srv/c"})
+    assert both.geo_cache_dir == both.cache_dir == Path("/srv/c")
+
+
+def test_empty_variables_count_as_unset() -> None:
+    settings = Settings.from_env({"PRIVDASH_PSEUDONYM_KEY": "", "PRIVDASH_DATA_DIR": "", "PORT": ""})
+    assert settings == Settings()
+
+
+def test_the_key_is_never_shown() -> None:
+    settings = Settings(pseudonym_key=KEY)
+    assert KEY not in repr(settings) and KEY not in str(settings)
+    assert settings.pseudonym_key == KEY
+
+
+def test_os_environ_is_read_only_by_the_settings() -> None:
+    """The core reads nothing from the environment; in the package only ``Settings.from_env`` does."""
+    readers = sorted(
+        path.relative_to(ROOT).as_posix()
+        for path in (ROOT / "dashboard").rglob("*.py")
+        if re.search(r"os\.environ|getenv", path.read_text(encoding="utf-8"))
+    )
+    assert readers == ["dashboard/application/settings.py"]
 
 
 @pytest.mark.parametrize(
@@ -44,6 +96,8 @@ def test_durations(text: str, seconds: float) -> None:
         {"PRIVDASH_MAX_UPLOAD_MB": "lots"},
         {"PRIVDASH_MAX_UPLOAD_MB": "-1"},
         {"PRIVDASH_CACHE_ITEMS": "0"},
+        {"PORT": "http"},
+        {"PORT": "70000"},
     ],
 )
 def test_bad_values_are_reported(env: dict[str, str]) -> None:

@@ -602,12 +602,12 @@ def test_to_dict_shape(ew) -> None:
     json.dumps(payload, allow_nan=False)
 
 
-def test_default_data_dir(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.delenv("PRIVDASH_DATA_DIR", raising=False)
-    found = default_data_dir()
-    assert (found / "uk_postcode_population_ew2011_outward").is_dir()
-    monkeypatch.setenv("PRIVDASH_DATA_DIR", str(tmp_path))
-    assert default_data_dir() == tmp_path.resolve()
+def test_default_data_dir_is_beside_the_working_folder(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    work = tmp_path / "clone"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    monkeypatch.setenv("PRIVDASH_DATA_DIR", str(tmp_path / "elsewhere"))  # the core never reads the environment
+    assert default_data_dir() == tmp_path.resolve() / "shared" / "data"
 
 
 def test_strategy_enum() -> None:

@@ -8,22 +8,28 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dashboard.core.data.contract import StatisticalType
 from dashboard.core.data.tables import read_table
 from dashboard.core.transform.hierarchy import (
+    RULE_BUILDERS,
     TOP,
     Hierarchy,
     HierarchyError,
+    build_hierarchy,
     canonical_text,
     date_hierarchy,
+    default_rule,
     format_arx_hierarchy,
     hierarchy_from_rule,
     interval_hierarchy,
     load_hierarchies,
     masking_hierarchy,
+    nice_width,
     parse_arx_hierarchy,
     postcode_hierarchy,
     rare_category_hierarchy,
     read_arx_hierarchy,
+    search_hierarchy,
     write_arx_hierarchy,
 )
 
@@ -353,3 +359,55 @@ def test_canonical_text_fast_paths_match_the_per_value_rule(values: list) -> Non
 
     for index in (pd.Index(values), pd.Index(values, dtype=object)):
         assert list(canonical_text(index)) == [_canonical(v) for v in index]
+
+
+# --- rule settings and defaults --------------------------------------------------------------------------------------
+
+
+def test_rule_settings_build_the_builders_hierarchies() -> None:
+    ages = pd.Series([23, 37, 41, 58, None])
+    built = build_hierarchy({"builder": "intervals", "widths": [5, 10]}, ages)
+    assert built.equals(interval_hierarchy(ages, widths=[5, 10]))
+    assert built.rule == interval_hierarchy(ages, widths=[5, 10]).rule
+    quantiles = build_hierarchy({"builder": "quantiles", "bins": [2]}, ages)
+    assert quantiles.rule is not None and quantiles.rule["builder"] == "cuts"
+    days = pd.Series(["2024-01-05", "2024-05-17"])
+    assert build_hierarchy({"builder": "dates", "levels": ["year"]}, days).equals(date_hierarchy(days, levels=["year"]))
+    codes = pd.Series(["SW1A 1AA", "M1 1AE"])
+    assert build_hierarchy({"builder": "postcodes", "levels": ["area"]}, codes).max_level == 2
+    assert build_hierarchy({"builder": "masking", "steps": 2}, codes).equals(masking_hierarchy(codes, steps=2))
+    names = pd.Series(["a"] * 5 + ["b"])
+    assert build_hierarchy({"builder": "rare", "min_count": 5}, names).equals(
+        rare_category_hierarchy(names, min_count=5)
+    )
+    with pytest.raises(HierarchyError, match="needs a 'builder'"):
+        build_hierarchy({"builder": "cuts", "cuts": [[1]]}, ages)
+    with pytest.raises(HierarchyError, match="unknown setting"):
+        build_hierarchy({"builder": "masking", "steps": 2, "char": "#"}, codes)
+    assert len(RULE_BUILDERS) == 6
+
+
+def test_nice_width_is_round() -> None:
+    assert nice_width(pd.Series(range(0, 100))) == 5
+    assert nice_width(pd.Series([0.0, 0.37])) == 0.02
+    assert nice_width(pd.Series([3, 4])) == 1  # whole numbers keep a whole width
+    assert nice_width(pd.Series([7, 7])) == 1 and nice_width(pd.Series(["x"])) == 1
+
+
+def test_default_rules_per_type() -> None:
+    ages = pd.Series(range(18, 98))
+    assert default_rule(ages, StatisticalType.NUMERICAL) == {"builder": "intervals", "widths": [5, 10, 20]}
+    assert default_rule(ages, "DATE")["builder"] == "dates"
+    postcodes = {"builder": "postcodes", "levels": ["sector", "district", "area"]}
+    assert default_rule(ages, StatisticalType.POSTCODE) == postcodes
+    # Interval labels in a numerical column, or a nominal one: rare values grouped, at least 2k times.
+    labels = pd.Series(["20-29", "30-39"])
+    assert default_rule(labels, StatisticalType.NUMERICAL) == {"builder": "rare", "min_count": 10}
+    assert default_rule(labels, StatisticalType.NOMINAL, k=8) == {"builder": "rare", "min_count": 16}
+
+
+def test_search_hierarchy_falls_back_to_masking() -> None:
+    ages = pd.Series(range(18, 98))
+    assert search_hierarchy(ages, StatisticalType.NUMERICAL, 5).equals(interval_hierarchy(ages, widths=[5, 10, 20]))
+    not_dates = pd.Series(["soon", "later"])
+    assert search_hierarchy(not_dates, StatisticalType.DATE, 5).equals(masking_hierarchy(not_dates))

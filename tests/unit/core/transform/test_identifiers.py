@@ -9,6 +9,7 @@ import pytest
 from dashboard.core.errors import ColumnError, ParameterError
 from dashboard.core.transform.identifiers import (
     KEY_ENV,
+    apply_recipe_with_key,
     drop_identifiers,
     key_fingerprint,
     mask_identifiers,
@@ -84,42 +85,61 @@ def test_pseudonyms_are_stable_keyed_and_consistent() -> None:
     assert first.mapping is None
 
 
-def test_key_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_key_is_an_argument_and_never_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(KEY_ENV, KEY)
-    from_env = pseudonymize(people(), columns=["email"])
-    assert from_env.data.equals(pseudonymize(people(), columns=["email"], key=KEY).data)
-    assert from_env.summary["key_source"] == f"env:{KEY_ENV}"
-    monkeypatch.setenv("MY_KEY", OTHER_KEY)
-    named = pseudonymize(people(), columns=["email"], key_env="MY_KEY")
+    with pytest.raises(ParameterError, match=f"No pseudonymisation key.*{KEY_ENV}"):
+        pseudonymize(people(), columns=["email"])
+    given = pseudonymize(people(), columns=["email"], key=KEY)
+    assert given.step.params["key_env"] == KEY_ENV and given.summary["key_env"] == KEY_ENV
+    named = pseudonymize(people(), columns=["email"], key=OTHER_KEY, key_env="MY_KEY")
     assert named.step.params["key_env"] == "MY_KEY"
     assert named.step.params["key_fingerprint"] == key_fingerprint(OTHER_KEY)
+    assert not named.data["email"].equals(given.data["email"])
 
 
-def test_the_key_is_never_recorded(monkeypatch: pytest.MonkeyPatch, tmp_path) -> None:
+def test_the_key_is_never_recorded(tmp_path) -> None:
     result = pseudonymize(people(), columns=["email"], key=KEY)
     recipe = Recipe((result.step,))
     assert KEY not in recipe.to_json() and KEY not in json.dumps(result.summary)
     assert result.step.params["key_fingerprint"] == key_fingerprint(KEY)
     path = tmp_path / "recipe.json"
     recipe.save(path)
-    # Re-applying reads the key from the environment and checks its fingerprint.
-    monkeypatch.setenv(KEY_ENV, KEY)
-    replayed, _ = apply_recipe(people(), Recipe.load(path))
+    # Re-applying needs the key, given by the caller, and checks its fingerprint.
+    replayed, results = apply_recipe_with_key(people(), Recipe.load(path), KEY)
     assert replayed.equals(result.data)
-    monkeypatch.setenv(KEY_ENV, OTHER_KEY)
+    assert KEY not in Recipe(tuple(r.step for r in results)).to_json()
     with pytest.raises(ParameterError, match="not the one this step was recorded with"):
+        apply_recipe_with_key(people(), Recipe.load(path), OTHER_KEY)
+    with pytest.raises(ParameterError, match="No pseudonymisation key"):
+        apply_recipe_with_key(people(), Recipe.load(path), None)
+    with pytest.raises(ParameterError, match="No pseudonymisation key"):
         apply_recipe(people(), Recipe.load(path))
 
 
-def test_missing_or_weak_keys_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(KEY_ENV, raising=False)
+def test_apply_recipe_with_key_runs_the_other_steps_and_refuses_a_stored_key() -> None:
+    dropped = drop_identifiers(people(), columns=["phone"]).step
+    keyed = pseudonymize(people(), columns=["email"], key=KEY).step
+    published, results = apply_recipe_with_key(people(), [dropped, keyed], KEY)
+    assert list(published.columns) == ["email", "age"] and [r.step.kind for r in results] == [
+        "drop_identifiers",
+        "pseudonymize",
+    ]
+    assert published["email"].equals(pseudonymize(people(), columns=["email"], key=KEY).data["email"])
+    leaked = Recipe.from_dict({"steps": [{"kind": "pseudonymize", "params": {**keyed.params, "key": KEY}}]})
+    with pytest.raises(ParameterError, match="must not contain the pseudonymisation key"):
+        apply_recipe_with_key(people(), leaked, KEY)
+    unknown = Recipe.from_dict({"steps": [{"kind": "pseudonymize", "params": {**keyed.params, "salt": 1}}]})
+    with pytest.raises(ParameterError, match="Step 'pseudonymize'"):
+        apply_recipe_with_key(people(), unknown, KEY)
+
+
+def test_missing_or_weak_keys_are_refused() -> None:
     with pytest.raises(ParameterError, match="no default key"):
         pseudonymize(people(), columns=["email"])
     with pytest.raises(ParameterError, match="at least 16"):
         pseudonymize(people(), columns=["email"], key="short")
-    monkeypatch.setenv(KEY_ENV, "")
     with pytest.raises(ParameterError, match="No pseudonymisation key"):
-        pseudonymize(people(), columns=["email"])
+        pseudonymize(people(), columns=["email"], key="")
 
 
 def test_lengths_and_collisions() -> None:

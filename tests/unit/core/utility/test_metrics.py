@@ -16,6 +16,7 @@ from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, load_h
 from dashboard.core.utility.metrics import (
     SUPPRESSED_LABEL,
     Metric,
+    cells_changed,
     classifier_accuracy,
     information_loss,
     utility_report,
@@ -204,3 +205,32 @@ def test_utility_report(data_dir: Path, adult_subset: pd.DataFrame) -> None:
     assert report.after.suppressed == result.summary["records_suppressed"]
     assert set(report.distributions["column"]) == set(qis)
     assert report.classifier is not None and report.classifier.features == tuple(qis)
+
+
+# --- cells changed ---------------------------------------------------------------------------------------------------
+
+
+def test_cells_changed_compares_numbers_as_numbers_and_text_as_text() -> None:
+    original = pd.DataFrame(
+        {"age": [39, 40, 41, None], "sex": ["M", "F", None, "F"], "id": ["a", "b", "c", "d"], "gone": [1, 2, 3, 4]}
+    )
+    transformed = pd.DataFrame(
+        {"age": [39.0, 45.0, None, None], "sex": ["M", "F", "F", None], "id": ["a", "b", "c", "d"], "new": [0] * 4}
+    )
+    table = cells_changed(original, transformed).set_index("column")
+    assert list(table.index) == ["age", "sex", "id"]  # columns of both tables, in the published order
+    # 40 -> 45 and 41 -> missing; 39 == 39.0 and missing on both sides are unchanged.
+    assert table.loc["age", "changed"] == 2 and table.loc["age", "share"] == 0.5
+    assert table.loc["sex", "changed"] == 2  # a cell filled in and a cell blanked
+    assert table.loc["id", "changed"] == 0
+
+
+def test_cells_changed_follows_the_kept_rows() -> None:
+    original = pd.DataFrame({"zip": ["1301", "1302", "1410", "1411"]})
+    transformed = pd.DataFrame({"zip": ["130*", "1410"]})
+    table = cells_changed(original, transformed, kept_rows=[1, 2])
+    assert table["changed"].tolist() == [1] and table["share"].tolist() == [0.5]
+    with pytest.raises(ParameterError, match="kept_rows"):
+        cells_changed(original, transformed)
+    empty = cells_changed(original.iloc[:0], transformed.iloc[:0])
+    assert empty["changed"].tolist() == [0] and empty["share"].tolist() == [0.0]

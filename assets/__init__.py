@@ -1,0 +1,1 @@
+"""Stylesheets and browser scripts of the dashboard, installed as the package ``dashboard.assets``."""

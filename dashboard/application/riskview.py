@@ -1,0 +1,375 @@
+"""What the Risk and Fix pages show of a diagnosis, as plain data the page builders render.
+
+* class sizes grouped for display (:func:`size_bins`);
+* the headline numbers and whether each meets the view's target (:func:`risk_headlines`, :func:`fix_headlines`);
+  what passes and what fails is the core's verdict
+  (:meth:`~dashboard.core.measure.diagnose.Diagnosis.check`) on the view's targets (:func:`view_targets`), read in
+  one place (:func:`verdicts`);
+* the per-class table with the targets each class misses (:func:`class_table`, :func:`class_rows`);
+* the QI-combination analysis of a view (:func:`run_combinations`).
+
+Nothing here imports Dash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dashboard.application.formats import fmt_count, fmt_number, fmt_share
+from dashboard.application.services import Services
+from dashboard.application.state import ViewState
+from dashboard.core.data.contract import ColumnRole
+from dashboard.core.measure.classes import MissingPolicy
+from dashboard.core.measure.combinations import (
+    CombinationRisk,
+    MinimalSampleUniques,
+    combination_risk,
+    minimal_sample_uniques,
+)
+from dashboard.core.measure.diagnose import Diagnosis
+from dashboard.core.measure.risk import AttackerRisk
+from dashboard.core.targets import PrivacyTargets
+
+__all__ = [
+    "SINGLE_SIZES",
+    "SIZE_BINS",
+    "ClassTable",
+    "Headline",
+    "Verdicts",
+    "cached_class_table",
+    "class_rows",
+    "class_table",
+    "combination_request",
+    "fix_headlines",
+    "missing_effect",
+    "risk_headlines",
+    "run_combinations",
+    "size_bins",
+    "verdicts",
+    "view_targets",
+]
+
+#: Class sizes listed one by one; larger sizes are grouped into these bins (lower bounds), so charts stay readable.
+SINGLE_SIZES = 12
+SIZE_BINS = (13, 21, 51, 101, 1_001, 10_001)
+
+
+# --- class sizes ---------------------------------------------------------------------------------------------------
+
+
+def size_bins(frequencies: pd.DataFrame) -> pd.DataFrame:
+    """Group the core's class-size frequency table for display: sizes 1..12 one by one, larger sizes in bins.
+
+    Columns ``label``, ``low``, ``high`` (inclusive; ``high`` is None for the open last bin), ``classes``,
+    ``records``; only bins up to the largest size present are listed, empty ones included in between.
+    """
+    sizes = frequencies["size"].to_numpy(dtype=np.int64)
+    largest = int(sizes.max()) if len(sizes) else 0
+    lows = np.array([*range(1, SINGLE_SIZES + 1), *SIZE_BINS], dtype=np.int64)
+    highs = np.append(lows[1:] - 1, np.iinfo(np.int64).max)
+    shown = lows <= max(largest, 1)
+    lows, highs = lows[shown], highs[shown]
+    # Each size falls in the last bin whose lower bound it reaches.
+    position = np.searchsorted(lows, sizes, side="right") - 1
+    classes = np.bincount(position, weights=frequencies["classes"].to_numpy(), minlength=len(lows))
+    records = np.bincount(position, weights=frequencies["records"].to_numpy(), minlength=len(lows))
+    open_end = np.iinfo(np.int64).max
+    labels = [
+        str(low) if high == low else (f"{low:,}–{high:,}" if high != open_end else f"{low:,}+")
+        for low, high in zip(lows.tolist(), highs.tolist(), strict=True)
+    ]
+    return pd.DataFrame(
+        {
+            "label": labels,
+            "low": lows.tolist(),
+            "high": [None if high == open_end else high for high in highs.tolist()],
+            "classes": classes.astype(np.int64),
+            "records": records.astype(np.int64),
+        }
+    )
+
+
+# --- verdicts and headlines ----------------------------------------------------------------------------------------
+
+
+def view_targets(state: ViewState, diagnosis: Diagnosis) -> PrivacyTargets:
+    """The view's targets as the core's :class:`PrivacyTargets`; l and t only when ``diagnosis`` measured a sensitive
+    attribute (without one there is nothing to judge them on), the risk cap only when above 0."""
+    measured = bool(diagnosis.sensitive_models)
+    return PrivacyTargets(
+        k=state.k,
+        l=state.l if measured else None,
+        t=state.t if measured else None,
+        max_risk=state.risk if state.risk > 0 else None,
+    )
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    """Per target of the view: passed (True), failed (False) or not judged (None).
+
+    ``k`` is not judged on a table without classes, ``l`` and ``t`` without a sensitive attribute.
+    """
+
+    k: bool | None
+    l: bool | None  # noqa: E741
+    t: bool | None
+    max_risk: bool
+
+
+def verdicts(diagnosis: Diagnosis, state: ViewState) -> Verdicts:
+    """The core's verdict (:meth:`Diagnosis.check`) on the view's targets, target by target."""
+    checks = {check.target: check.passed for check in diagnosis.check(view_targets(state, diagnosis)).checks}
+    # A cap of 0 puts every record at risk; the diagnosis measured the risks against that very cap.
+    max_risk = checks.get("max_risk", diagnosis.risk.prosecutor.n_records_at_risk == 0)
+    return Verdicts(
+        k=checks["k"] if diagnosis.classes.n_classes else None,
+        l=checks.get("l"),
+        t=checks.get("t"),
+        max_risk=max_risk,
+    )
+
+
+@dataclass(frozen=True)
+class Headline:
+    """One headline number and its verdict against the view's target (None when there is nothing to judge)."""
+
+    label: str
+    value: str
+    passed: bool | None
+    detail: str
+    key: str
+
+
+def _k_headline(diagnosis: Diagnosis, state: ViewState, passed: bool | None) -> Headline:
+    below = diagnosis.classes.records_below(state.k)
+    detail = f"target k ≥ {state.k}; {fmt_count(below)} records in smaller classes"
+    return Headline("k-anonymity", fmt_count(diagnosis.k), passed, detail, "k")
+
+
+def _sensitive_headlines(diagnosis: Diagnosis, state: ViewState, found: Verdicts, *, distance: bool) -> list[Headline]:
+    """l and t of the worst sensitive attribute (none without a sensitive attribute)."""
+    models = list(diagnosis.sensitive_models.values())
+    if not models:
+        return []
+    worst_l = min(models, key=lambda m: m.l_distinct.value)
+    worst_t = max(models, key=lambda m: m.t_closeness.value)
+    t_detail = f"target t ≤ {fmt_number(state.t)}; highest on {worst_t.attribute}"
+    if distance:
+        t_detail += f" ({worst_t.t_closeness.distance.value} distance)"
+    return [
+        Headline(
+            "l-diversity",
+            fmt_number(worst_l.l_distinct.value),
+            found.l,
+            f"target l ≥ {state.l}; lowest on {worst_l.attribute}",
+            "l",
+        ),
+        Headline("t-closeness", fmt_number(worst_t.t_closeness.value), found.t, t_detail, "t"),
+    ]
+
+
+def risk_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
+    """The Risk page's headlines: k, l, t and the three attacker risks (keys ``k``, ``l``, ``t``, ``prosecutor``,
+    ``journalist``, ``marketer``)."""
+    found = verdicts(diagnosis, state)
+    out = [_k_headline(diagnosis, state, found.k)]
+    sensitive = _sensitive_headlines(diagnosis, state, found, distance=True)
+    out += sensitive or [
+        Headline(label, "-", None, "no sensitive attribute chosen", key)
+        for label, key in (("l-diversity", "l"), ("t-closeness", "t"))
+    ]
+    risk = diagnosis.risk
+    # The prosecutor risk is the one the cap judges; journalist and marketer risks are judged by their own
+    # measure against the same threshold (they never exceed the prosecutor risk).
+    out.append(_attacker("Prosecutor risk", risk.prosecutor, "prosecutor", found.max_risk))
+    out.append(_attacker("Journalist risk", risk.journalist, "journalist", risk.journalist.n_records_at_risk == 0))
+    marketer = risk.marketer
+    out.append(
+        Headline(
+            "Marketer risk",
+            fmt_share(marketer.average),
+            marketer.average <= marketer.threshold,
+            f"expected share re-identified; target ≤ {fmt_share(marketer.threshold, 0)}",
+            "marketer",
+        )
+    )
+    return out
+
+
+def _attacker(label: str, risk: AttackerRisk, key: str, passed: bool) -> Headline:
+    return Headline(
+        label,
+        fmt_share(risk.highest),
+        passed,
+        f"highest; average {fmt_share(risk.average)}, {fmt_share(risk.records_at_risk)} of records above "
+        f"{fmt_share(risk.threshold, 0)}",
+        key,
+    )
+
+
+def fix_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
+    """The Fix page's headlines of one side (before or after): k, highest prosecutor risk, records at risk, and l
+    and t when there are sensitive attributes (keys ``k``, ``risk``, ``at-risk``, ``l``, ``t``)."""
+    found = verdicts(diagnosis, state)
+    prosecutor = diagnosis.risk.prosecutor
+    return [
+        _k_headline(diagnosis, state, found.k),
+        Headline(
+            "Highest risk",
+            fmt_share(prosecutor.highest),
+            found.max_risk,
+            f"prosecutor; target ≤ {fmt_share(state.risk, 0)}",
+            "risk",
+        ),
+        Headline(
+            "Records at risk",
+            fmt_count(prosecutor.n_records_at_risk),
+            found.max_risk,
+            f"{fmt_share(prosecutor.records_at_risk)} of {fmt_count(diagnosis.n_records)} records",
+            "at-risk",
+        ),
+        *_sensitive_headlines(diagnosis, state, found, distance=False),
+    ]
+
+
+def missing_effect(diagnosis: Diagnosis) -> str:
+    """What the missing-value policy did to the records with a missing QI value, in one phrase."""
+    classes = diagnosis.classes
+    policy = diagnosis.missing_policy
+    if policy == MissingPolicy.DROP:
+        return f"{fmt_count(classes.n_dropped)} records with a missing QI value left out"
+    missing = int(classes.counts[(classes.class_codes < 0).any(axis=1)].sum()) if classes.n_classes else 0
+    if policy == MissingPolicy.WILDCARD:
+        return f"{fmt_count(missing)} records with a missing QI value match every compatible class"
+    return f"{fmt_count(missing)} records with a missing QI value form their own classes"
+
+
+# --- per-class table -----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class ClassTable:
+    """The per-class table behind the grid: one row per class, with the columns' grid ids and titles."""
+
+    frame: pd.DataFrame
+    titles: Mapping[str, str]
+
+
+def class_table(diagnosis: Diagnosis, state: ViewState) -> ClassTable:
+    """QI values, size, records, prosecutor risk, and per sensitive attribute l and t, for every class.
+
+    ``fails`` names the targets a class misses (k, l, t), from the core's per-class comparisons.
+    """
+    classes = diagnosis.classes
+    keys = classes.keys()
+    columns: dict[str, Any] = {}
+    titles: dict[str, str] = {}
+    for i, name in enumerate(diagnosis.quasi_identifiers):
+        column = keys[name]
+        columns[f"q{i}"] = (
+            column.astype(object).where(column.notna(), None).map(lambda v: v if v is None else str(v)).to_numpy()
+        )
+        titles[f"q{i}"] = name
+    columns["size"] = classes.sizes
+    titles["size"] = "size"
+    columns["records"] = classes.counts
+    titles["records"] = "records"
+    columns["risk"] = diagnosis.risk.prosecutor.class_risk
+    titles["risk"] = "risk"
+    fails_k = classes.sizes < state.k
+    fails_l = np.zeros(classes.n_classes, dtype=bool)
+    fails_t = np.zeros(classes.n_classes, dtype=bool)
+    for i, (name, models) in enumerate(diagnosis.sensitive_models.items()):
+        columns[f"l{i}"] = models.l_distinct.per_class
+        titles[f"l{i}"] = f"l ({name})"
+        columns[f"t{i}"] = models.t_closeness.per_class
+        titles[f"t{i}"] = f"t ({name})"
+        fails_l |= ~models.l_distinct.class_satisfies(state.l)
+        fails_t |= ~models.t_closeness.class_satisfies(state.t)
+    labels = np.full(classes.n_classes, "", dtype=object)
+    for flag, text in ((fails_k, "k"), (fails_l, "l"), (fails_t, "t")):
+        labels = np.where(flag, np.where(labels == "", text, labels + ", " + text), labels)
+    columns["fails"] = labels
+    titles["fails"] = "fails"
+    return ClassTable(pd.DataFrame(columns), titles)
+
+
+def cached_class_table(services: Services, state: ViewState) -> ClassTable:
+    """:func:`class_table` of the state's diagnosis, kept in the services' cache (the page and the grid's row
+    requests share it). Raises ``PrivdashError`` when the state cannot be diagnosed."""
+    diagnosis = services.diagnosis(state)
+    loaded = services.dataset(str(state.dataset))
+    contract_json = services.contract(loaded, state).to_json(indent=None)
+    key = ("class-table", loaded.id, contract_json, state.missing.value, state.risk, state.k, state.l, state.t)
+    return services.cache.get_or_build(key, lambda: class_table(diagnosis, state))
+
+
+def class_rows(table: ClassTable, request: Mapping[str, Any] | None, *, violating_only: bool) -> dict[str, Any]:
+    """The block of the per-class table an infinite grid asked for, sorted by its ``sortModel`` (JSON values)."""
+    request = request or {}
+    frame = table.frame
+    positions = np.arange(len(frame))
+    if violating_only:
+        positions = positions[frame["fails"].to_numpy() != ""]
+    sort_model = request.get("sortModel") or []
+    if sort_model and sort_model[0].get("colId") in frame.columns:
+        column = frame[sort_model[0]["colId"]].iloc[positions]
+        key = column.astype(str) if column.dtype == object else column
+        order = np.argsort(key.to_numpy(), kind="stable")
+        if sort_model[0].get("sort") == "desc":
+            order = order[::-1]
+        positions = positions[order]
+    start = max(int(request.get("startRow", 0) or 0), 0)
+    end = max(int(request.get("endRow", start + 100) or start + 100), start)
+    block = frame.iloc[positions[start:end]]
+    rows = [{key: _json_value(value) for key, value in row.items()} for row in block.to_dict("records")]
+    return {"rowData": rows, "rowCount": len(positions)}
+
+
+def _json_value(value: Any) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating | float):
+        number = float(value)
+        return None if number != number else (number if np.isfinite(number) else str(number))
+    return value
+
+
+# --- QI combinations -----------------------------------------------------------------------------------------------
+
+
+def combination_request(state: ViewState) -> dict[str, Any]:
+    """What the combination analysis depends on (it reruns only when this changes)."""
+    return {
+        "dataset": state.dataset,
+        "qis": list(state.quasi_identifiers),
+        "missing": state.missing.value,
+        "k": state.k,
+        "roles": state.to_dict().get("c", []),
+        "orders": state.to_dict().get("o", {}),
+    }
+
+
+def run_combinations(
+    services: Services, state: ViewState, progress: Callable[[tuple[int, str]], None]
+) -> tuple[CombinationRisk, MinimalSampleUniques]:
+    """The QI-combination analysis of the state's view (the slow part of the Risk page); ``progress((percent,
+    text))`` reports each stage. Wildcard missing values are analysed as values (the analysis has no wildcards)."""
+    progress((5, "Loading the table ..."))
+    loaded = services.dataset(str(state.dataset))
+    qis = [name for name in loaded.columns if state.roles.get(name) == ColumnRole.QUASI_IDENTIFIER]
+    policy = MissingPolicy.VALUE if state.missing == MissingPolicy.WILDCARD else state.missing
+    progress((15, f"Grouping records on all {2 ** len(qis) - 1:,} combinations of {len(qis)} QIs ..."))
+    risk = combination_risk(loaded.frame, qis, k_threshold=state.k, missing=policy)
+    progress((60, "Finding the smallest combinations that single out each unique record ..."))
+    msus = minimal_sample_uniques(loaded.frame, qis, missing=policy)
+    progress((100, "Done"))
+    return risk, msus

@@ -1,0 +1,36 @@
+"""``privdash serve``: run the dashboard on Flask's development server (``python -m dashboard`` does the same).
+
+For production, serve ``app:server`` of the repository with gunicorn; uploads and background jobs live on disk, so
+any number of workers share them.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from dashboard.application.settings import Settings
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run the dashboard in the browser (http://127.0.0.1:8050 by default)",
+        description="Serve the privdash dashboard on Flask's development server. Its settings (upload store, "
+        "caches, reference data, pseudonymisation key) come from the PRIVDASH_* environment variables.",
+    )
+    parser.add_argument("--host", help="address to listen on (default: HOST, else 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to listen on (default: PORT, else 8050)")
+    parser.add_argument("--debug", action="store_true", help="Dash debug mode (reloader, error pop-ups)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    settings = Settings.from_env()
+    # Imported here so that the other commands never load Dash.
+    from dashboard.ui.app import create_app
+
+    app = create_app(settings)
+    host = args.host if args.host is not None else settings.host
+    port = args.port if args.port is not None else settings.port
+    app.run(host=host, port=port, debug=args.debug)
+    return 0

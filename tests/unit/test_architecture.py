@@ -1,0 +1,141 @@
+"""The layers of the package, checked from the source: what may import what, and no import circles.
+
+    core         pure computation: imports nothing of privdash outside ``dashboard.core``
+    application  the app's rules above the core: imports core and application only, and no web framework
+    commands     the CLI: core and application (``serve`` also builds the Dash app of ``ui``, which it runs)
+    ui, pages    the Dash layer; a page never imports another page
+
+Imports inside ``if TYPE_CHECKING:`` are ignored (they never run); imports inside functions count, so a circle
+cannot hide behind a lazy import.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "dashboard"
+WEB = ("dash", "dash_ag_grid", "dash_mantine_components", "flask", "plotly", "werkzeug")
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def modules() -> dict[str, Path]:
+    return {module_name(path): path for path in PACKAGE.rglob("*.py")}
+
+
+def _is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imported(path: Path, name: str) -> Iterator[str]:
+    """Absolute names of the modules imported by one file (relative imports resolved)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    skip: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_type_checking(node):
+            skip.update(id(child) for child in ast.walk(node))
+    for node in ast.walk(tree):
+        if id(node) in skip:
+            continue
+        if isinstance(node, ast.Import):
+            yield from (alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parent = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parent, base] if base else parent)
+            yield base
+            for alias in node.names:  # "from dashboard.core import geo" imports the module dashboard.core.geo
+                yield f"{base}.{alias.name}"
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    edges: dict[str, set[str]] = {}
+    for name, path in known.items():
+        edges[name] = {target for target in imported(path, name) if target in known and target != name}
+    return edges
+
+
+def layer(name: str) -> str:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else "package"
+
+
+def test_core_and_application_stay_below_the_web_layer() -> None:
+    allowed = {
+        "core": {"core"},
+        "application": {"core", "application"},
+        "commands": {"core", "application", "commands"},
+    }
+    also = {"dashboard.commands.serve": {"ui"}}
+    problems = []
+    for name, path in modules().items():
+        own = layer(name)
+        for target in imported(path, name):
+            root = target.split(".")[0]
+            if own in ("core", "application", "commands") and root in WEB:
+                problems.append(f"{name} imports {target}")
+            permitted = allowed.get(own, set()) | {"package"} | also.get(name, set())
+            if target.startswith("dashboard.") and own in allowed and layer(target) not in permitted:
+                problems.append(f"{name} imports {target}")
+    assert problems == []
+
+
+def test_no_page_imports_another_page() -> None:
+    problems = [
+        f"{name} imports {target}"
+        for name, targets in graph().items()
+        if name.startswith("dashboard.pages.")
+        for target in targets
+        if target.startswith("dashboard.pages.")
+    ]
+    assert problems == []
+
+
+def test_no_import_circle() -> None:
+    edges = graph()
+    # A package's __init__ re-exporting its submodules is not a circle of logic: leave those edges out.
+    edges = {name: {t for t in targets if not t.startswith(name + ".")} for name, targets in edges.items()}
+    seen: dict[str, int] = {}
+    stack: list[str] = []
+    circles: list[list[str]] = []
+
+    def visit(node: str) -> None:
+        seen[node] = 1
+        stack.append(node)
+        for target in sorted(edges.get(node, ())):
+            if seen.get(target) == 1:
+                circles.append([*stack[stack.index(target) :], target])
+            elif target not in seen:
+                visit(target)
+        stack.pop()
+        seen[node] = 2
+
+    for node in sorted(edges):
+        if node not in seen:
+            visit(node)
+    assert circles == []
+
+
+@pytest.mark.parametrize("layer_name", ["core", "application"])
+def test_no_environment_reads_in_the_core_or_application(layer_name: str) -> None:
+    reads = []
+    for path in (PACKAGE / layer_name).rglob("*.py"):
+        if path.name == "settings.py" and layer_name == "application":
+            continue  # the one place the settings are read
+        text = path.read_text(encoding="utf-8")
+        if "os.environ" in text or "getenv(" in text:
+            reads.append(str(path.relative_to(PACKAGE)))
+    assert reads == []

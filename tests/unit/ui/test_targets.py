@@ -1,0 +1,49 @@
+"""The target inputs, their parser and the headline cards, written once for the Risk and Fix pages."""
+
+from __future__ import annotations
+
+import json
+
+import plotly
+import pytest
+
+from dashboard.application.riskview import Headline
+from dashboard.application.state import StateError, ViewState
+from dashboard.ui.targets import TARGET_KEYS, headline_grid, target_ids, target_inputs, with_targets
+
+
+def as_json(component: object) -> str:
+    return json.dumps(component, cls=plotly.utils.PlotlyJSONEncoder)
+
+
+@pytest.mark.parametrize(("prefix", "compact"), [("target-", False), ("fix-target-", True)])
+def test_inputs_hold_the_states_targets(prefix: str, compact: bool) -> None:
+    state = ViewState(k=7, l=3, t=0.35, risk=0.1)
+    group = target_inputs(prefix, state, compact=compact)
+    inputs = {item.id: item for item in group.children}
+    assert list(inputs) == target_ids(prefix) == [f"{prefix}{key}" for key in TARGET_KEYS]
+    values = [inputs[f"{prefix}{key}"].value for key in TARGET_KEYS]
+    assert values == [7, 3, 0.35, 0.1]
+    assert inputs[f"{prefix}t"].max == inputs[f"{prefix}risk"].max == 1
+    label = inputs[f"{prefix}k"].label
+    assert label == ("k" if compact else "Target k")
+
+
+def test_the_parser_keeps_empty_inputs_and_refuses_bad_ones() -> None:
+    state = ViewState(k=5, l=2, t=0.2, risk=0.2)
+    assert with_targets(state, 3, "", None, 0.5) == state.updated(k=3, risk=0.5)
+    assert with_targets(state, None, None, None, None) == state
+    assert with_targets(state, "4", "3", "0.1", "0.05") == state.updated(k=4, l=3, t=0.1, risk=0.05)
+    with pytest.raises(StateError):
+        with_targets(state, "many", None, None, None)
+    with pytest.raises(StateError, match=r"\[0, 1\]"):
+        with_targets(state, None, None, 1.5, None)
+
+
+def test_headline_cards_show_the_verdicts() -> None:
+    items = [Headline("k-anonymity", "3", False, "target k ≥ 5", "k"), Headline("l-diversity", "-", None, "", "l")]
+    grid = headline_grid(items, card_prefix="fix-after-", grid_id="fix-after-cards", cols={"base": 2})
+    assert grid.id == "fix-after-cards"
+    assert [card.id for card in grid.children] == ["fix-after-k", "fix-after-l"]
+    text = as_json(grid)
+    assert text.count('"stat-status"') == 1 and '"fail"' in text
