@@ -40,7 +40,11 @@ CASES: list[tuple[str, tuple[dict[str, Any], ...], bool]] = [
     ("no step", (), False),
     ("generalize age (10 years)", (AGE,), False),
     ("+ postcode to district", (AGE, DISTRICT), False),
-    ("+ record suppression k=5, 10%", (AGE, DISTRICT, {"kind": "suppress_records", "k": 5, "budget": 0.1}), False),
+    (
+        "+ record suppression k=5, 10%",
+        (AGE, DISTRICT, {"kind": "suppress_records", "k": 5, "max_suppression": 0.1}),
+        False,
+    ),
     ("top-code age at 90", ({"kind": "top_bottom", "column": "age", "top": 90},), False),
     (
         "drop and mask identifiers",
@@ -48,7 +52,7 @@ CASES: list[tuple[str, tuple[dict[str, Any], ...], bool]] = [
         False,
     ),
     ("age, district, cell suppression k=5", (AGE, DISTRICT, {"kind": "suppress_cells", "k": 5}), False),
-    ("least-lossy search k=5, 5% (background)", ({"kind": "search", "k": 5, "suppression": 0.05},), True),
+    ("least-lossy search k=5, 5% (background)", ({"kind": "search", "k": 5, "max_suppression": 0.05},), True),
     ("microaggregation k=5 (background)", ({"kind": "microaggregate", "k": 5},), True),
 ]
 

@@ -86,7 +86,7 @@ def main() -> None:
     previews = {
         "top coding (95 % quantile)": lambda: top_bottom_code(adult, column="age", top_quantile=0.95),
         "record suppression (k = 5, 5 %)": lambda: suppress_records(
-            adult, quasi_identifiers=qis, k=5, max_fraction=0.05
+            adult, quasi_identifiers=qis, k=5, max_suppression=0.05
         ),
         "cell suppression (k = 5, 4 QIs)": lambda: suppress_cells(adult, quasi_identifiers=qis, k=5),
         "cell suppression (k = 5, 5 QIs + education)": lambda: suppress_cells(

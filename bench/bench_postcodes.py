@@ -85,16 +85,13 @@ def main() -> None:
         cache = Path(folder) / "cache"
         first_districts = once(lambda: geography.load_districts(data_path(*POLYGONS), cache_dir=cache))
         first_areas = once(lambda: geography.load_areas(data_path(*AREAS), cache_dir=cache))
-        geography.clear_memo()
         cached = once(lambda: geography.load_districts(data_path(*POLYGONS), cache_dir=cache))
-        memo = best_time(lambda: geography.load_districts(data_path(*POLYGONS), cache_dir=cache), repeat=args.repeat)
         layer = geography.load_districts(data_path(*POLYGONS), cache_dir=cache)
         rows += [
             ("district polygons: first processing (read, repair, clean, adjacency, simplify)",
              f"{first_districts:.2f} s", "one-off, cached"),
             ("area polygons (GeoLytix): first processing", f"{first_areas:.2f} s", "one-off, cached"),
             ("district layer: load from the disk cache (new process)", f"{cached:.3f} s", "-"),
-            ("district layer: memoised load (hash of sources skipped)", f"{memo * 1000:.1f} ms", "-"),
         ]  # fmt: skip
 
         polygon_neighbours = layer.neighbours()

@@ -64,7 +64,7 @@ def main() -> None:
 
     def search(metric: Metric):  # type: ignore[no-untyped-def]
         return optimal_generalization(
-            data, hierarchies, quasi_identifiers=QIS, k=K, suppression=SUPPRESSION, metric=metric
+            data, hierarchies, quasi_identifiers=QIS, k=K, max_suppression=SUPPRESSION, metric=metric
         )
 
     started = time.perf_counter()
@@ -92,7 +92,7 @@ def main() -> None:
     lattice = GeneralizationLattice(data, hierarchies, quasi_identifiers=QIS)
     search_seconds = best_time(
         lambda: GeneralizationLattice(data, hierarchies, quasi_identifiers=QIS).search(
-            targets=targets, suppression=SUPPRESSION, metric=Metric.LOSS
+            targets=targets, max_suppression=SUPPRESSION, metric=Metric.LOSS
         ),
         repeat=args.repeat,
     )

@@ -109,6 +109,15 @@ class BoundedCache:
         self.put(key, value)
         return value
 
+    def discard(self, match: Callable[[tuple[Hashable, ...]], bool]) -> int:
+        """Drop every entry whose key satisfies ``match`` (e.g. all entries of a deleted dataset); returns how many."""
+        with self._lock:
+            gone = [key for key in self._items if match(key)]
+            for key in gone:
+                del self._items[key]
+                self._sizes.pop(key, None)
+        return len(gone)
+
     def __contains__(self, key: object) -> bool:
         with self._lock:
             return key in self._items

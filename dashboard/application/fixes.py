@@ -1,9 +1,9 @@
 """The Fix page's step list: what a step in the link means, and how the list is applied with the core.
 
 A *fix spec* is the compact JSON object the view state carries for one step (``ViewState.fix``). It holds settings
-only (a technique, column names, a hierarchy rule such as "intervals of width 5, 10, 20", a k, a budget), never a
-value of the table, so a share link reveals no data. :func:`check_spec` validates one; :func:`run_fixes` applies a
-list in order and returns a :class:`FixRun`: the fixed table, each step's
+only (a technique, column names, a hierarchy rule such as "intervals of width 5, 10, 20", a k, a suppression
+limit), never a value of the table, so a share link reveals no data. :func:`check_spec` validates one;
+:func:`run_fixes` applies a list in order and returns a :class:`FixRun`: the fixed table, each step's
 :class:`~dashboard.core.transform.steps.TransformResult`, the data contract of the fixed table and the recipe that
 re-applies the fix to new data. Nothing here imports Dash.
 
@@ -23,12 +23,15 @@ Spec kinds (keys besides ``kind``; ``?`` = optional)::
 
     generalize        column, rule, level
     top_bottom        column, top?, bottom?, quantiles?, labels?
-    suppress_records  k, budget                      (budget: share of the rows that may be removed, 0..1)
+    suppress_records  k, max_suppression             (share of the rows that may be removed, 0..1)
     suppress_cells    k, importance?                 (QIs, most important first; the rest follow)
     microaggregate    k, decimals?
     drop / mask       columns (mask: first?, last?)  (characters kept at the start / end)
     pseudonymize      columns, length?
-    search            k, l?, t?, risk?, suppression, metric?
+    search            k, l?, t?, max_risk?, max_suppression, metric?
+
+Links made before the vocabulary was unified may say ``budget`` (suppress_records), ``suppression`` and
+``risk`` (search): :func:`check_spec` reads them as ``max_suppression`` and ``max_risk``.
 
 Hierarchy rules (``rule``: the core's rule settings, :func:`dashboard.core.transform.hierarchy.build_hierarchy`)::
 
@@ -215,11 +218,21 @@ def _positive(value: Any, name: str) -> float | int:
     return int(number) if number.is_integer() else number
 
 
+#: Old spellings of spec keys, per kind (links made before the vocabulary of docs/definitions.md).
+SPEC_ALIASES: dict[str, dict[str, str]] = {
+    "suppress_records": {"budget": "max_suppression"},
+    "search": {"suppression": "max_suppression", "risk": "max_risk"},
+}
+
+
 def check_spec(spec: Any) -> dict[str, Any]:
     """A validated copy of one fix spec (settings in range, no unknown keys); raises :class:`FixError`."""
     if not isinstance(spec, Mapping) or spec.get("kind") not in KINDS:
         raise FixError(f"A fix step needs a 'kind': one of {', '.join(KINDS)}.")
     kind = spec["kind"]
+    for old, new in SPEC_ALIASES.get(kind, {}).items():
+        if old in spec and new not in spec:
+            spec = {**{key: value for key, value in spec.items() if key != old}, new: spec[old]}
     out: dict[str, Any] = {"kind": kind}
     if kind == "generalize":
         _keys(spec, ("column", "rule", "level"), ())
@@ -238,8 +251,10 @@ def check_spec(spec: Any) -> dict[str, Any]:
             raise FixError("Top / bottom coding needs a top or a bottom threshold.")
         out.update(column=spec["column"], top=top, bottom=bottom, quantiles=quantiles, labels=bool(spec.get("labels")))
     elif kind == "suppress_records":
-        _keys(spec, ("k", "budget"), ())
-        out.update(k=_whole(spec["k"], "k", 2), budget=_share(spec["budget"], "The suppression budget"))
+        _keys(spec, ("k", "max_suppression"), ())
+        out.update(
+            k=_whole(spec["k"], "k", 2), max_suppression=_share(spec["max_suppression"], "The suppression limit")
+        )
     elif kind == "suppress_cells":
         _keys(spec, ("k",), ("importance",))
         out.update(
@@ -262,12 +277,14 @@ def check_spec(spec: Any) -> dict[str, Any]:
                 raise FixError(f"The pseudonym length must be at most 64, got {length}.")
             out["length"] = length
     else:
-        _keys(spec, ("k", "suppression"), ("l", "t", "risk", "metric"))
-        out.update(k=_whole(spec["k"], "k", 1), suppression=_share(spec["suppression"], "The suppression limit"))
+        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric"))
+        out.update(
+            k=_whole(spec["k"], "k", 1), max_suppression=_share(spec["max_suppression"], "The suppression limit")
+        )
         out["l"] = None if spec.get("l") is None else _whole(spec["l"], "l", 1)
         out["t"] = None if spec.get("t") is None else _share(spec["t"], "t")
-        out["risk"] = None if spec.get("risk") is None else _share(spec["risk"], "The highest risk")
-        if out["risk"] == 0:
+        out["max_risk"] = None if spec.get("max_risk") is None else _share(spec["max_risk"], "The highest risk")
+        if out["max_risk"] == 0:
             raise FixError("The highest acceptable risk must be above 0.")
         try:
             out["metric"] = Metric.parse(spec.get("metric", "loss")).value
@@ -473,7 +490,7 @@ def extend_run(run: FixRun, spec: Mapping[str, Any], position: int | None = None
         if checked["kind"] == "search":
             result = least_lossy_search(run.data, checked, context)
         else:
-            result = apply_step(run.data, compile_spec(checked, context))
+            result = apply_step(run.data, compile_spec(checked, context), secrets={"key": context.key})
     except PrivdashError as exc:
         label = KINDS.get(spec.get("kind", ""), "step") if isinstance(spec, Mapping) else "step"
         message = f"Step {index + 1} ({label.lower()}) was not applied: {exc}"
@@ -611,7 +628,7 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
         if kind == "mask":
             params.update(keep_first=spec["first"], keep_last=spec["last"])
         if kind == "pseudonymize":
-            params.update(length=spec["length"], key=context.key)
+            params["length"] = spec["length"]
         return Step(
             {"drop": "drop_identifiers", "mask": "mask_identifiers", "pseudonymize": "pseudonymize"}[kind], params
         )
@@ -621,7 +638,7 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
     if kind == "suppress_records":
         params = {
             "quasi_identifiers": qis,
-            "max_fraction": spec["budget"],
+            "max_suppression": spec["max_suppression"],
             "k": spec["k"],
             "missing": context.missing.value,
             "orders": context.orders,
@@ -670,8 +687,8 @@ def least_lossy_search(data: pd.DataFrame, spec: Mapping[str, Any], context: Ste
         l=spec["l"],
         t=spec["t"],
         sensitive=sensitive if wants_sensitive else (),
-        max_risk=spec["risk"],
-        suppression=spec["suppression"],
+        max_risk=spec["max_risk"],
+        max_suppression=spec["max_suppression"],
         metric=spec["metric"],
     )
     transform = found.transform
@@ -694,8 +711,8 @@ def describe_spec(spec: Mapping[str, Any]) -> str:
         unit = " (quantiles)" if spec.get("quantiles") else ""
         return f"Top/bottom-code {spec.get('column')}: {', '.join(parts)}{unit}"
     if kind == "suppress_records":
-        budget = 100 * float(spec.get("budget", 0))
-        return f"Suppress records of classes smaller than {spec.get('k')} (at most {budget:g}% of rows)"
+        limit = 100 * float(spec.get("max_suppression", 0))
+        return f"Suppress records of classes smaller than {spec.get('k')} (at most {limit:g}% of rows)"
     if kind == "suppress_cells":
         order = ", ".join(spec.get("importance") or []) or "fewest distinct values first"
         return f"Blank QI cells until k = {spec.get('k')} (importance: {order})"
@@ -706,10 +723,10 @@ def describe_spec(spec: Mapping[str, Any]) -> str:
         return f"{verb} {', '.join(spec.get('columns') or [])}"
     if kind == "search":
         targets = [f"k ≥ {spec.get('k')}"]
-        for key, sign in (("l", "≥"), ("t", "≤"), ("risk", "≤")):
+        for key, sign in (("l", "≥"), ("t", "≤"), ("max_risk", "≤")):
             if spec.get(key) is not None:
                 targets.append(f"{key} {sign} {spec[key]:g}")
-        limit = 100 * float(spec.get("suppression", 0))
+        limit = 100 * float(spec.get("max_suppression", 0))
         return f"Least-lossy generalization: {', '.join(targets)}; suppress ≤ {limit:g}%; {spec.get('metric', 'loss')}"
     return str(kind)
 

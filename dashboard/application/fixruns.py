@@ -163,11 +163,11 @@ class FixRuns:
                 run.data,
                 contract=run.contract,
                 missing=policy,
-                threshold=state.risk,
+                max_risk=state.max_risk,
                 k_values=default_k_values(state.k),
             )
 
-        key = ("fix-diagnosis", self.state_key(state), policy.value, state.risk, state.k)
+        key = ("fix-diagnosis", self.state_key(state), policy.value, state.max_risk, state.k)
         return self.services.cache.get_or_build(key, build)
 
     # --- what the controls need ------------------------------------------------------------------------------------

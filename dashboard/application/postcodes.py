@@ -45,7 +45,7 @@ from dashboard.core.data.contract import StatisticalType
 from dashboard.core.errors import PrivdashError
 from dashboard.core.geo import geography
 from dashboard.core.geo.postcodes import (
-    DEFAULT_THRESHOLD,
+    DEFAULT_POPULATION_THRESHOLD,
     PopulationTable,
     PostcodeGeneralization,
     Strategy,
@@ -156,7 +156,7 @@ class GeoSettings:
     source: str = "ew"
     level: str = "district"
     strategy: Strategy = Strategy.MIXED
-    threshold: int = DEFAULT_THRESHOLD
+    threshold: int = DEFAULT_POPULATION_THRESHOLD
     margin: int = DEFAULT_MARGIN
 
     @property
@@ -632,7 +632,7 @@ def apply_mapping(services: Services, state: ViewState, result: PostcodeGenerali
     recoded = result.recode(loaded.frame, column=column)
     contract = services.contract(loaded, state)
     after = diagnose(
-        recoded.data, contract=contract, missing=state.missing, threshold=state.risk, k_values=before.k_values
+        recoded.data, contract=contract, missing=state.missing, max_risk=state.max_risk, k_values=before.k_values
     )
     classes = after.classes
     counts = population_counts(classes, column=column, populations=result.populations)
@@ -649,7 +649,7 @@ def apply_mapping(services: Services, state: ViewState, result: PostcodeGenerali
         recoded.summary,
         before,
         after,
-        risk_summary(classes, population, threshold=state.risk),
+        risk_summary(classes, population, max_risk=state.max_risk),
         strategy=result.strategy,
     )
 

@@ -105,7 +105,7 @@ def view_targets(state: ViewState, diagnosis: Diagnosis) -> PrivacyTargets:
         k=state.k,
         l=state.l if measured else None,
         t=state.t if measured else None,
-        max_risk=state.risk if state.risk > 0 else None,
+        max_risk=state.max_risk if state.max_risk > 0 else None,
     )
 
 
@@ -194,8 +194,8 @@ def risk_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
         Headline(
             "Marketer risk",
             fmt_share(marketer.average),
-            marketer.average <= marketer.threshold,
-            f"expected share re-identified; target ≤ {fmt_share(marketer.threshold, 0)}",
+            marketer.average <= marketer.max_risk,
+            f"expected share re-identified; target ≤ {fmt_share(marketer.max_risk, 0)}",
             "marketer",
         )
     )
@@ -208,7 +208,7 @@ def _attacker(label: str, risk: AttackerRisk, key: str, passed: bool) -> Headlin
         fmt_share(risk.highest),
         passed,
         f"highest; average {fmt_share(risk.average)}, {fmt_share(risk.records_at_risk)} of records above "
-        f"{fmt_share(risk.threshold, 0)}",
+        f"{fmt_share(risk.max_risk, 0)}",
         key,
     )
 
@@ -224,7 +224,7 @@ def fix_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
             "Highest risk",
             fmt_share(prosecutor.highest),
             found.max_risk,
-            f"prosecutor; target ≤ {fmt_share(state.risk, 0)}",
+            f"prosecutor; target ≤ {fmt_share(state.max_risk, 0)}",
             "risk",
         ),
         Headline(
@@ -306,7 +306,7 @@ def cached_class_table(services: Services, state: ViewState) -> ClassTable:
     diagnosis = services.diagnosis(state)
     loaded = services.dataset(str(state.dataset))
     contract_json = services.contract(loaded, state).to_json(indent=None)
-    key = ("class-table", loaded.id, contract_json, state.missing.value, state.risk, state.k, state.l, state.t)
+    key = ("class-table", loaded.id, contract_json, state.missing.value, state.max_risk, state.k, state.l, state.t)
     return services.cache.get_or_build(key, lambda: class_table(diagnosis, state))
 
 

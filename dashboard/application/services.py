@@ -6,9 +6,7 @@ state and several apps (tests) can live in one process.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -50,6 +48,9 @@ class LoadedDataset:
     reasons: Mapping[str, str] = field(default_factory=dict)
     is_demo: bool = False
     expires: float | None = None
+    #: What distinguishes this content from an earlier one under the same id (an upload's creation time; a demo's
+    #: is fixed): part of every cache key that depends on the table.
+    version: str = "builtin"
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -62,13 +63,10 @@ class Services:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.store = DatasetStore(settings.store_dir, ttl=settings.store_ttl, cache_items=settings.cache_items)
-        self._demos: dict[str, LoadedDataset] = {}
-        self._profiles: dict[tuple[str, int], dict[str, dict[str, str]]] = {}
-        self._diagnoses: OrderedDict[tuple[Any, ...], Diagnosis] = OrderedDict()
-        self._derived: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
-        self._lock = threading.Lock()
-        #: The worker's one in-memory cache (see :mod:`dashboard.application.cache`).
-        self.cache = BoundedCache(64)
+        #: The worker's one result cache (see :mod:`dashboard.application.cache`): demo tables, column profiles,
+        #: diagnoses, per-class tables, fix runs, postcode reference data. Keys start with a namespace and name the
+        #: dataset by its id and version, never by ``id()`` of an object.
+        self.cache = BoundedCache(256, max_bytes=settings.cache_bytes)
         #: The Postcodes page's census populations, polygons and mappings, kept in :attr:`cache`.
         self.postcodes = PostcodeReference(settings.data_dir, self.cache, polygon_cache=settings.geo_cache_dir)
 
@@ -95,24 +93,24 @@ class Services:
             contract=contract,
             reasons=dict(info.reasons),
             expires=info.expires,
+            version=repr(info.created),
         )
 
     def _demo(self, dataset_id: str) -> LoadedDataset:
         name = dataset_id[len(DEMO_PREFIX) :]
-        with self._lock:
-            if dataset_id in self._demos:
-                return self._demos[dataset_id]
         demos = demo_datasets()
         if name not in demos:
-            raise DatasetNotFound(f"There is no built-in dataset '{name}'; pick one from the list.")
+            raise DatasetNotFound(f"There is no built-in dataset '{name[:80]}'; pick one from the list.")
         demo = demos[name]
-        frame = demo.load()
-        reasons = {s.name: s.reason for s in suggest_roles(frame)}
-        loaded = LoadedDataset(
-            id=dataset_id, title=demo.title, frame=frame, contract=demo.contract(), reasons=reasons, is_demo=True
-        )
-        with self._lock:
-            self._demos[dataset_id] = loaded
+
+        def build() -> LoadedDataset:
+            frame = demo.load()
+            reasons = {s.name: s.reason for s in suggest_roles(frame)}
+            return LoadedDataset(
+                id=dataset_id, title=demo.title, frame=frame, contract=demo.contract(), reasons=reasons, is_demo=True
+            )
+
+        loaded: LoadedDataset = self.cache.get_or_build(("demo", dataset_id), build)
         return loaded
 
     def ingest(self, raw: bytes, *, filename: str, session: str) -> DatasetInfo:
@@ -129,15 +127,9 @@ class Services:
 
     def profile(self, loaded: LoadedDataset) -> dict[str, dict[str, str]]:
         """Per-column display statistics (missing, distinct, examples), computed once per dataset and process."""
-        key = (loaded.id, id(loaded.frame))
-        with self._lock:
-            if key in self._profiles:
-                return self._profiles[key]
-        profile = column_profile(loaded.frame)
-        with self._lock:
-            if len(self._profiles) >= 8:
-                self._profiles.pop(next(iter(self._profiles)))
-            self._profiles[key] = profile
+        profile: dict[str, dict[str, str]] = self.cache.get_or_build(
+            ("profile", loaded.id, loaded.version), lambda: column_profile(loaded.frame)
+        )
         return profile
 
     # --- diagnosis ---------------------------------------------------------------------------------------------
@@ -154,36 +146,23 @@ class Services:
         loaded = self.dataset(state.dataset)
         contract = self.contract(loaded, state)
         ks = k_values or default_k_values(state.k)
-        key = (loaded.id, id(loaded.frame), contract.to_json(indent=None), state.missing.value, state.risk, ks)
-        with self._lock:
-            if key in self._diagnoses:
-                self._diagnoses.move_to_end(key)
-                return self._diagnoses[key]
-        result = diagnose(
-            loaded.frame,
-            contract=contract,
-            missing=state.missing,
-            threshold=state.risk,
-            k_values=ks,
+        key = (
+            "diagnosis",
+            loaded.id,
+            loaded.version,
+            contract.to_json(indent=None),
+            state.missing.value,
+            state.max_risk,
+            ks,
         )
-        with self._lock:
-            self._diagnoses[key] = result
-            while len(self._diagnoses) > 4:
-                self._diagnoses.popitem(last=False)
-        return result
 
-    def derived(self, key: tuple[Any, ...], build: Callable[[], Any]) -> Any:
-        """A value computed from cached results (e.g. the per-class table of a diagnosis), kept per process."""
-        with self._lock:
-            if key in self._derived:
-                self._derived.move_to_end(key)
-                return self._derived[key]
-        value = build()
-        with self._lock:
-            self._derived[key] = value
-            while len(self._derived) > 8:
-                self._derived.popitem(last=False)
-        return value
+        def build() -> Diagnosis:
+            return diagnose(
+                loaded.frame, contract=contract, missing=state.missing, max_risk=state.max_risk, k_values=ks
+            )
+
+        result: Diagnosis = self.cache.get_or_build(key, build)
+        return result
 
     # --- state <-> contract -----------------------------------------------------------------------------------
 

@@ -17,6 +17,8 @@ variable                    meaning                                             
 ``XDG_CACHE_HOME``          processed postcode polygons go to ``$XDG_CACHE_HOME/         ``~/.cache/privdash``
                             privdash`` when ``PRIVDASH_CACHE_DIR`` is not set
 ``PRIVDASH_CACHE_ITEMS``    parsed tables each worker keeps in memory                   ``4``
+``PRIVDASH_CACHE_MB``       memory a worker's result cache may hold (diagnoses, fixed   ``1024``
+                            tables, per-class tables), in MB
 ``PRIVDASH_DATA_DIR``       shared reference data (census populations, polygons)        ``../shared/data``
                                                                                         (from the working folder)
 ``PRIVDASH_PSEUDONYM_KEY``  secret key of the HMAC-SHA256 pseudonyms (at least 16       none: pseudonymisation
@@ -57,8 +59,9 @@ class Settings:
     ----------
     store_dir, store_ttl, max_upload_bytes
         The upload store: folder, lifetime of an upload in seconds, largest accepted upload in bytes.
-    cache_dir, cache_items
-        The background-job cache folder; parsed tables each worker keeps in memory.
+    cache_dir, cache_items, cache_bytes
+        The background-job cache folder; parsed tables each worker keeps in memory; the memory budget of a worker's
+        result cache (:class:`~dashboard.application.cache.BoundedCache`).
     data_dir
         The shared reference data (always an absolute path; default ``../shared/data`` from the working folder).
     geo_cache_dir
@@ -74,6 +77,7 @@ class Settings:
     max_upload_bytes: int = 100_000_000
     cache_dir: Path = Path("var/cache")
     cache_items: int = 4
+    cache_bytes: int = 1_024_000_000
     data_dir: Path = field(default_factory=default_data_dir)
     geo_cache_dir: Path = field(default_factory=default_cache_dir)
     pseudonym_key: str | None = field(default=None, repr=False)
@@ -89,13 +93,16 @@ class Settings:
         try:
             max_mb = float(values.get("PRIVDASH_MAX_UPLOAD_MB", default.max_upload_bytes / 1e6))
             cache_items = int(values.get("PRIVDASH_CACHE_ITEMS", default.cache_items))
+            cache_mb = float(values.get("PRIVDASH_CACHE_MB", default.cache_bytes / 1e6))
             port = int(values.get("PORT", default.port))
         except ValueError as exc:
             raise ParameterError(
-                f"PRIVDASH_MAX_UPLOAD_MB, PRIVDASH_CACHE_ITEMS and PORT must be numbers: {exc}"
+                f"PRIVDASH_MAX_UPLOAD_MB, PRIVDASH_CACHE_ITEMS, PRIVDASH_CACHE_MB and PORT must be numbers: {exc}"
             ) from exc
-        if max_mb <= 0 or cache_items < 1:
-            raise ParameterError("PRIVDASH_MAX_UPLOAD_MB must be positive and PRIVDASH_CACHE_ITEMS at least 1.")
+        if max_mb <= 0 or cache_items < 1 or cache_mb <= 0:
+            raise ParameterError(
+                "PRIVDASH_MAX_UPLOAD_MB and PRIVDASH_CACHE_MB must be positive and PRIVDASH_CACHE_ITEMS at least 1."
+            )
         if not 0 <= port <= 65535:
             raise ParameterError(f"PORT must be between 0 and 65535, got {port}.")
         ttl = values.get("PRIVDASH_STORE_TTL")
@@ -114,6 +121,7 @@ class Settings:
             max_upload_bytes=int(max_mb * 1e6),
             cache_dir=Path(cache) if cache else default.cache_dir,
             cache_items=cache_items,
+            cache_bytes=int(cache_mb * 1e6),
             data_dir=Path(data).expanduser().resolve() if data else default.data_dir,
             geo_cache_dir=geo_cache_dir,
             pseudonym_key=values.get("PRIVDASH_PSEUDONYM_KEY"),

@@ -79,8 +79,9 @@ class ViewState:
         Missing-value policy of the equivalence classes: ``value``, ``wildcard`` or ``drop``.
     k, l, t
         Targets of k-anonymity (classes of at least ``k`` records), distinct l-diversity and t-closeness.
-    risk
-        Re-identification risk threshold tau: a record is at risk when its risk exceeds it.
+    max_risk
+        The highest acceptable re-identification risk of one record (tau): a record is at risk when its risk is
+        strictly greater. (Wire key ``r``.)
     violating
         Per-class table shows only the classes that fail a target.
     fix
@@ -99,7 +100,7 @@ class ViewState:
     k: int = 5
     l: int = 2  # noqa: E741
     t: float = 0.2
-    risk: float = 0.2
+    max_risk: float = 0.2
     violating: bool = False
     fix: tuple[Mapping[str, Any], ...] = ()
     geo: Mapping[str, Any] = field(default_factory=dict)
@@ -177,7 +178,7 @@ class ViewState:
             ("k", self.k if self.k != defaults.k else None),
             ("l", self.l if self.l != defaults.l else None),
             ("t", self.t if self.t != defaults.t else None),
-            ("r", self.risk if self.risk != defaults.risk else None),
+            ("r", self.max_risk if self.max_risk != defaults.max_risk else None),
             ("x", 1 if self.violating else None),
             ("f", [dict(step) for step in self.fix] if self.fix else None),
             ("g", dict(self.geo) if self.geo else None),
@@ -226,7 +227,7 @@ class ViewState:
                 k=int(obj.get("k", DEFAULTS.k)),
                 l=int(obj.get("l", DEFAULTS.l)),
                 t=float(obj.get("t", DEFAULTS.t)),
-                risk=float(obj.get("r", DEFAULTS.risk)),
+                max_risk=float(obj.get("r", DEFAULTS.max_risk)),
                 violating=bool(obj.get("x", 0)),
                 fix=tuple(obj.get("f", ())),
                 geo=dict(obj.get("g", {})),
@@ -289,7 +290,7 @@ def _validated(state: ViewState) -> ViewState:
             k=int(state.k),
             l=int(state.l),
             t=float(state.t),
-            risk=float(state.risk),
+            max_risk=float(state.max_risk),
             violating=bool(state.violating),
             fix=tuple(_json_object(step, "fix step") for step in state.fix),
             geo=_json_object(state.geo, "postcode settings"),
@@ -298,7 +299,7 @@ def _validated(state: ViewState) -> ViewState:
         raise StateError(f"Invalid view settings: {exc}") from exc
     if state.k < 1 or state.l < 1:
         raise StateError("The targets k and l must be at least 1.")
-    for name, value in (("t", state.t), ("risk", state.risk)):
+    for name, value in (("t", state.t), ("max_risk", state.max_risk)):
         if not (0 <= value <= 1) or math.isnan(value):
             raise StateError(f"The target {name} must lie in [0, 1].")
     for name, perm in state.orders.items():

@@ -25,7 +25,6 @@ import re
 import secrets
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,6 +32,7 @@ from typing import Any
 
 import pandas as pd
 
+from dashboard.application.cache import BoundedCache
 from dashboard.core.errors import PrivdashError
 
 __all__ = ["DatasetExpired", "DatasetInfo", "DatasetNotFound", "DatasetStore", "owner_digest"]
@@ -100,7 +100,7 @@ class DatasetStore:
         self.root.mkdir(parents=True, exist_ok=True)
         self.ttl = float(ttl)
         self.cache_items = int(cache_items)
-        self._cache: OrderedDict[tuple[str, int], pd.DataFrame] = OrderedDict()
+        self._cache = BoundedCache(self.cache_items)
         self._lock = threading.Lock()
         self._last_sweep = 0.0
 
@@ -158,9 +158,7 @@ class DatasetStore:
     def _remove(self, dataset_id: str) -> None:
         for path in self._paths(dataset_id):
             path.unlink(missing_ok=True)
-        with self._lock:
-            for key in [key for key in self._cache if key[0] == dataset_id]:
-                del self._cache[key]
+        self._cache.discard(lambda key: key[1] == dataset_id)
 
     # --- reading ----------------------------------------------------------------------------------------------------
 
@@ -190,17 +188,9 @@ class DatasetStore:
             mtime = data_path.stat().st_mtime_ns
         except FileNotFoundError:
             raise DatasetNotFound("This dataset is not on the server; upload the file again.") from None
-        key = (dataset_id, mtime)
-        with self._lock:
-            if key in self._cache:
-                self._cache.move_to_end(key)
-                return self._cache[key]
-        frame = pd.read_parquet(data_path)
-        with self._lock:
-            self._cache[key] = frame
-            self._cache.move_to_end(key)
-            while len(self._cache) > self.cache_items:
-                self._cache.popitem(last=False)
+        frame: pd.DataFrame = self._cache.get_or_build(
+            ("stored-table", dataset_id, mtime), lambda: pd.read_parquet(data_path)
+        )
         return frame
 
     def owned(self, session: str, *, now: float | None = None) -> list[DatasetInfo]:

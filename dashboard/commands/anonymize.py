@@ -15,9 +15,8 @@ from dashboard.core.data.tables import read_table, write_table
 from dashboard.core.errors import ParameterError
 from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
 from dashboard.core.transform.hierarchy import load_hierarchies
-from dashboard.core.transform.identifiers import apply_recipe_with_key
 from dashboard.core.transform.jobs import run_job_file
-from dashboard.core.transform.steps import Recipe, TransformResult
+from dashboard.core.transform.steps import Recipe, TransformResult, apply_recipe
 from dashboard.core.utility.metrics import Metric, information_loss
 
 from ._common import format_table, print_json, split_columns
@@ -109,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
         sensitive=split_columns(args.sensitive),
         t_distance=args.t_distance,
         max_risk=args.max_risk,
-        suppression=args.max_suppression,
+        max_suppression=args.max_suppression,
         metric=args.metric,
     )
     seconds = time.perf_counter() - started
@@ -182,7 +181,7 @@ def _run_recipe(args: argparse.Namespace) -> int:
     recipe = Recipe.load(args.recipe)
     data = read_table(args.file)
     # A pseudonymize step gets the key of PRIVDASH_PSEUDONYM_KEY; the recipe holds only its fingerprint.
-    published, results = apply_recipe_with_key(data, recipe, Settings.from_env().pseudonym_key)
+    published, results = apply_recipe(data, recipe, secrets={"key": Settings.from_env().pseudonym_key})
     if args.output is not None:
         write_table(
             published, args.output, overwrite_protect=[args.file, args.recipe], escape_formulas=args.escape_formulas
@@ -231,10 +230,10 @@ def _print_result(
     args: argparse.Namespace, data: pd.DataFrame, result: SearchResult, metrics: dict[str, Any], seconds: float
 ) -> None:
     n = len(data)
-    budget = suppression_budget(result.suppression_limit, n)
+    budget = suppression_budget(result.max_suppression, n)
     print(f"{args.file}: {n:,} records; quasi-identifiers {', '.join(result.levels)}")
     print(
-        f"Targets: {result.targets.describe()}; suppression limit {result.suppression_limit:.2%} ({budget:,} records); "
+        f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%} ({budget:,} records); "
         f"metric {result.metric.value}"
     )
     print()

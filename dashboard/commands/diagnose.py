@@ -13,7 +13,7 @@ from dashboard.core.data.contract import DataContract
 from dashboard.core.data.tables import read_table
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
-from dashboard.core.measure.risk import DEFAULT_THRESHOLD as DEFAULT_MAX_RISK
+from dashboard.core.measure.risk import DEFAULT_MAX_RISK
 from dashboard.core.measure.verdict import Verdict
 from dashboard.core.targets import parse_targets
 
@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
         population_count=args.population_count,
         sampling_fraction=args.sampling_fraction,
         weights=args.weights,
-        threshold=max_risk,
-        l=args.recursive_l,
+        max_risk=max_risk,
+        recursive_l=args.recursive_l,
         t_distance=args.t_distance,
         combinations=args.combinations,
     )
@@ -188,7 +188,7 @@ def render_text(result: Diagnosis, name: str) -> str:
             align="rrr",
         )
     )
-    lines += ["", f"re-identification risk (records at risk: risk > {result.risk.threshold:g})"]
+    lines += ["", f"re-identification risk (records at risk: risk > {result.risk.max_risk:g})"]
     lines.append(
         format_table(
             ["attacker", "highest", "average", "lowest", "records at risk"],

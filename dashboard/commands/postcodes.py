@@ -16,7 +16,7 @@ import pandas as pd
 from dashboard.application.settings import Settings
 from dashboard.core.errors import DataReadError, ParameterError
 from dashboard.core.geo.postcodes import (
-    DEFAULT_THRESHOLD,
+    DEFAULT_POPULATION_THRESHOLD,
     Neighbours,
     PopulationTable,
     PostcodeGeneralization,
@@ -59,8 +59,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--threshold",
-        default=str(DEFAULT_THRESHOLD),
-        help=f"minimum population of a published unit (default {DEFAULT_THRESHOLD:,})",
+        default=str(DEFAULT_POPULATION_THRESHOLD),
+        help=f"minimum population of a published unit (default {DEFAULT_POPULATION_THRESHOLD:,})",
     )
     parser.add_argument(
         "--polygons",

@@ -1,22 +1,57 @@
 """The privdash core: pure computation over pandas and numpy, with no knowledge of the dashboard.
 
 The names below are the public Python API; the dashboard and the ``privdash`` command call the same functions.
+Diagnose, fix, check, export and keep the recipe, in five lines (Adult with ARX's hierarchies)::
 
->>> from dashboard.core import diagnose, read_table
->>> table = read_table("adult.csv")                              # CSV (any delimiter), Excel or Parquet
->>> result = diagnose(table, ["sex", "age", "race"], sensitive=["salary-class"])
->>> result.classes.k, result.risk.prosecutor.highest             # smallest class, highest prosecutor risk
+    from dashboard.core import PrivacyTargets, diagnose, load_hierarchies, optimal_generalization, read_table
+    from dashboard.core import write_table
+    adult, qis, targets = read_table("adult.csv"), ["sex", "age", "race", "education"], PrivacyTargets(k=5)
+
+    print(diagnose(adult, qis).check(targets).sentence())                  # diagnose: "Not safe to release: ..."
+    fix = optimal_generalization(adult, load_hierarchies("hierarchies/", qis), k=5, max_suppression=0.02)
+    print(diagnose(fix.data, qis).check(targets).sentence())               # check: "Meets every target ..."
+    write_table(fix.data, "adult-k5.csv")                                  # export (formula cells escaped)
+    fix.recipe.save("adult-k5.recipe.json")                                # the recipe re-applies the fix
 
 Every result is an immutable dataclass; ``Diagnosis.to_dict()`` gives the JSON printed by ``privdash diagnose --json``.
+The subpackages show where things live: :mod:`.data` (reading, contracts, demo tables), :mod:`.measure` (classes,
+models, risk, population, combinations, diagnosis, verdict), :mod:`.transform` (steps and recipes, hierarchies,
+generalization, suppression, microaggregation, identifiers), :mod:`.geo` (postcodes and polygons), :mod:`.search`
+(least-lossy search) and :mod:`.utility` (information loss); :mod:`.targets` defines the release targets and
+docs/definitions.md the vocabulary.
 """
 
-from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType, suggest_contract
-from dashboard.core.data.tables import read_table, write_table
-from dashboard.core.errors import ColumnError, ContractError, DataReadError, ParameterError, PrivdashError
+from dashboard.core.choices import Choice
+from dashboard.core.data.contract import (
+    ColumnRole,
+    DataContract,
+    FieldMetadata,
+    StatisticalType,
+    suggest_contract,
+    suggest_roles,
+)
+from dashboard.core.data.demo import demo_datasets, people_contract, people_table, uniform_table
+from dashboard.core.data.tables import csv_text, escape_formulas, read_table, write_table
+from dashboard.core.errors import (
+    ColumnError,
+    ContractError,
+    DataReadError,
+    ParameterError,
+    PrivdashError,
+    check_columns,
+)
+from dashboard.core.geo.geography import default_cache_dir, district_neighbours, district_polygons_dir
 from dashboard.core.geo.postcodes import (
+    DEFAULT_POPULATION_THRESHOLD,
+    Neighbours,
     PopulationTable,
+    PostcodeGeneralization,
     Strategy,
+    default_data_dir,
+    fails_threshold,
     generalize_postcodes,
+    neighbours_from_doogal,
+    population_counts,
     read_population,
     recode_postcodes,
 )
@@ -36,33 +71,69 @@ from dashboard.core.measure.combinations import (
 )
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 from dashboard.core.measure.models import SensitiveModels, sensitive_models
+from dashboard.core.measure.population import PopulationCounts, PopulationSource
 from dashboard.core.measure.risk import (
+    DEFAULT_MAX_RISK,
+    AttackerRisk,
     RiskSummary,
     individual_risk,
     journalist_risk,
     marketer_risk,
     prosecutor_risk,
+    records_at_risk_by_k,
     risk_summary,
 )
-from dashboard.core.search.lattice import SearchResult, optimal_generalization
-from dashboard.core.targets import PrivacyTargets
+from dashboard.core.measure.verdict import TargetCheck, Verdict, check_targets
+from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
+from dashboard.core.targets import PrivacyTargets, parse_targets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import (
+    TOP,
     Hierarchy,
+    build_hierarchy,
+    canonical_text,
+    default_rule,
     hierarchy_from_rule,
     load_hierarchies,
     read_arx_hierarchy,
+    search_hierarchy,
     write_arx_hierarchy,
 )
-from dashboard.core.transform.identifiers import drop_identifiers, mask_identifiers, pseudonymize
+from dashboard.core.transform.identifiers import (
+    KEY_ENV,
+    MIN_KEY_BYTES,
+    drop_identifiers,
+    key_fingerprint,
+    mask_identifiers,
+    pseudonymize,
+)
 from dashboard.core.transform.jobs import run_job_file
-from dashboard.core.transform.microaggregation import microaggregate, microaggregate_with_contract
-from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_recipe
+from dashboard.core.transform.microaggregation import (
+    microaggregate,
+    microaggregate_with_contract,
+    types_from_contract,
+)
+from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
 from dashboard.core.transform.suppression import suppress_cells, suppress_records, top_bottom_code
-from dashboard.core.utility.metrics import Metric, information_loss, utility_report
+from dashboard.core.utility.metrics import (
+    InformationLoss,
+    Metric,
+    cells_changed,
+    classifier_accuracy,
+    information_loss,
+    utility_report,
+    value_distributions,
+)
 
 __all__ = [
+    "DEFAULT_MAX_RISK",
+    "DEFAULT_POPULATION_THRESHOLD",
+    "KEY_ENV",
+    "MIN_KEY_BYTES",
     "MISSING_LABEL",
+    "TOP",
+    "AttackerRisk",
+    "Choice",
     "ColumnError",
     "ColumnRole",
     "CombinationRisk",
@@ -73,11 +144,16 @@ __all__ = [
     "EquivalenceClasses",
     "FieldMetadata",
     "Hierarchy",
+    "InformationLoss",
     "Metric",
     "MinimalSampleUniques",
     "MissingPolicy",
+    "Neighbours",
     "ParameterError",
+    "PopulationCounts",
+    "PopulationSource",
     "PopulationTable",
+    "PostcodeGeneralization",
     "PrivacyTargets",
     "PrivdashError",
     "Recipe",
@@ -87,41 +163,72 @@ __all__ = [
     "StatisticalType",
     "Step",
     "Strategy",
+    "TargetCheck",
     "TransformResult",
+    "Verdict",
     "apply_recipe",
+    "apply_step",
+    "build_hierarchy",
+    "canonical_text",
+    "cells_changed",
+    "check_columns",
+    "check_targets",
     "class_size_frequencies",
+    "classifier_accuracy",
     "combination_risk",
+    "csv_text",
+    "default_cache_dir",
+    "default_data_dir",
+    "default_rule",
+    "demo_datasets",
     "diagnose",
+    "district_neighbours",
+    "district_polygons_dir",
     "drop_identifiers",
     "equivalence_classes",
     "equivalence_classes_from_aggregate",
+    "escape_formulas",
+    "fails_threshold",
     "generalize",
     "generalize_postcodes",
     "hierarchy_from_rule",
     "individual_risk",
     "information_loss",
     "journalist_risk",
+    "key_fingerprint",
     "load_hierarchies",
     "marketer_risk",
     "mask_identifiers",
     "microaggregate",
     "microaggregate_with_contract",
     "minimal_sample_uniques",
+    "neighbours_from_doogal",
     "optimal_generalization",
+    "parse_targets",
+    "people_contract",
+    "people_table",
+    "population_counts",
     "prosecutor_risk",
     "pseudonymize",
     "read_arx_hierarchy",
     "read_population",
     "read_table",
     "recode_postcodes",
+    "records_at_risk_by_k",
     "risk_summary",
     "run_job_file",
+    "search_hierarchy",
     "sensitive_models",
     "suggest_contract",
+    "suggest_roles",
     "suppress_cells",
     "suppress_records",
+    "suppression_budget",
     "top_bottom_code",
+    "types_from_contract",
+    "uniform_table",
     "utility_report",
+    "value_distributions",
     "write_arx_hierarchy",
     "write_table",
 ]

@@ -538,7 +538,7 @@ def _targets(data: Any) -> ViewState:
         state = state_from_store(data)
     except StateError:
         return ViewState()
-    return ViewState(missing=state.missing, k=state.k, l=state.l, t=state.t, risk=state.risk)
+    return ViewState(missing=state.missing, k=state.k, l=state.l, t=state.t, max_risk=state.max_risk)
 
 
 def _lines(text: str | None) -> list[str]:

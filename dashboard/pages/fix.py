@@ -159,7 +159,7 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
     elif kind == "suppress_records":
         spec.update(
             k=_whole(_required(v.get("fix-rs-k"), "k")),
-            budget=_required(v.get("fix-rs-budget"), "the budget") / 100,
+            max_suppression=_required(v.get("fix-rs-budget"), "the suppression limit") / 100,
         )
     elif kind == "suppress_cells":
         spec.update(k=_whole(_required(v.get("fix-cs-k"), "k")), importance=list(v.get("fix-cs-importance") or []))
@@ -186,8 +186,8 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
             k=_whole(_required(v.get("fix-search-k"), "k")),
             l=state.l if v.get("fix-search-l") else None,
             t=state.t if v.get("fix-search-t") else None,
-            risk=state.risk if v.get("fix-search-risk") else None,
-            suppression=_required(v.get("fix-search-suppression"), "the suppression limit") / 100,
+            max_risk=state.max_risk if v.get("fix-search-risk") else None,
+            max_suppression=_required(v.get("fix-search-suppression"), "the suppression limit") / 100,
             metric=v.get("fix-search-metric") or Metric.LOSS.value,
         )
     return check_spec(spec)
@@ -624,7 +624,7 @@ def technique_panels(
                 checked=False,
                 disabled=not state.sensitive,
             ),
-            dmc.Checkbox(id="fix-search-risk", label=f"highest risk ≤ {fmt_share(state.risk, 0)}", checked=False),
+            dmc.Checkbox(id="fix-search-risk", label=f"highest risk ≤ {fmt_share(state.max_risk, 0)}", checked=False),
             dmc.NumberInput(
                 id="fix-search-suppression",
                 label="Suppression limit (% of records)",

@@ -351,7 +351,7 @@ def apply_view(outcome: ApplyResult) -> Any:
             "apply-journalist-average",
         ),
         (
-            f"Records above {fmt_share(risk.threshold, 0)} (journalist)",
+            f"Records above {fmt_share(risk.max_risk, 0)} (journalist)",
             fmt_share(before.risk.journalist.records_at_risk),
             fmt_share(risk.journalist.records_at_risk),
             "apply-at-risk",

@@ -183,7 +183,7 @@ def _register_routes(server: flask.Flask, services: Services) -> None:
             except StateError:
                 base = ViewState()
             loaded = services.dataset(info.id)
-            state = services.initial_state(loaded, ViewState(k=base.k, l=base.l, t=base.t, risk=base.risk))
+            state = services.initial_state(loaded, ViewState(k=base.k, l=base.l, t=base.t, max_risk=base.max_risk))
         except PrivdashError as exc:
             return flask.jsonify(error=str(exc)), 400
         except Exception:  # a bug, not the user's fault: log it, show a plain message

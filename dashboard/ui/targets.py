@@ -46,7 +46,7 @@ def target_inputs(prefix: str, state: ViewState, *, compact: bool = False) -> An
         dmc.NumberInput(id=f"{prefix}l", label=labels["l"], value=state.l, w=widths["l"], **whole),
         dmc.NumberInput(id=f"{prefix}t", label=labels["t"], value=state.t, w=widths["t"], **share),
         dmc.NumberInput(
-            id=f"{prefix}risk", label=labels["risk"], value=state.risk, w=widths["risk"], **share, **risk_help
+            id=f"{prefix}risk", label=labels["risk"], value=state.max_risk, w=widths["risk"], **share, **risk_help
         ),
     ]
     if compact:
@@ -64,7 +64,7 @@ def with_targets(state: ViewState, k: Any, l: Any, t: Any, risk: Any) -> ViewSta
             k=int(k) if k not in (None, "") else state.k,
             l=int(l) if l not in (None, "") else state.l,
             t=float(t) if t not in (None, "") else state.t,
-            risk=float(risk) if risk not in (None, "") else state.risk,
+            max_risk=float(risk) if risk not in (None, "") else state.max_risk,
         )
     except (TypeError, ValueError) as exc:
         raise StateError(str(exc)) from None

@@ -49,7 +49,7 @@ def expected_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
             "postcode": postcode_hierarchy(data["postcode"], levels=["district", "area"]),
         },
     ).data
-    suppressed = suppress_records(generalized, quasi_identifiers=QIS, max_fraction=0.2, k=5).data
+    suppressed = suppress_records(generalized, quasi_identifiers=QIS, max_suppression=0.2, k=5).data
     return generalized, suppressed
 
 

@@ -40,7 +40,8 @@ def settled(page: Page) -> None:
 
 def drawn_codes(page: Page) -> list[str]:
     """The locations of the map's trace, once the map has drawn them."""
-    page.wait_for_function(f"document.querySelector('#pc-map .js-plotly-plot') && {TRACE}.locations", timeout=TIMEOUT)
+    # The plot element exists before its first trace: wait for the trace's locations, not for the element.
+    page.wait_for_function("document.querySelector('#pc-map .js-plotly-plot')?.data?.[0]?.locations", timeout=TIMEOUT)
     return list(page.evaluate(f"{TRACE}.locations"))
 
 

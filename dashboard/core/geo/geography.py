@@ -26,8 +26,8 @@ Processing (once per source version, then cached)
 
 The processed layer is cached as GeoParquet in a cache directory (the ``cache_dir`` argument, else
 ``~/.cache/privdash``; the dashboard and the command line pass the folder of their settings), keyed by the SHA-256
-of the source files, the tolerance and the processing version, and memoised in the process. A cache that cannot be
-written is skipped silently (the layer is still returned).
+of the source files, the tolerance and the processing version. There is no memo in the process (the dashboard
+keeps layers in its own cache). A cache that cannot be written is skipped silently (the layer is still returned).
 
 Attribution
 -----------
@@ -40,7 +40,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -69,7 +68,6 @@ __all__ = [
     "PolygonLayer",
     "area_polygons_path",
     "attribution",
-    "clear_memo",
     "default_cache_dir",
     "district_neighbours",
     "district_polygons_dir",
@@ -301,15 +299,6 @@ def _feature_collection(
 # --------------------------------------------------------------------------------------------------------------
 # Loading and processing
 
-_MEMO: dict[tuple[Any, ...], PolygonLayer] = {}
-_MEMO_LOCK = threading.Lock()
-
-
-def clear_memo() -> None:
-    """Forget the layers memoised in this process (the disk cache is kept)."""
-    with _MEMO_LOCK:
-        _MEMO.clear()
-
 
 def load_districts(
     directory: str | os.PathLike[str] | None = None,
@@ -372,12 +361,7 @@ def _load(
 ) -> PolygonLayer:
     tolerance = check_threshold(tolerance, "tolerance")
     cache = Path(cache_dir) if cache_dir is not None else default_cache_dir()
-    stamp = tuple((str(f.resolve()), f.stat().st_size, f.stat().st_mtime_ns) for f in files)
-    memo_key = (name, stamp, tolerance, str(cache))
-    if use_cache:
-        with _MEMO_LOCK:
-            if memo_key in _MEMO:
-                return _MEMO[memo_key]
+    # No memo in the process: the application keeps layers in its own cache; the disk cache makes a reload cheap.
     key = _source_key(files, tolerance)
     layer = _read_cache(cache, name, key, tolerance) if use_cache else None
     if layer is None:
@@ -385,9 +369,6 @@ def _load(
         layer = _process(name, codes, areas, geometries, tolerance, key)
         if use_cache:
             _write_cache(cache, layer)
-    if use_cache:
-        with _MEMO_LOCK:
-            _MEMO[memo_key] = layer
     return layer
 
 

@@ -81,7 +81,7 @@ from dashboard.core.transform.steps import Step, TransformResult, register_step
 
 __all__ = [
     "DEFAULT_DATA_DIR",
-    "DEFAULT_THRESHOLD",
+    "DEFAULT_POPULATION_THRESHOLD",
     "SUPPRESSED_ZIP3",
     "Country",
     "Neighbours",
@@ -104,7 +104,7 @@ __all__ = [
     "unit_populations",
 ]
 
-DEFAULT_THRESHOLD = 20_000
+DEFAULT_POPULATION_THRESHOLD = 20_000
 SUPPRESSED_ZIP3 = "000"
 #: The shared public datasets, relative to the working directory (beside a clone of the repository).
 DEFAULT_DATA_DIR = Path("../shared/data")
@@ -859,7 +859,7 @@ def generalize_postcodes(
     population: PopulationTable,
     *,
     strategy: str | Strategy,
-    threshold: int = DEFAULT_THRESHOLD,
+    threshold: int = DEFAULT_POPULATION_THRESHOLD,
     neighbours: Neighbours | None = None,
 ) -> PostcodeGeneralization:
     """Map every source code to a published unit with one of the strategies of the module docstring.

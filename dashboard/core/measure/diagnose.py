@@ -32,7 +32,7 @@ from dashboard.core.measure.population import (
     population_counts_from_weights,
     population_uniqueness,
 )
-from dashboard.core.measure.risk import DEFAULT_THRESHOLD, IndividualRisk, RiskSummary, individual_risk, risk_summary
+from dashboard.core.measure.risk import DEFAULT_MAX_RISK, IndividualRisk, RiskSummary, individual_risk, risk_summary
 from dashboard.core.measure.verdict import Verdict, check_targets
 from dashboard.core.targets import PrivacyTargets
 
@@ -54,7 +54,7 @@ class Diagnosis:
     classes
         The equivalence classes (per-class sizes, QI values, sensitive distributions).
     risk
-        Prosecutor, journalist and marketer risk at ``risk.threshold``.
+        Prosecutor, journalist and marketer risk at ``risk.max_risk``.
     population
         Where the population class sizes ``F_j`` came from.
     sensitive_models
@@ -128,7 +128,7 @@ class Diagnosis:
                 "lowest": model.lowest,
                 "records_at_risk": model.records_at_risk,
                 "records_at_risk_count": model.n_records_at_risk,
-                "threshold": model.threshold,
+                "threshold": model.max_risk,  # the JSON name of max_risk, kept for compatibility
             }
 
         out: dict[str, Any] = {
@@ -145,7 +145,7 @@ class Diagnosis:
             "records_below_k": {str(k): count for k, count in self.records_below_k().items()},
             "sample_uniques": self.sample_uniques,
             "sample_uniqueness": self.sample_uniques / n if n else 0.0,
-            "threshold": self.risk.threshold,
+            "threshold": self.risk.max_risk,
             "prosecutor": attacker(self.risk.prosecutor),
             "journalist": attacker(self.risk.journalist),
             "marketer": attacker(self.risk.marketer),
@@ -235,8 +235,8 @@ def diagnose(
     population_count: str | None = None,
     sampling_fraction: float | None = None,
     weights: str | None = None,
-    threshold: float = DEFAULT_THRESHOLD,
-    l: int = 2,  # noqa: E741
+    max_risk: float = DEFAULT_MAX_RISK,
+    recursive_l: int = 2,
     hierarchies: Mapping[str, Any] | None = None,
     t_distance: str | None = None,
     k_values: Sequence[int] = DEFAULT_K_VALUES,
@@ -267,10 +267,11 @@ def diagnose(
     weights
         Sampling-weight column (default: the contract's weight column). Used for the population counts when no
         ``population`` is given, and for sdcMicro's individual risk.
-    threshold
+    max_risk
         Highest acceptable per-record re-identification risk ``tau``; records at risk have risk ``> tau``.
-    l
-        The l of recursive (c, l)-diversity.
+    recursive_l
+        The l of recursive (c, l)-diversity (a measured model; the distinct-l *target* is
+        :attr:`PrivacyTargets.l <dashboard.core.targets.PrivacyTargets>`).
     hierarchies
         Per sensitive attribute, a generalization hierarchy for hierarchical t-closeness.
     t_distance
@@ -297,8 +298,8 @@ def diagnose(
         raise ColumnError("No quasi-identifier given: name them, or pass a contract that marks some as is_quasi_id.")
     sensitive_names = tuple(sensitive) if sensitive is not None else (contract.sensitive if contract else ())
     weight_column = weights if weights is not None else (contract.weight if contract else None)
-    threshold = check_fraction(threshold, "threshold")
-    l = check_positive_int(l, "l")  # noqa: E741
+    max_risk = check_fraction(max_risk, "max_risk")
+    recursive_l = check_positive_int(recursive_l, "recursive_l")
     ks = tuple(check_positive_int(k, "k") for k in k_values)
     check_columns(data, qis, role="quasi-identifier")
     check_columns(data, sensitive_names, role="sensitive attribute", allow_empty=True)
@@ -315,12 +316,12 @@ def diagnose(
         ordered=ordered,
     )
     counts = _population_counts(classes, population, population_count, sampling_fraction)
-    risk = risk_summary(classes, counts, threshold=threshold)
+    risk = risk_summary(classes, counts, max_risk=max_risk)
     models = {
         name: sensitive_models(
             classes,
             name,
-            l=l,
+            recursive_l=recursive_l,
             hierarchy=(hierarchies or {}).get(name),
             t_distance=t_distance,
         )

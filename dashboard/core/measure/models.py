@@ -854,7 +854,7 @@ def sensitive_models(
     classes: EquivalenceClasses,
     name: str,
     *,
-    l: int = 2,  # noqa: E741
+    recursive_l: int = 2,
     hierarchy: Mapping[Any, Sequence[Any]] | pd.DataFrame | None = None,
     t_distance: str | TDistance | None = None,
     entropy_estimator: str | EntropyEstimator = EntropyEstimator.SHANNON,
@@ -862,17 +862,17 @@ def sensitive_models(
 ) -> SensitiveModels:
     """Evaluate every attribute-disclosure model on sensitive attribute ``name``.
 
-    (alpha,k)-anonymity, distinct and entropy l-diversity, recursive (c, ``l``)-diversity, t-closeness (distance
-    ``t_distance``, default as :func:`t_closeness`: hierarchical with a ``hierarchy``, else ordered for an ordered
-    attribute, else equal; the result names it), delta-disclosure (log base ``delta_base``, 2 as ARX) and basic and
-    enhanced beta-likeness, each with the definitions documented on its function.
+    (alpha,k)-anonymity, distinct and entropy l-diversity, recursive (c, ``recursive_l``)-diversity, t-closeness
+    (distance ``t_distance``, default as :func:`t_closeness`: hierarchical with a ``hierarchy``, else ordered for an
+    ordered attribute, else equal; the result names it), delta-disclosure (log base ``delta_base``, 2 as ARX) and
+    basic and enhanced beta-likeness, each with the definitions documented on its function.
     """
     return SensitiveModels(
         attribute=name,
         alpha_k=alpha_k_anonymity(classes, name),
         l_distinct=distinct_l_diversity(classes, name),
         l_entropy=entropy_l_diversity(classes, name, estimator=entropy_estimator),
-        recursive=recursive_cl_diversity(classes, name, l=l),
+        recursive=recursive_cl_diversity(classes, name, l=recursive_l),
         t_closeness=t_closeness(classes, name, distance=t_distance, hierarchy=hierarchy),
         delta_disclosure=delta_disclosure(classes, name, base=delta_base),
         beta_basic=basic_beta_likeness(classes, name),
@@ -900,7 +900,7 @@ def all_sensitive_models(
     classes: EquivalenceClasses,
     names: Sequence[str] | None = None,
     *,
-    l: int = 2,  # noqa: E741
+    recursive_l: int = 2,
     hierarchies: Mapping[str, Mapping[Any, Sequence[Any]] | pd.DataFrame] | None = None,
     t_distances: Mapping[str, str | TDistance] | None = None,
     entropy_estimator: str | EntropyEstimator = EntropyEstimator.SHANNON,
@@ -924,7 +924,7 @@ def all_sensitive_models(
         name: sensitive_models(
             classes,
             name,
-            l=l,
+            recursive_l=recursive_l,
             hierarchy=hierarchies.get(name),
             t_distance=t_distances.get(name),
             entropy_estimator=entropy_estimator,

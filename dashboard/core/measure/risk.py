@@ -9,8 +9,8 @@ implemented by ARX (``risk/RiskModelSampleSummary``), and sdcMicro's individual 
 Notation: ``n`` records in scope, ``J`` classes, ``f_j`` the attacker-visible size of class ``j`` (``sizes``),
 ``n_j`` the records having the class's QI pattern (``counts``; ``n_j = f_j`` except under the ``wildcard``
 missing policy, where a record's class size counts every compatible record), ``F_j`` the number of people in the
-population matching class ``j``, ``tau`` the risk threshold. Risks are probabilities of a correct
-re-identification, in ``(0, 1]``.
+population matching class ``j``, ``tau`` the highest acceptable risk of one record (``max_risk``). Risks are
+probabilities of a correct re-identification, in ``(0, 1]``.
 
 * **Prosecutor**: the attacker knows the target is in the data. A record's risk is ``1 / f_j``.
 * **Journalist**: the attacker knows the target is in the population the data were drawn from. A record's risk
@@ -48,7 +48,7 @@ __all__ = [
     "risk_summary",
 ]
 
-DEFAULT_THRESHOLD = 0.2
+DEFAULT_MAX_RISK = 0.2
 
 
 @dataclass(frozen=True, eq=False)
@@ -66,8 +66,8 @@ class AttackerRisk:
     average
         The expected fraction of records an attacker re-identifies (ARX "success rate"; see each model's function).
     records_at_risk
-        Fraction of records whose risk is strictly greater than ``threshold`` (ARX ``1 / size > threshold``).
-    threshold
+        Fraction of records whose risk is strictly greater than ``max_risk`` (ARX ``1 / size > threshold``).
+    max_risk
         ``tau``, the highest acceptable risk of a single record.
     class_risk
         Per class, the risk of each of its records.
@@ -80,7 +80,7 @@ class AttackerRisk:
     lowest: float
     average: float
     records_at_risk: float
-    threshold: float
+    max_risk: float
     class_risk: np.ndarray
     class_counts: np.ndarray
 
@@ -91,8 +91,8 @@ class AttackerRisk:
 
     @property
     def n_records_at_risk(self) -> int:
-        """The number of records whose risk is strictly greater than ``threshold``."""
-        return int(self.class_counts[self.class_risk > self.threshold].sum())
+        """The number of records whose risk is strictly greater than ``max_risk``."""
+        return int(self.class_counts[self.class_risk > self.max_risk].sum())
 
 
 @dataclass(frozen=True, eq=False)
@@ -110,13 +110,13 @@ class RiskCurve:
 
 @dataclass(frozen=True, eq=False)
 class RiskSummary:
-    """The three attacker models for one table, one population and one threshold (the dashboard's diagnosis)."""
+    """The three attacker models for one table, one population and one ``max_risk`` (the dashboard's diagnosis)."""
 
     prosecutor: AttackerRisk
     journalist: AttackerRisk
     marketer: AttackerRisk
     population: PopulationCounts
-    threshold: float
+    max_risk: float
 
     @property
     def models(self) -> tuple[AttackerRisk, AttackerRisk, AttackerRisk]:
@@ -162,16 +162,16 @@ class IndividualRisk:
         """The number of records the risks are about."""
         return int(self.class_counts.sum())
 
-    def records_above(self, threshold: float) -> int:
-        """The number of records whose individual risk is strictly greater than ``threshold``."""
-        tau = check_fraction(threshold, "threshold")
+    def records_above(self, max_risk: float) -> int:
+        """The number of records whose individual risk is strictly greater than ``max_risk``."""
+        tau = check_fraction(max_risk, "max_risk")
         return int(self.class_counts[self.class_risk > tau].sum())
 
 
 # --- attacker models -----------------------------------------------------------------------------------------------
 
 
-def prosecutor_risk(classes: EquivalenceClasses, *, threshold: float = DEFAULT_THRESHOLD) -> AttackerRisk:
+def prosecutor_risk(classes: EquivalenceClasses, *, max_risk: float = DEFAULT_MAX_RISK) -> AttackerRisk:
     """Prosecutor re-identification risk (El Emam; ARX ``RiskModelSampleSummary.getProsecutorRisk``).
 
     A record in class ``j`` has risk ``1 / f_j``. ``highest = 1 / min f_j``, ``lowest = 1 / max f_j``,
@@ -182,15 +182,15 @@ def prosecutor_risk(classes: EquivalenceClasses, *, threshold: float = DEFAULT_T
     ----------
     classes
         The table's equivalence classes (any missing-value policy; records dropped by ``drop`` are out of scope).
-    threshold
-        ``tau`` in ``[0, 1]``.
+    max_risk
+        ``tau``, the highest acceptable risk of one record, in ``[0, 1]``.
 
     Notes
     -----
     ARX leaves records whose QIs are all suppressed out of the risk; here a record is in scope unless the
     ``drop`` policy removed it. An empty table gives 0 for every number.
     """
-    tau = check_fraction(threshold, "threshold")
+    tau = check_fraction(max_risk, "max_risk")
     sizes = classes.sizes.astype(np.float64)
     return _attacker_risk("prosecutor", classes, sizes, tau, journalist=False)
 
@@ -199,7 +199,7 @@ def journalist_risk(
     classes: EquivalenceClasses,
     population: PopulationCounts | None = None,
     *,
-    threshold: float = DEFAULT_THRESHOLD,
+    max_risk: float = DEFAULT_MAX_RISK,
 ) -> AttackerRisk:
     """Journalist re-identification risk (El Emam; ARX ``RiskModelSampleSummary.getJournalistRisk``).
 
@@ -215,10 +215,10 @@ def journalist_risk(
     population
         ``F_j`` (see :mod:`dashboard.core.measure.population`); None uses the sample itself (``F_j = f_j``), which makes
         this model equal to the prosecutor model.
-    threshold
-        ``tau`` in ``[0, 1]``.
+    max_risk
+        ``tau``, the highest acceptable risk of one record, in ``[0, 1]``.
     """
-    tau = check_fraction(threshold, "threshold")
+    tau = check_fraction(max_risk, "max_risk")
     counts = _population_counts(classes, population)
     return _attacker_risk("journalist", classes, counts, tau, journalist=True)
 
@@ -227,7 +227,7 @@ def marketer_risk(
     classes: EquivalenceClasses,
     population: PopulationCounts | None = None,
     *,
-    threshold: float = DEFAULT_THRESHOLD,
+    max_risk: float = DEFAULT_MAX_RISK,
 ) -> AttackerRisk:
     """Marketer re-identification risk (El Emam; ARX ``RiskModelSampleSummary.getMarketerRisk``).
 
@@ -237,7 +237,7 @@ def marketer_risk(
     ``class_risk`` here use the per-record risk ``1 / F_j``, so they equal the journalist values. Without a
     population (``F_j = f_j``) the average is ``J / n``, the prosecutor average.
     """
-    tau = check_fraction(threshold, "threshold")
+    tau = check_fraction(max_risk, "max_risk")
     counts = _population_counts(classes, population)
     return _attacker_risk("marketer", classes, counts, tau, journalist=False)
 
@@ -246,13 +246,13 @@ def risk_summary(
     classes: EquivalenceClasses,
     population: PopulationCounts | None = None,
     *,
-    threshold: float = DEFAULT_THRESHOLD,
+    max_risk: float = DEFAULT_MAX_RISK,
 ) -> RiskSummary:
-    """The prosecutor, journalist and marketer risks for one threshold (ARX's "attacker models" table).
+    """The prosecutor, journalist and marketer risks for one ``max_risk`` (ARX's "attacker models" table).
 
     ``population`` None uses the sample itself (``F_j = f_j``), as ARX does without a research subset.
     """
-    tau = check_fraction(threshold, "threshold")
+    tau = check_fraction(max_risk, "max_risk")
     counts = _population_counts(classes, population)
     resolved = population if population is not None else population_counts_from_sample(classes)
     sizes = classes.sizes.astype(np.float64)
@@ -261,7 +261,7 @@ def risk_summary(
         journalist=_attacker_risk("journalist", classes, counts, tau, journalist=True),
         marketer=_attacker_risk("marketer", classes, counts, tau, journalist=False),
         population=resolved,
-        threshold=tau,
+        max_risk=tau,
     )
 
 
@@ -302,7 +302,7 @@ def _attacker_risk(
         lowest=float(class_risk.min()),
         average=average,
         records_at_risk=at_risk,
-        threshold=tau,
+        max_risk=tau,
         class_risk=class_risk,
         class_counts=counts,
     )

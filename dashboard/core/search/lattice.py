@@ -9,7 +9,7 @@ level of ``u`` is at most that of ``v``. At a node, the records form equivalence
 (missing values as a value of their own). A class *violates* the targets (:class:`PrivacyTargets`) when its size
 is below ``k``, its prosecutor risk ``1 / f_j`` exceeds ``max_risk``, or, for some sensitive attribute, it has
 fewer than ``l`` distinct values or its t-closeness distance exceeds ``t``. The node *satisfies* the targets when
-the records of violating classes number at most ``floor(suppression * n)`` (ARX's suppression limit); those
+the records of violating classes number at most ``floor(max_suppression * n)`` (ARX's suppression limit); those
 records are then suppressed (removed). The result is a satisfying node of least information loss for the chosen
 :class:`~dashboard.core.utility.metrics.Metric`, with suppressed records counted as described there.
 
@@ -497,13 +497,13 @@ class GeneralizationLattice:
         levels: Mapping[str, int] | Sequence[int],
         *,
         targets: PrivacyTargets,
-        suppression: float = 0.0,
+        max_suppression: float = 0.0,
         metric: str | Metric = Metric.LOSS,
     ) -> NodeResult:
         """Evaluate one node: violating records, whether they fit the suppression limit, and the metric."""
         node = self.check_levels(levels)
         metric = Metric.parse(metric)
-        budget = suppression_budget(suppression, self.n_records)
+        budget = suppression_budget(max_suppression, self.n_records)
         table = self.table(node)
         bad = self._violations(table, targets)
         violating = int(table.counts[bad].sum())
@@ -532,7 +532,7 @@ class GeneralizationLattice:
         return path
 
     def search(
-        self, *, targets: PrivacyTargets, suppression: float = 0.0, metric: str | Metric = Metric.LOSS
+        self, *, targets: PrivacyTargets, max_suppression: float = 0.0, metric: str | Metric = Metric.LOSS
     ) -> tuple[NodeResult, int]:
         """The satisfying node of least metric (see the module docstring) and the number of nodes checked.
 
@@ -548,7 +548,7 @@ class GeneralizationLattice:
             raise ColumnError(
                 f"Sensitive attribute(s) {', '.join(missing_sa)} were not given when the lattice was built."
             )
-        budget = suppression_budget(suppression, self.n_records)
+        budget = suppression_budget(max_suppression, self.n_records)
         monotone = targets.monotone_with_suppression or budget == 0
         nodes = self.nodes()
         shape = tuple(int(h) for h in self.heights)
@@ -617,7 +617,7 @@ class GeneralizationLattice:
             violating = int(table.counts[self._violations(table, targets)].sum())
             raise NoSolutionError(
                 f"No generalization meets {targets.describe()} with at most {budget:,} suppressed records "
-                f"({suppression:.2%} of {self.n_records:,}): even the most general levels leave {violating:,} "
+                f"({max_suppression:.2%} of {self.n_records:,}): even the most general levels leave {violating:,} "
                 "records in violating classes. Allow more suppression or relax the targets."
             )
         return result, checked
@@ -634,9 +634,9 @@ def _intensity(level: int, max_level: int) -> float:
     return level / max_level if max_level > 0 else 0.0
 
 
-def suppression_budget(suppression: float, n: int) -> int:
-    """``floor(suppression * n)`` records, tolerant to the binary representation of the fraction."""
-    fraction = check_fraction(suppression, "suppression")
+def suppression_budget(max_suppression: float, n: int) -> int:
+    """``floor(max_suppression * n)`` records, tolerant to the binary representation of the fraction."""
+    fraction = check_fraction(max_suppression, "max_suppression")
     return math.floor(fraction * n + 1e-9)
 
 
@@ -657,7 +657,7 @@ class SearchResult:
         The information-loss metric minimized and its value at the optimum.
     k
         Smallest class size among the published records.
-    targets, suppression_limit
+    targets, max_suppression
         What was asked.
     classes
         Equivalence classes of the published table (the core's own diagnosis of ``transform.data``).
@@ -674,7 +674,7 @@ class SearchResult:
     value: float
     k: int
     targets: PrivacyTargets
-    suppression_limit: float
+    max_suppression: float
     classes: EquivalenceClasses
     nodes_checked: int
     lattice_size: int
@@ -701,7 +701,7 @@ class SearchResult:
             "k": self.k,
             "classes": self.classes.n_classes,
             "targets": self.targets.to_dict(),
-            "suppression_limit": self.suppression_limit,
+            "suppression_limit": self.max_suppression,  # the JSON name, kept for compatibility
             "nodes_checked": self.nodes_checked,
             "lattice_size": self.lattice_size,
         }
@@ -718,7 +718,7 @@ def optimal_generalization(
     sensitive: Sequence[str] = (),
     t_distance: str | None = None,
     max_risk: float | None = None,
-    suppression: float = 0.0,
+    max_suppression: float = 0.0,
     metric: str | Metric = Metric.LOSS,
     max_nodes: int = DEFAULT_MAX_NODES,
 ) -> SearchResult:
@@ -734,7 +734,7 @@ def optimal_generalization(
         QIs in lattice order (default: the keys of ``hierarchies``).
     k, l, t, sensitive, t_distance, max_risk
         The targets (:class:`PrivacyTargets`).
-    suppression
+    max_suppression
         Suppression limit: the fraction of records that may be removed, ``0 .. 1`` (ARX's suppression limit).
     metric
         ``loss``, ``precision``, ``discernibility``, ``aecs`` or ``entropy``
@@ -757,18 +757,18 @@ def optimal_generalization(
     targets = PrivacyTargets(k=k, l=l, t=t, sensitive=tuple(sensitive), t_distance=t_distance, max_risk=max_risk)
     targets.require_sensitive()
     metric = Metric.parse(metric)
-    suppression = check_fraction(suppression, "suppression")
+    max_suppression = check_fraction(max_suppression, "max_suppression")
     lattice = GeneralizationLattice(
         data, hierarchies, quasi_identifiers=quasi_identifiers, sensitive=targets.sensitive, max_nodes=max_nodes
     )
-    best, checked = lattice.search(targets=targets, suppression=suppression, metric=metric)
+    best, checked = lattice.search(targets=targets, max_suppression=max_suppression, metric=metric)
     levels = dict(zip(lattice.quasi_identifiers, best.levels, strict=True))
     resolved = dict(zip(lattice.quasi_identifiers, lattice.hierarchies, strict=True))
     transform = generalize(
         data,
         levels,
         resolved,
-        suppress=targets if suppression > 0 else None,
+        suppress=targets if max_suppression > 0 else None,
         quasi_identifiers=list(levels),
     )
     published = transform.data
@@ -780,7 +780,7 @@ def optimal_generalization(
         value=best.value,
         k=classes.k,
         targets=targets,
-        suppression_limit=suppression,
+        max_suppression=max_suppression,
         classes=classes,
         nodes_checked=checked,
         lattice_size=lattice.size,

@@ -17,7 +17,7 @@ Pseudonymise (keyed HMAC-SHA256)
     settings); there is no default key, and keys shorter than 16 bytes are refused. The key is never recorded: the
     step records the variable it is configured in and a fingerprint (``HMAC-SHA256(key, "privdash key
     fingerprint")``, first 16 hex characters), and a recorded fingerprint is checked when the step is applied again
-    (:func:`apply_step_with_key` and :func:`apply_recipe_with_key` hand the key to a recorded step). If two
+    (the key is a *secret* of the step: ``apply_recipe(data, recipe, secrets={"key": key})`` hands it over). If two
     distinct values would share a pseudonym the step fails and asks for a longer one.
 
 Missing values stay missing in every method. No value mapping is returned: a table from identifiers to
@@ -35,12 +35,10 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.errors import ParameterError, check_columns, check_positive_int
-from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_step, register_step
+from dashboard.core.transform.steps import Step, TransformResult, register_step
 
 __all__ = [
     "KEY_ENV",
-    "apply_recipe_with_key",
-    "apply_step_with_key",
     "drop_identifiers",
     "key_fingerprint",
     "mask_identifiers",
@@ -235,42 +233,6 @@ def _mask_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
     return mask_identifiers(data, **params)
 
 
-@register_step("pseudonymize")
+@register_step("pseudonymize", secrets=("key",))
 def _pseudonymize_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
     return pseudonymize(data, **params)
-
-
-def apply_step_with_key(data: pd.DataFrame, step: Step, key: str | bytes | None) -> TransformResult:
-    """:func:`~dashboard.core.transform.steps.apply_step`, with ``key`` given to a ``pseudonymize`` step.
-
-    The key is passed to :func:`pseudonymize` directly, never put into the step, so no recipe ever holds it. Raises
-    :class:`ParameterError` when the step carries a ``key`` parameter (a key must not be stored in a recipe) or,
-    through :func:`pseudonymize`, when ``key`` is None or does not match the fingerprint the step recorded.
-    """
-    if step.kind != "pseudonymize":
-        return apply_step(data, step)
-    params = dict(step.params)
-    if "key" in params:
-        raise ParameterError(
-            "A recipe must not contain the pseudonymisation key: remove 'key' from the pseudonymize step and set "
-            f"the environment variable {params.get('key_env', KEY_ENV)} instead."
-        )
-    try:
-        return pseudonymize(data, **params, key=key)
-    except TypeError as exc:
-        raise ParameterError(f"Step 'pseudonymize': {exc}.") from exc
-
-
-def apply_recipe_with_key(
-    data: pd.DataFrame, recipe: Recipe | Sequence[Step], key: str | bytes | None
-) -> tuple[pd.DataFrame, list[TransformResult]]:
-    """:func:`~dashboard.core.transform.steps.apply_recipe` with ``key`` given to every ``pseudonymize`` step
-    (see :func:`apply_step_with_key`)."""
-    steps = recipe.steps if isinstance(recipe, Recipe) else tuple(recipe)
-    results: list[TransformResult] = []
-    current = data
-    for step in steps:
-        result = apply_step_with_key(current, step, key)
-        results.append(result)
-        current = result.data
-    return current, results

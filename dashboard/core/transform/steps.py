@@ -4,6 +4,11 @@ A *step* is a transformation (generalize a column, top-code, suppress records, m
 DataFrame. Each step kind is registered here under a name with a function ``apply(data, **params) ->
 TransformResult``; ``params`` are plain JSON values, so a list of steps is a *recipe* that can be saved as JSON and
 re-applied to new data with the same schema (:func:`apply_recipe`). Inputs are never modified in place.
+
+A step kind may declare *secrets* (``register_step("pseudonymize", secrets=("key",))``): parameters that are never
+recorded in a step or a recipe. The caller hands them to :func:`apply_step` / :func:`apply_recipe` as
+``secrets={"key": ...}``; a step that carries a secret among its parameters is refused, so a recipe with a key in
+it cannot be applied (or be mistaken for a safe one).
 """
 
 from __future__ import annotations
@@ -85,15 +90,18 @@ class StepFunction(Protocol):
 
 
 _REGISTRY: dict[str, StepFunction] = {}
+_SECRETS: dict[str, tuple[str, ...]] = {}
 
 
-def register_step(kind: str) -> Callable[[StepFunction], StepFunction]:
-    """Register ``function`` as the implementation of step ``kind`` (used as a decorator)."""
+def register_step(kind: str, *, secrets: Sequence[str] = ()) -> Callable[[StepFunction], StepFunction]:
+    """Register ``function`` as the implementation of step ``kind`` (used as a decorator); ``secrets`` name the
+    keyword arguments that are given when the step is applied and never recorded (see the module docstring)."""
 
     def decorate(function: StepFunction) -> StepFunction:
         if kind in _REGISTRY and _REGISTRY[kind] is not function:
             raise RuntimeError(f"step kind {kind!r} registered twice")
         _REGISTRY[kind] = function
+        _SECRETS[kind] = tuple(secrets)
         return function
 
     return decorate
@@ -105,14 +113,26 @@ def registered_steps() -> tuple[str, ...]:
     return tuple(sorted(_REGISTRY))
 
 
-def apply_step(data: pd.DataFrame, step: Step) -> TransformResult:
-    """Apply one step; unknown kinds and bad parameters raise :class:`ParameterError`."""
+def apply_step(data: pd.DataFrame, step: Step, *, secrets: Mapping[str, Any] | None = None) -> TransformResult:
+    """Apply one step; unknown kinds and bad parameters raise :class:`ParameterError`.
+
+    ``secrets`` holds the values of the secret parameters the step kind declares (e.g. the pseudonymization
+    ``key``); a secret the caller does not give is passed as None, so the step itself says what is missing.
+    """
     _load_builtin_steps()
     function = _REGISTRY.get(step.kind)
     if function is None:
         raise ParameterError(f"Unknown step kind {step.kind!r}; known kinds: {', '.join(sorted(_REGISTRY))}.")
+    declared = _SECRETS.get(step.kind, ())
+    stored = [name for name in declared if name in step.params]
+    if stored:
+        raise ParameterError(
+            f"A recipe must not contain the secret {', '.join(repr(s) for s in stored)} of step '{step.kind}': "
+            "remove it from the step and give it when the recipe is applied."
+        )
+    given = secrets or {}
     try:
-        return function(data, **dict(step.params))
+        return function(data, **dict(step.params), **{name: given.get(name) for name in declared})
     except TypeError as exc:
         raise ParameterError(f"Step '{step.kind}': {exc}.") from exc
 
@@ -152,13 +172,16 @@ class Recipe:
         return cls.from_dict(obj)
 
 
-def apply_recipe(data: pd.DataFrame, recipe: Recipe | Sequence[Step]) -> tuple[pd.DataFrame, list[TransformResult]]:
-    """Apply every step in order; return the final table and each step's result."""
+def apply_recipe(
+    data: pd.DataFrame, recipe: Recipe | Sequence[Step], *, secrets: Mapping[str, Any] | None = None
+) -> tuple[pd.DataFrame, list[TransformResult]]:
+    """Apply every step in order (``secrets`` as in :func:`apply_step`); return the final table and each step's
+    result."""
     steps = recipe.steps if isinstance(recipe, Recipe) else tuple(recipe)
     results = []
     current = data
     for step in steps:
-        result = apply_step(current, step)
+        result = apply_step(current, step, secrets=secrets)
         results.append(result)
         current = result.data
     return current, results

@@ -15,7 +15,7 @@ Top and bottom coding (sdcMicro ``topBotCoding``)
 Record suppression (ARX's suppression limit, with a report instead of a refusal)
     The records of classes smaller than ``k`` are removed, smallest classes first (ties: the class listed first by
     :func:`~dashboard.core.measure.classes.equivalence_classes`), as long as
-    the total removed stays within ``max_fraction`` of the rows. A class that does not fit is kept whole, and so
+    the total removed stays within ``max_suppression`` of the rows. A class that does not fit is kept whole, and so
     is every larger one; the summary says whether k was reached. ARX rejects such a transformation outright; we
     report it so the preview can show how far the budget goes.
 
@@ -195,7 +195,7 @@ def suppress_records(
     /,
     *,
     quasi_identifiers: Sequence[str],
-    max_fraction: float,
+    max_suppression: float,
     k: int | None = None,
     missing: str = "value",
     orders: Mapping[str, Sequence[Any]] | None = None,
@@ -209,8 +209,8 @@ def suppress_records(
         The table; not modified.
     quasi_identifiers
         The QIs that form the classes.
-    max_fraction
-        Largest share of the rows that may be removed, in [0, 1] (``floor(max_fraction * n)`` rows).
+    max_suppression
+        Largest share of the rows that may be removed, in [0, 1] (``floor(max_suppression * n)`` rows).
     k
         Remove the records of classes with fewer than ``k`` records.
     missing
@@ -232,7 +232,7 @@ def suppress_records(
         ``k_achieved`` (smallest class after removal; 0 for an empty result).
     """
     qis = check_columns(data, quasi_identifiers, role="quasi-identifier")
-    fraction = check_fraction(max_fraction, "max_fraction")
+    fraction = check_fraction(max_suppression, "max_suppression")
     policy = MissingPolicy.parse(missing)
     if (k is None) == (violating is None):
         raise ParameterError("Give exactly one target: k (remove classes smaller than k) or violating (a row mask).")
@@ -249,7 +249,7 @@ def suppress_records(
         "record_suppression",
         {
             "quasi_identifiers": list(qis),
-            "max_fraction": fraction,
+            "max_suppression": fraction,
             "k": k,
             "missing": policy.value,
             "orders": {name: list(v) for name, v in (orders or {}).items()},
@@ -516,6 +516,9 @@ def _top_bottom_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
 
 @register_step("record_suppression")
 def _record_suppression_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
+    if "max_fraction" in params and "max_suppression" not in params:
+        # Recipes saved before the parameter took the name max_suppression.
+        params["max_suppression"] = params.pop("max_fraction")
     return suppress_records(data, **params)
 
 

@@ -87,7 +87,7 @@ def test_contract_and_text_output(capsys: pytest.CaptureFixture[str]) -> None:
         (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "c"], "Unknown quasi-identifier: 'c'"),
         (lambda p: p.write_text(""), ["--qi", "a"], "is empty"),
         (lambda p: p.write_bytes(b"\x00\x01\x02\x03"), ["--qi", "a"], "binary"),
-        (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--threshold", "2"], "threshold"),
+        (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--threshold", "2"], "max_risk must lie in [0, 1]"),
         (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--population", "lots"], "--population"),
         (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--population", "0"], "positive"),
         (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--sensitive", "a"], "both"),

@@ -38,7 +38,7 @@ DISTRICT = {
     "rule": {"builder": "postcodes", "levels": ["district", "area"]},
 }
 DISTRICT = {**DISTRICT, "level": 2}
-SUPPRESS = {"kind": "suppress_records", "k": 5, "budget": 0.2}
+SUPPRESS = {"kind": "suppress_records", "k": 5, "max_suppression": 0.2}
 QIS = ["age", "sex", "postcode"]
 
 
@@ -109,7 +109,7 @@ def core_after(state: ViewState, run: fixes.FixRun, *, missing: MissingPolicy = 
         {"kind": "drop", "columns": ["name"]},
         {"kind": "mask", "columns": ["phone"], "first": 2, "last": 0},
         {"kind": "pseudonymize", "columns": ["email"], "length": 16},
-        {"kind": "search", "k": 5, "l": None, "t": None, "risk": 0.2, "suppression": 0.05, "metric": "loss"},
+        {"kind": "search", "k": 5, "l": None, "t": None, "max_risk": 0.2, "max_suppression": 0.05, "metric": "loss"},
     ],
 )
 def test_valid_specs_survive_validation_and_the_link(spec: dict[str, Any], base: ViewState) -> None:
@@ -129,13 +129,13 @@ def test_valid_specs_survive_validation_and_the_link(spec: dict[str, Any], base:
         ({**AGE, "rule": {"builder": "wavelets"}}, "needs a 'builder'"),
         ({**AGE, "rule": {"builder": "intervals", "widths": [5, -10]}}, "must be positive"),
         ({**AGE, "rule": {"builder": "rare", "min_count": 5, "keep": ["Smith"]}}, "unknown setting(s) keep"),
-        ({**SUPPRESS, "budget": 1.5}, "between 0 and 1"),
+        ({**SUPPRESS, "max_suppression": 1.5}, "between 0 and 1"),
         ({**SUPPRESS, "k": 1}, "at least 2"),
         ({**SUPPRESS, "values": [1, 2]}, "unknown setting(s) values"),
         ({"kind": "top_bottom", "column": "age"}, "a top or a bottom threshold"),
         ({"kind": "drop", "columns": []}, "at least one column"),
         ({"kind": "pseudonymize", "columns": ["email"], "length": 100}, "at most 64"),
-        ({"kind": "search", "k": 5, "suppression": 0.1, "metric": "beauty"}, "Unknown metric"),
+        ({"kind": "search", "k": 5, "max_suppression": 0.1, "metric": "beauty"}, "Unknown metric"),
     ],
 )
 def test_bad_specs_give_a_message(spec: dict[str, Any], message: str) -> None:
@@ -172,7 +172,7 @@ def test_controls_make_specs(base: ViewState) -> None:
     assert page.spec_from_controls("suppress_records", values, base) == {
         "kind": "suppress_records",
         "k": 5,
-        "budget": 0.1,
+        "max_suppression": 0.1,
     }
     spec = page.spec_from_controls(
         "generalize",
@@ -195,8 +195,8 @@ def test_controls_make_specs(base: ViewState) -> None:
         "k": 4,
         "l": None,
         "t": None,
-        "risk": base.risk,
-        "suppression": 0.02,
+        "max_risk": base.max_risk,
+        "max_suppression": 0.02,
         "metric": "aecs",
     }
     with pytest.raises(FixError, match="Give k"):
@@ -261,7 +261,7 @@ def test_microaggregation_reaches_k_and_has_no_mapping(runs: FixRuns, base: View
 
 
 def test_least_lossy_search_meets_the_targets(runs: FixRuns, base: ViewState) -> None:
-    spec = {"kind": "search", "k": 5, "l": None, "t": None, "risk": None, "suppression": 0.05, "metric": "loss"}
+    spec = {"kind": "search", "k": 5, "l": None, "t": None, "max_risk": None, "max_suppression": 0.05, "metric": "loss"}
     state = base.updated(fix=(spec,))
     run = runs.run(state)
     assert run.error is None
@@ -306,7 +306,7 @@ def test_add_spec_refuses_a_step_the_core_refuses(runs: FixRuns, base: ViewState
     state, message = page.add_spec(runs, base, "generalize", values)
     assert state == base and message is not None and "between 0 and 2" in message
     state, message = page.add_spec(runs, base, "suppress_records", {"fix-rs-k": 5, "fix-rs-budget": 5})
-    assert message is None and state.fix == (SUPPRESS | {"budget": 0.05},)
+    assert message is None and state.fix == (SUPPRESS | {"max_suppression": 0.05},)
 
 
 def test_mapping_composes_steps(runs: FixRuns, base: ViewState) -> None:

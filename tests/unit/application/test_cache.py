@@ -23,6 +23,15 @@ def test_least_recently_used_entry_goes_first() -> None:
     assert cache.get(("b",), "gone") == "gone"
 
 
+def test_discard_by_key() -> None:
+    cache = BoundedCache(8)
+    for name in ("a", "b"):
+        for version in (1, 2):
+            cache.put(("table", name, version), version)
+    assert cache.discard(lambda key: key[1] == "a") == 2
+    assert len(cache) == 2 and ("table", "b", 2) in cache
+
+
 def test_get_or_build_builds_once() -> None:
     cache = BoundedCache(4)
     calls: list[int] = []

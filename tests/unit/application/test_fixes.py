@@ -26,7 +26,7 @@ SPECS: list[dict[str, Any]] = [
     {"kind": "generalize", "column": "age", "rule": {"builder": "quantiles", "bins": [8, 4]}, "level": 1},
     {"kind": "generalize", "column": "postcode", "rule": {"builder": "postcodes", "levels": ["district"]}, "level": 1},
     {"kind": "top_bottom", "column": "age", "top": 0.9, "bottom": None, "quantiles": True, "labels": True},
-    {"kind": "suppress_records", "k": 5, "budget": 0.2},
+    {"kind": "suppress_records", "k": 5, "max_suppression": 0.2},
     {"kind": "suppress_cells", "k": 3, "importance": ["sex"]},
     {"kind": "microaggregate", "k": 5, "decimals": 0},
     {"kind": "drop", "columns": ["name"]},
@@ -52,17 +52,18 @@ def test_every_kind_compiles_to_a_registered_step(spec: dict[str, Any], people: 
     extended = fixes.extend_run(run, spec, key=KEY)
     assert extended.error is None
     # The run is the registry's result of the compiled step, and its recorded step reproduces it.
-    direct = apply_step(frame, step)
+    direct = apply_step(frame, step, secrets={"key": KEY})
     pd.testing.assert_frame_equal(extended.data, direct.data)
     assert extended.recipe.steps == (direct.step,)
-    again, _ = apply_recipe(frame, [direct.step] if spec["kind"] != "pseudonymize" else [])
-    if spec["kind"] != "pseudonymize":  # a recipe's pseudonymization needs the key handed to it
-        pd.testing.assert_frame_equal(again, extended.data)
+    # The recorded step never holds the key: a pseudonymization is re-applied with the key handed to it.
+    assert KEY not in extended.recipe.to_json()
+    again, _ = apply_recipe(frame, [direct.step], secrets={"key": KEY})
+    pd.testing.assert_frame_equal(again, extended.data)
 
 
 def test_the_search_is_the_one_kind_that_is_not_compiled(people: tuple) -> None:
     frame, contract = people
-    spec = fixes.check_spec({"kind": "search", "k": 5, "risk": None, "suppression": 0.05})
+    spec = fixes.check_spec({"kind": "search", "k": 5, "max_risk": None, "max_suppression": 0.05})
     run = start_run(frame, contract, MissingPolicy.VALUE)
     context = step_context(run, spec)
     assert set(context.hierarchies) == set(QIS)
@@ -78,7 +79,7 @@ def test_the_search_is_the_one_kind_that_is_not_compiled(people: tuple) -> None:
 def test_the_context_holds_the_current_quasi_identifiers_and_orders(people: tuple) -> None:
     frame, contract = people
     run = run_fixes(frame, contract, MissingPolicy.DROP, [{"kind": "drop", "columns": ["postcode"]}])
-    spec = fixes.check_spec({"kind": "suppress_records", "k": 5, "budget": 0.1})
+    spec = fixes.check_spec({"kind": "suppress_records", "k": 5, "max_suppression": 0.1})
     context = step_context(run, spec)
     assert context.quasi_identifiers == ["age", "sex"] and context.missing == MissingPolicy.DROP
     step = compile_spec(spec, context)
@@ -130,3 +131,11 @@ def test_slow_lists_and_builders() -> None:
     with pytest.raises(FixError, match="Masking steps"):
         fixes.build_hierarchy({"builder": "masking"}, pd.Series(["ab1"]))
     assert np.array_equal(hierarchy.leaves, ["ab1", "cd2"])
+
+
+def test_old_spec_keys_from_earlier_links_are_read_with_the_new_names() -> None:
+    old = fixes.check_spec({"kind": "suppress_records", "k": 5, "budget": 0.1})
+    assert old == fixes.check_spec({"kind": "suppress_records", "k": 5, "max_suppression": 0.1})
+    search = fixes.check_spec({"kind": "search", "k": 5, "risk": 0.2, "suppression": 0.05})
+    assert search["max_risk"] == 0.2 and search["max_suppression"] == 0.05
+    assert "risk" not in search and "suppression" not in search

@@ -14,7 +14,7 @@ from dashboard.application.state import ViewState
 from dashboard.core.measure.classes import MissingPolicy
 
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
-SUPPRESS = {"kind": "suppress_records", "k": 5, "budget": 0.2}
+SUPPRESS = {"kind": "suppress_records", "k": 5, "max_suppression": 0.2}
 MICRO = {"kind": "microaggregate", "k": 5, "decimals": 0}
 
 
@@ -89,7 +89,7 @@ def test_fixed_diagnosis_is_cached_and_falls_back_to_the_datasets(services: Serv
     run = runs.run(state)
     after = runs.fixed_diagnosis(run, state)
     assert after.n_records == len(run.data) and after.k == run.results[-1].summary["k_achieved"]
-    key = ("fix-diagnosis", runs.state_key(state), state.missing.value, state.risk, state.k)
+    key = ("fix-diagnosis", runs.state_key(state), state.missing.value, state.max_risk, state.k)
     assert services.cache.get(key) is after and runs.fixed_diagnosis(run, state) is after
 
 

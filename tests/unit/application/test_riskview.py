@@ -58,8 +58,8 @@ def test_size_bins_never_exceed_a_fixed_number_of_bars() -> None:
 
 def test_headlines_follow_the_core(small: pd.DataFrame) -> None:
     contract = DataContract.for_columns(small, quasi_identifiers=["age", "sex"], sensitive=["diag"])
-    result = diagnose(small, contract=contract, threshold=0.3)
-    state = ViewState(k=2, l=2, t=0.5, risk=0.3)
+    result = diagnose(small, contract=contract, max_risk=0.3)
+    state = ViewState(k=2, l=2, t=0.5, max_risk=0.3)
     by_key = {h.key: h for h in riskview.risk_headlines(result, state)}
     assert by_key["k"].value == fmt_count(result.k) == "1"
     assert by_key["k"].passed is False
@@ -72,8 +72,8 @@ def test_headlines_follow_the_core(small: pd.DataFrame) -> None:
     assert by_key["prosecutor"].passed is False
     assert by_key["marketer"].value == fmt_share(result.risk.marketer.average)
     assert by_key["marketer"].passed == (result.risk.marketer.average <= 0.3)
-    lenient = diagnose(small, contract=contract, threshold=1.0)
-    relaxed = {h.key: h for h in riskview.risk_headlines(lenient, ViewState(k=1, l=1, t=1.0, risk=1.0))}
+    lenient = diagnose(small, contract=contract, max_risk=1.0)
+    relaxed = {h.key: h for h in riskview.risk_headlines(lenient, ViewState(k=1, l=1, t=1.0, max_risk=1.0))}
     assert all(h.passed for h in relaxed.values())
 
 
@@ -128,8 +128,8 @@ def test_size_bins_of_an_empty_table() -> None:
 
 def test_verdicts_are_the_cores(small: pd.DataFrame) -> None:
     contract = DataContract.for_columns(small, quasi_identifiers=["age", "sex"], sensitive=["diag"])
-    result = diagnose(small, contract=contract, threshold=0.3)
-    state = ViewState(k=2, l=2, t=0.5, risk=0.3)
+    result = diagnose(small, contract=contract, max_risk=0.3)
+    state = ViewState(k=2, l=2, t=0.5, max_risk=0.3)
     targets = riskview.view_targets(state, result)
     assert targets == PrivacyTargets(k=2, l=2, t=0.5, max_risk=0.3)
     found = riskview.verdicts(result, state)
@@ -137,16 +137,16 @@ def test_verdicts_are_the_cores(small: pd.DataFrame) -> None:
     assert (found.k, found.l, found.t, found.max_risk) == (core["k"], core["l"], core["t"], core["max_risk"])
     assert found.max_risk is False and found.max_risk == (result.risk.prosecutor.n_records_at_risk == 0)
     # Without a sensitive attribute l and t are not judged; a cap of 0 leaves every record at risk.
-    plain = diagnose(small, ["age", "sex"], threshold=0.0)
-    bare = riskview.verdicts(plain, ViewState(k=1, risk=0.0))
-    assert riskview.view_targets(ViewState(risk=0.0), plain).max_risk is None
+    plain = diagnose(small, ["age", "sex"], max_risk=0.0)
+    bare = riskview.verdicts(plain, ViewState(k=1, max_risk=0.0))
+    assert riskview.view_targets(ViewState(max_risk=0.0), plain).max_risk is None
     assert (bare.k, bare.l, bare.t, bare.max_risk) == (True, None, None, False)
 
 
 def test_fix_headlines_judge_one_side(small: pd.DataFrame) -> None:
     contract = DataContract.for_columns(small, quasi_identifiers=["age", "sex"], sensitive=["diag"])
-    result = diagnose(small, contract=contract, threshold=0.3)
-    state = ViewState(k=2, l=2, t=0.5, risk=0.3)
+    result = diagnose(small, contract=contract, max_risk=0.3)
+    state = ViewState(k=2, l=2, t=0.5, max_risk=0.3)
     by_key = {h.key: h for h in riskview.fix_headlines(result, state)}
     assert list(by_key) == ["k", "risk", "at-risk", "l", "t"]
     prosecutor = result.risk.prosecutor
@@ -176,7 +176,7 @@ def test_the_class_table_is_cached_under_an_explicit_key(services: Services) -> 
     table = riskview.cached_class_table(services, state)
     assert riskview.cached_class_table(services, state) is table
     contract_json = services.contract(loaded, state).to_json(indent=None)
-    key = ("class-table", "demo:people", contract_json, state.missing.value, state.risk, state.k, state.l, state.t)
+    key = ("class-table", "demo:people", contract_json, state.missing.value, state.max_risk, state.k, state.l, state.t)
     assert key in services.cache
     other = riskview.cached_class_table(services, state.updated(k=3))
     assert other is not table and other.frame["size"].tolist() == table.frame["size"].tolist()

@@ -86,9 +86,9 @@ def test_too_large_message_is_the_readers_message() -> None:
 def test_diagnosis_is_the_cores_and_is_cached(services: Services) -> None:
     loaded = services.dataset("demo:people")
     state = services.initial_state(loaded).with_quasi_identifiers(["sex", "clothing_size"], ["diagnosis"])
-    state = state.updated(missing="drop", risk=0.1)
+    state = state.updated(missing="drop", max_risk=0.1)
     result = services.diagnosis(state)
-    expected = diagnose(people_table(), contract=services.contract(loaded, state), missing="drop", threshold=0.1)
+    expected = diagnose(people_table(), contract=services.contract(loaded, state), missing="drop", max_risk=0.1)
     assert result.k == expected.k and result.n_records == expected.n_records
     assert result.risk.prosecutor.records_at_risk == expected.risk.prosecutor.records_at_risk
     assert services.diagnosis(state) is result

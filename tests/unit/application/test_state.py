@@ -28,7 +28,7 @@ def example() -> ViewState:
         k=3,
         l=4,
         t=0.35,
-        risk=0.1,
+        max_risk=0.1,
         violating=True,
     )
 

@@ -18,7 +18,7 @@ def as_json(component: object) -> str:
 
 @pytest.mark.parametrize(("prefix", "compact"), [("target-", False), ("fix-target-", True)])
 def test_inputs_hold_the_states_targets(prefix: str, compact: bool) -> None:
-    state = ViewState(k=7, l=3, t=0.35, risk=0.1)
+    state = ViewState(k=7, l=3, t=0.35, max_risk=0.1)
     group = target_inputs(prefix, state, compact=compact)
     inputs = {item.id: item for item in group.children}
     assert list(inputs) == target_ids(prefix) == [f"{prefix}{key}" for key in TARGET_KEYS]
@@ -30,10 +30,10 @@ def test_inputs_hold_the_states_targets(prefix: str, compact: bool) -> None:
 
 
 def test_the_parser_keeps_empty_inputs_and_refuses_bad_ones() -> None:
-    state = ViewState(k=5, l=2, t=0.2, risk=0.2)
-    assert with_targets(state, 3, "", None, 0.5) == state.updated(k=3, risk=0.5)
+    state = ViewState(k=5, l=2, t=0.2, max_risk=0.2)
+    assert with_targets(state, 3, "", None, 0.5) == state.updated(k=3, max_risk=0.5)
     assert with_targets(state, None, None, None, None) == state
-    assert with_targets(state, "4", "3", "0.1", "0.05") == state.updated(k=4, l=3, t=0.1, risk=0.05)
+    assert with_targets(state, "4", "3", "0.1", "0.05") == state.updated(k=4, l=3, t=0.1, max_risk=0.05)
     with pytest.raises(StateError):
         with_targets(state, "many", None, None, None)
     with pytest.raises(StateError, match=r"\[0, 1\]"):

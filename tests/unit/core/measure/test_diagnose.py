@@ -37,7 +37,7 @@ def population_table() -> pd.DataFrame:
 
 
 def test_worked_example_end_to_end() -> None:
-    result = diagnose(worked_example(), ["age", "sex"], sensitive=["diag", "income"], threshold=0.3)
+    result = diagnose(worked_example(), ["age", "sex"], sensitive=["diag", "income"], max_risk=0.3)
     assert result.k == 3 and result.classes.n_classes == 3 and result.sample_uniques == 0
     assert result.class_size_counts() == {3: 2, 4: 1}
     prosecutor = result.risk.prosecutor
@@ -59,7 +59,7 @@ def test_worked_example_end_to_end() -> None:
 
 def test_worked_example_journalist_and_marketer_with_a_population_table() -> None:
     result = diagnose(
-        worked_example(), ["age", "sex"], population=population_table(), population_count="people", threshold=0.1
+        worked_example(), ["age", "sex"], population=population_table(), population_count="people", max_risk=0.1
     )
     journalist, marketer = result.risk.journalist, result.risk.marketer
     assert journalist.records_at_risk == pytest.approx(0.30)
@@ -138,8 +138,8 @@ def test_input_errors() -> None:
         diagnose(data)
     with pytest.raises(ColumnError, match="Unknown sensitive attribute"):
         diagnose(data, ["age"], sensitive=["diagnosis"])
-    with pytest.raises(ParameterError, match="threshold"):
-        diagnose(data, ["age"], threshold=1.5)
+    with pytest.raises(ParameterError, match="max_risk"):
+        diagnose(data, ["age"], max_risk=1.5)
     with pytest.raises(ParameterError, match="k must"):
         diagnose(data, ["age"], k_values=[0])
     with pytest.raises(ContractError):

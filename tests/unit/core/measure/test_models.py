@@ -538,7 +538,7 @@ def test_models_match_definitions_and_invariants(records, level, parents) -> Non
     classes = equivalence_classes(data, ["a", "b"], sensitive=["s"])
     labels = list(classes.sensitive["s"].labels)
     hierarchy = {v: (f"g{parents[v]}", f"h{parents[v] // 2}", "*") for v in range(6)}
-    models = sensitive_models(classes, "s", l=level, t_distance="equal")
+    models = sensitive_models(classes, "s", recursive_l=level, t_distance="equal")
     ordered = t_closeness(classes, "s")
     hierarchical = t_closeness(classes, "s", hierarchy=hierarchy)
     reference = _reference_models(classes, "s", level)

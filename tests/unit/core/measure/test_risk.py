@@ -44,26 +44,26 @@ def worked_population(classes):
 
 def test_worked_example_prosecutor() -> None:
     classes = equivalence_classes(worked_example(), QIS)
-    risk = prosecutor_risk(classes, threshold=0.3)
+    risk = prosecutor_risk(classes, max_risk=0.3)
     assert risk.model == "prosecutor"
     assert risk.highest == pytest.approx(1 / 3, rel=1e-15)
     assert risk.average == pytest.approx(0.30, rel=1e-15)
     assert risk.records_at_risk == pytest.approx(0.60, rel=1e-15)
     assert risk.lowest == 0.25
     assert risk.n_records_at_risk == 6 and risk.n_records == 10
-    assert risk.threshold == 0.3
+    assert risk.max_risk == 0.3
 
 
 def test_worked_example_journalist_and_marketer() -> None:
     classes = equivalence_classes(worked_example(), QIS)
     population = worked_population(classes)
-    journalist = journalist_risk(classes, population, threshold=0.1)
+    journalist = journalist_risk(classes, population, max_risk=0.1)
     assert journalist.records_at_risk == pytest.approx(0.30, rel=1e-15)
     assert journalist.highest == pytest.approx(1 / 6, rel=1e-15)
     assert journalist.average == pytest.approx(max(3 / 76, 0.07), rel=1e-12)
     assert journalist.average == pytest.approx(0.07, rel=1e-12)
     assert journalist.lowest == pytest.approx(1 / 40)
-    marketer = marketer_risk(classes, population, threshold=0.1)
+    marketer = marketer_risk(classes, population, max_risk=0.1)
     assert marketer.average == pytest.approx(0.07, rel=1e-12)
     # the marketer's per-record view is the journalist's
     assert marketer.highest == journalist.highest and marketer.records_at_risk == journalist.records_at_risk
@@ -87,11 +87,11 @@ def test_journalist_average_takes_the_larger_of_the_two_terms() -> None:
 def test_risk_summary_bundles_the_three_models() -> None:
     classes = equivalence_classes(worked_example(), QIS)
     population = worked_population(classes)
-    summary = risk_summary(classes, population, threshold=0.1)
+    summary = risk_summary(classes, population, max_risk=0.1)
     assert summary.prosecutor.average == pytest.approx(0.3)
     assert summary.journalist.highest == pytest.approx(1 / 6)
     assert summary.marketer.average == pytest.approx(0.07)
-    assert summary.population is population and summary.threshold == 0.1
+    assert summary.population is population and summary.max_risk == 0.1
     assert [m.model for m in summary.models] == ["prosecutor", "journalist", "marketer"]
     default = risk_summary(classes)
     assert default.population.kind == "sample"
@@ -105,7 +105,7 @@ def test_wildcard_hand_table() -> None:
     # patterns: (a, x) n=2, (a, *) n=1, (b, y) n=1. Sizes: (a,x) 3, (a,*) 3, (b,y) 1.
     frame = pd.DataFrame({"age": ["a", "a", "a", "b"], "sex": ["x", "x", None, "y"]})
     classes = equivalence_classes(frame, QIS, missing="wildcard")
-    risk = prosecutor_risk(classes, threshold=0.5)
+    risk = prosecutor_risk(classes, max_risk=0.5)
     # per record: 1/3, 1/3, 1/3, 1 -> mean 0.5; records above 0.5: only the unique one
     assert risk.average == pytest.approx(0.5)
     assert risk.highest == 1.0 and risk.lowest == pytest.approx(1 / 3)
@@ -116,7 +116,7 @@ def test_wildcard_hand_table() -> None:
 def test_drop_policy_leaves_records_out() -> None:
     frame = pd.DataFrame({"age": ["a", "a", None, "b"], "sex": ["x", "x", "x", "y"]})
     classes = equivalence_classes(frame, QIS, missing="drop")
-    risk = prosecutor_risk(classes, threshold=0.5)
+    risk = prosecutor_risk(classes, max_risk=0.5)
     assert risk.n_records == 3
     assert risk.average == pytest.approx((0.5 + 0.5 + 1) / 3)
     assert risk.records_at_risk == pytest.approx(1 / 3)
@@ -125,10 +125,10 @@ def test_drop_policy_leaves_records_out() -> None:
 def test_threshold_comparison_is_strict() -> None:
     classes = equivalence_classes(worked_example(), QIS)
     # risks 1/4 (4 records) and 1/3 (6 records)
-    assert prosecutor_risk(classes, threshold=1 / 3).records_at_risk == 0.0
-    assert prosecutor_risk(classes, threshold=0.25).records_at_risk == pytest.approx(0.6)
-    assert prosecutor_risk(classes, threshold=0.0).records_at_risk == 1.0
-    assert prosecutor_risk(classes, threshold=1.0).records_at_risk == 0.0
+    assert prosecutor_risk(classes, max_risk=1 / 3).records_at_risk == 0.0
+    assert prosecutor_risk(classes, max_risk=0.25).records_at_risk == pytest.approx(0.6)
+    assert prosecutor_risk(classes, max_risk=0.0).records_at_risk == 1.0
+    assert prosecutor_risk(classes, max_risk=1.0).records_at_risk == 0.0
 
 
 def test_empty_table_gives_zeros() -> None:
@@ -145,10 +145,10 @@ def test_empty_table_gives_zeros() -> None:
 @pytest.mark.parametrize("threshold", [-0.1, 1.5, float("nan"), "0.2", True])
 def test_bad_threshold(threshold) -> None:
     classes = equivalence_classes(worked_example(), QIS)
-    with pytest.raises(ParameterError, match="threshold"):
-        prosecutor_risk(classes, threshold=threshold)
-    with pytest.raises(ParameterError, match="threshold"):
-        risk_summary(classes, threshold=threshold)
+    with pytest.raises(ParameterError, match="max_risk"):
+        prosecutor_risk(classes, max_risk=threshold)
+    with pytest.raises(ParameterError, match="max_risk"):
+        risk_summary(classes, max_risk=threshold)
 
 
 def test_population_for_other_classes_is_rejected() -> None:
@@ -180,9 +180,9 @@ def test_attacker_model_properties(sample_rows, extra_rows, policy, threshold, t
     if classes.n_records == 0:
         return
     population = population_counts_from_table(classes, pd.DataFrame(sample_rows + extra_rows, columns=QIS))
-    prosecutor = prosecutor_risk(classes, threshold=threshold)
-    journalist = journalist_risk(classes, population, threshold=threshold)
-    marketer = marketer_risk(classes, population, threshold=threshold)
+    prosecutor = prosecutor_risk(classes, max_risk=threshold)
+    journalist = journalist_risk(classes, population, max_risk=threshold)
+    marketer = marketer_risk(classes, population, max_risk=threshold)
     for risk in (prosecutor, journalist, marketer):
         assert ((risk.class_risk > 0) & (risk.class_risk <= 1)).all()
         assert 0 < risk.lowest <= risk.highest <= 1
@@ -194,7 +194,7 @@ def test_attacker_model_properties(sample_rows, extra_rows, policy, threshold, t
     assert journalist.average <= prosecutor.average + 1e-12
     assert marketer.average <= journalist.average + 1e-12
     # with no population information the journalist is the prosecutor
-    same = journalist_risk(classes, None, threshold=threshold)
+    same = journalist_risk(classes, None, max_risk=threshold)
     assert same.average == pytest.approx(prosecutor.average, rel=1e-12)
     assert same.records_at_risk == prosecutor.records_at_risk and same.highest == prosecutor.highest
     # records at risk never increase with the threshold, and the curve agrees with the models
@@ -202,7 +202,7 @@ def test_attacker_model_properties(sample_rows, extra_rows, policy, threshold, t
     curve = records_at_risk_curve(prosecutor, ordered)
     assert (np.diff(curve.records) <= 0).all()
     for tau, fraction in zip(ordered, curve.fraction, strict=True):
-        assert fraction == pytest.approx(prosecutor_risk(classes, threshold=tau).records_at_risk)
+        assert fraction == pytest.approx(prosecutor_risk(classes, max_risk=tau).records_at_risk)
     by_k = records_at_risk_by_k(classes)
     assert (np.diff(by_k.records) >= 0).all()
     for k, records in zip(by_k.x, by_k.records, strict=True):
@@ -354,14 +354,14 @@ def test_adult_against_plain_pandas(adult) -> None:
     n = len(adult)
     record_risk = 1 / size
     threshold = 0.2
-    prosecutor = prosecutor_risk(classes, threshold=threshold)
+    prosecutor = prosecutor_risk(classes, max_risk=threshold)
     assert prosecutor.average == pytest.approx(record_risk.mean(), rel=1e-12)
     assert prosecutor.average == pytest.approx(adult.groupby(qis).ngroups / n, rel=1e-12)
     assert prosecutor.highest == record_risk.max() and prosecutor.lowest == record_risk.min()
     assert prosecutor.records_at_risk == pytest.approx((record_risk > threshold).mean(), rel=1e-12)
     # marketer with a population ten times the sample and with sampling weights
     population = population_counts_from_size(classes, sampling_fraction=0.1)
-    marketer = marketer_risk(classes, population, threshold=threshold)
+    marketer = marketer_risk(classes, population, max_risk=threshold)
     assert marketer.average == pytest.approx((1 / (size / 0.1)).mean(), rel=1e-12)
     assert marketer.records_at_risk == pytest.approx((1 / (size / 0.1) > threshold).mean(), rel=1e-12)
     weights = np.where(adult["sex"] == "Male", 3.0, 7.0)

@@ -67,7 +67,7 @@ def test_verdict_agrees_with_the_models_on_adult(adult: pd.DataFrame) -> None:
     assert checks["l"].achieved == model.value
     assert (
         checks["max_risk"].records_failing
-        == diagnose(adult, ["sex", "age", "race", "education"], threshold=0.2).risk.prosecutor.n_records_at_risk
+        == diagnose(adult, ["sex", "age", "race", "education"], max_risk=0.2).risk.prosecutor.n_records_at_risk
     )
 
 

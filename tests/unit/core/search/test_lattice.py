@@ -92,7 +92,7 @@ def brute_force(
     ],
 )
 def test_tiny_optimum_by_hand(metric: Metric, levels: tuple[int, int], value: float) -> None:
-    result = optimal_generalization(tiny(), {"sex": SEX, "zip": ZIP}, k=2, suppression=0.125, metric=metric)
+    result = optimal_generalization(tiny(), {"sex": SEX, "zip": ZIP}, k=2, max_suppression=0.125, metric=metric)
     assert tuple(result.levels.values()) == levels
     assert result.value == pytest.approx(value, rel=1e-12)
     assert result.suppressed == (1 if levels == (0, 1) else 0)
@@ -101,7 +101,7 @@ def test_tiny_optimum_by_hand(metric: Metric, levels: tuple[int, int], value: fl
 
 def test_tiny_without_suppression() -> None:
     # (1, 0) and (0, 2) both lose 0.5; the tie goes to the lower total level.
-    result = optimal_generalization(tiny(), {"sex": SEX, "zip": ZIP}, k=2, suppression=0.0, metric="loss")
+    result = optimal_generalization(tiny(), {"sex": SEX, "zip": ZIP}, k=2, max_suppression=0.0, metric="loss")
     assert result.levels == {"sex": 1, "zip": 0} and result.value == 0.5 and result.suppressed == 0
     assert result.transform.kept_rows is None and "suppress" not in result.transform.step.params
 
@@ -155,11 +155,11 @@ def test_search_equals_brute_force(
     if not nodes:
         with pytest.raises(NoSolutionError):
             optimal_generalization(
-                data, hierarchies, quasi_identifiers=qis, k=k, suppression=suppression, metric=metric, **options
+                data, hierarchies, quasi_identifiers=qis, k=k, max_suppression=suppression, metric=metric, **options
             )
         return
     result = optimal_generalization(
-        data, hierarchies, quasi_identifiers=qis, k=k, suppression=suppression, metric=metric, **options
+        data, hierarchies, quasi_identifiers=qis, k=k, max_suppression=suppression, metric=metric, **options
     )
     assert result.value == pytest.approx(expected, rel=1e-9, abs=1e-12)
     assert tuple(result.levels.values()) in nodes
@@ -180,7 +180,7 @@ def test_adult_few_qis_equals_brute_force(adult: pd.DataFrame, adult_hierarchies
     targets = PrivacyTargets(k=5)
     for metric in (Metric.LOSS, Metric.DISCERNIBILITY):
         expected, nodes = brute_force(adult, hierarchies, qis, targets, 0.02, metric)
-        result = optimal_generalization(adult, hierarchies, k=5, suppression=0.02, metric=metric)
+        result = optimal_generalization(adult, hierarchies, k=5, max_suppression=0.02, metric=metric)
         assert result.value == pytest.approx(expected, rel=1e-12)
         assert tuple(result.levels.values()) in nodes
 
@@ -196,13 +196,13 @@ def test_adult_all_metrics_equal_exhaustive_lattice(
     assert len(nodes) == lattice.size == 2 * 5 * 2 * 3 * 4 * 3 * 3 * 2
     for metric in Metric:
         evaluated = [
-            lattice.evaluate(node.tolist(), targets=targets, suppression=0.02, metric=metric) for node in nodes
+            lattice.evaluate(node.tolist(), targets=targets, max_suppression=0.02, metric=metric) for node in nodes
         ]
         values = np.array([r.value for r in evaluated])
         bounds = np.array([r.bound for r in evaluated])
         satisfied = np.array([r.satisfied for r in evaluated])
         assert (values[satisfied] >= bounds[satisfied] - 1e-9 * np.abs(bounds[satisfied])).all()
-        result = optimal_generalization(adult, hierarchies, k=5, suppression=0.02, metric=metric)
+        result = optimal_generalization(adult, hierarchies, k=5, max_suppression=0.02, metric=metric)
         assert result.value == pytest.approx(values[satisfied].min(), rel=1e-12)
         assert result.nodes_checked < lattice.size / 2
         best = evaluated[int(np.nanargmin(np.where(satisfied, values, np.nan)))]
@@ -211,7 +211,7 @@ def test_adult_all_metrics_equal_exhaustive_lattice(
 
 def test_adult_result_passes_the_core_diagnosis(adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy]) -> None:
     hierarchies = {c: adult_hierarchies[c] for c in ADULT_QIS}
-    result = optimal_generalization(adult, hierarchies, k=5, suppression=0.02, metric="loss")
+    result = optimal_generalization(adult, hierarchies, k=5, max_suppression=0.02, metric="loss")
     published = result.transform.data
     assert len(published) == len(adult) - result.suppressed
     assert 0 < result.suppressed <= 603
@@ -236,7 +236,7 @@ def test_adult_l_diversity_and_risk_targets(adult: pd.DataFrame, adult_hierarchi
     qis = ["sex", "age", "race", "marital-status", "education"]
     hierarchies = {c: adult_hierarchies[c] for c in qis}
     result = optimal_generalization(
-        adult, hierarchies, k=3, l=3, sensitive=["occupation"], max_risk=0.1, suppression=0.01, metric="loss"
+        adult, hierarchies, k=3, l=3, sensitive=["occupation"], max_risk=0.1, max_suppression=0.01, metric="loss"
     )
     published = result.transform.data
     classes = equivalence_classes(published, qis, sensitive=["occupation"])
@@ -248,7 +248,7 @@ def test_adult_l_diversity_and_risk_targets(adult: pd.DataFrame, adult_hierarchi
 def test_adult_t_closeness_with_suppression(adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy]) -> None:
     qis = ["sex", "age", "race", "marital-status"]
     hierarchies = {c: adult_hierarchies[c] for c in qis}
-    result = optimal_generalization(adult, hierarchies, k=2, t=0.2, sensitive=["occupation"], suppression=0.05)
+    result = optimal_generalization(adult, hierarchies, k=2, t=0.2, sensitive=["occupation"], max_suppression=0.05)
     # t is checked against all records before suppression (ARX's reference distribution).
     generalized = generalize(adult, dict(result.levels), hierarchies).data
     classes = equivalence_classes(generalized, qis, sensitive=["occupation"])
@@ -330,7 +330,7 @@ def test_input_errors() -> None:
     with pytest.raises(HierarchyError, match=r"of column 'zip' are not leaves.*'9999'"):
         optimal_generalization(data.assign(zip=["9999"] * 8), {"zip": ZIP})
     with pytest.raises(ParameterError, match="suppression"):
-        optimal_generalization(data, {"sex": SEX}, suppression=-0.1)
+        optimal_generalization(data, {"sex": SEX}, max_suppression=-0.1)
     with pytest.raises(ParameterError, match="no rows"):
         optimal_generalization(data.iloc[:0], {"sex": SEX})
 

@@ -9,7 +9,6 @@ import pytest
 from dashboard.core.errors import ColumnError, ParameterError
 from dashboard.core.transform.identifiers import (
     KEY_ENV,
-    apply_recipe_with_key,
     drop_identifiers,
     key_fingerprint,
     mask_identifiers,
@@ -105,32 +104,32 @@ def test_the_key_is_never_recorded(tmp_path) -> None:
     path = tmp_path / "recipe.json"
     recipe.save(path)
     # Re-applying needs the key, given by the caller, and checks its fingerprint.
-    replayed, results = apply_recipe_with_key(people(), Recipe.load(path), KEY)
+    replayed, results = apply_recipe(people(), Recipe.load(path), secrets={"key": KEY})
     assert replayed.equals(result.data)
     assert KEY not in Recipe(tuple(r.step for r in results)).to_json()
     with pytest.raises(ParameterError, match="not the one this step was recorded with"):
-        apply_recipe_with_key(people(), Recipe.load(path), OTHER_KEY)
+        apply_recipe(people(), Recipe.load(path), secrets={"key": OTHER_KEY})
     with pytest.raises(ParameterError, match="No pseudonymisation key"):
-        apply_recipe_with_key(people(), Recipe.load(path), None)
+        apply_recipe(people(), Recipe.load(path), secrets={"key": None})
     with pytest.raises(ParameterError, match="No pseudonymisation key"):
         apply_recipe(people(), Recipe.load(path))
 
 
-def test_apply_recipe_with_key_runs_the_other_steps_and_refuses_a_stored_key() -> None:
+def test_the_key_is_a_secret_given_when_applying_never_stored() -> None:
     dropped = drop_identifiers(people(), columns=["phone"]).step
     keyed = pseudonymize(people(), columns=["email"], key=KEY).step
-    published, results = apply_recipe_with_key(people(), [dropped, keyed], KEY)
+    published, results = apply_recipe(people(), [dropped, keyed], secrets={"key": KEY})
     assert list(published.columns) == ["email", "age"] and [r.step.kind for r in results] == [
         "drop_identifiers",
         "pseudonymize",
     ]
     assert published["email"].equals(pseudonymize(people(), columns=["email"], key=KEY).data["email"])
     leaked = Recipe.from_dict({"steps": [{"kind": "pseudonymize", "params": {**keyed.params, "key": KEY}}]})
-    with pytest.raises(ParameterError, match="must not contain the pseudonymisation key"):
-        apply_recipe_with_key(people(), leaked, KEY)
+    with pytest.raises(ParameterError, match="must not contain the secret 'key'"):
+        apply_recipe(people(), leaked, secrets={"key": KEY})
     unknown = Recipe.from_dict({"steps": [{"kind": "pseudonymize", "params": {**keyed.params, "salt": 1}}]})
     with pytest.raises(ParameterError, match="Step 'pseudonymize'"):
-        apply_recipe_with_key(people(), unknown, KEY)
+        apply_recipe(people(), unknown, secrets={"key": KEY})
 
 
 def test_missing_or_weak_keys_are_refused() -> None:

@@ -88,7 +88,7 @@ def test_top_bottom_errors(kwargs: dict, error: type[Exception], message: str) -
 def test_record_suppression_on_the_worked_example() -> None:
     data = worked_example()
     # k = 4: both classes of 3 violate (6 records). A budget of 5 rows fits only the first of them.
-    partial = suppress_records(data, quasi_identifiers=["age", "sex"], k=4, max_fraction=0.5)
+    partial = suppress_records(data, quasi_identifiers=["age", "sex"], k=4, max_suppression=0.5)
     assert partial.summary["rows_removed"] == 3
     assert partial.summary["records_violating_before"] == 6
     assert partial.summary["records_still_violating"] == 3
@@ -96,7 +96,7 @@ def test_record_suppression_on_the_worked_example() -> None:
     assert partial.summary["k_achieved"] == 3
     assert partial.kept_rows.tolist() == [0, 1, 2, 3, 7, 8, 9]
     assert list(partial.data.index) == [0, 1, 2, 3, 7, 8, 9]
-    full = suppress_records(data, quasi_identifiers=["age", "sex"], k=4, max_fraction=0.6)
+    full = suppress_records(data, quasi_identifiers=["age", "sex"], k=4, max_suppression=0.6)
     assert full.summary["rows_removed"] == 6 and full.summary["target_reached"] is True
     assert equivalence_classes(full.data, ["age", "sex"]).k == 4
     assert full.kept_rows.tolist() == [0, 1, 2, 3]
@@ -109,7 +109,7 @@ def test_record_suppression_with_a_predicate() -> None:
     assert classes.record_class is not None
     diverse = classes.sensitive["diag"].distinct_values()
     flags = diverse[classes.record_class] < 3
-    result = suppress_records(data, quasi_identifiers=["age", "sex"], violating=flags, max_fraction=0.4)
+    result = suppress_records(data, quasi_identifiers=["age", "sex"], violating=flags, max_suppression=0.4)
     # Flagged classes: (30-39, M) of 4 and (40-49, M) of 3; the smaller one goes first, the other does not fit.
     assert result.kept_rows.tolist() == [0, 1, 2, 3, 4, 5, 6]
     assert result.summary["target_reached"] is False
@@ -120,26 +120,26 @@ def test_record_suppression_wildcard_rounds() -> None:
     # Under wildcard, (a, *) makes (a, 1) and (a, 2) classes of 2. Removing nothing keeps k = 2; with k = 3 the
     # classes of 2 go first, which shrinks (a, *) too, and the next round removes it.
     data = pd.DataFrame({"q": ["a", "a", "a", "b", "b", "b"], "r": [1, 2, None, 5, 5, 5]})
-    result = suppress_records(data, quasi_identifiers=["q", "r"], k=3, max_fraction=1.0, missing="wildcard")
+    result = suppress_records(data, quasi_identifiers=["q", "r"], k=3, max_suppression=1.0, missing="wildcard")
     assert result.kept_rows.tolist() == [3, 4, 5]
     assert result.summary["target_reached"] is True
 
 
 def test_record_suppression_zero_budget_and_errors() -> None:
     data = worked_example()
-    result = suppress_records(data, quasi_identifiers=["age", "sex"], k=4, max_fraction=0.0)
+    result = suppress_records(data, quasi_identifiers=["age", "sex"], k=4, max_suppression=0.0)
     assert result.summary["rows_removed"] == 0 and result.summary["k_achieved"] == 3
     with pytest.raises(ParameterError, match="exactly one target"):
-        suppress_records(data, quasi_identifiers=["age"], max_fraction=0.1)
+        suppress_records(data, quasi_identifiers=["age"], max_suppression=0.1)
     with pytest.raises(ParameterError, match="boolean array"):
-        suppress_records(data, quasi_identifiers=["age"], max_fraction=0.1, violating=np.ones(3, bool))
-    with pytest.raises(ParameterError, match="max_fraction"):
-        suppress_records(data, quasi_identifiers=["age"], k=2, max_fraction=2)
+        suppress_records(data, quasi_identifiers=["age"], max_suppression=0.1, violating=np.ones(3, bool))
+    with pytest.raises(ParameterError, match="max_suppression"):
+        suppress_records(data, quasi_identifiers=["age"], k=2, max_suppression=2)
 
 
 def test_record_suppression_on_adult(adult: pd.DataFrame) -> None:
     qis = ["sex", "age", "race", "marital-status"]
-    result = suppress_records(adult, quasi_identifiers=qis, k=5, max_fraction=0.1)
+    result = suppress_records(adult, quasi_identifiers=qis, k=5, max_suppression=0.1)
     # data/README: 1,824 records sit in classes smaller than 5; they fit within 10 % of 30,162.
     assert result.summary["rows_removed"] == 1824
     assert equivalence_classes(result.data, qis).k >= 5
