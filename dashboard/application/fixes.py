@@ -57,7 +57,7 @@ from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata
 from dashboard.core.errors import PrivdashError, check_columns
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.transform.hierarchy import TOP, Hierarchy, canonical_text, search_hierarchy
+from dashboard.core.transform.hierarchy import RULE_SETTINGS, TOP, Hierarchy, canonical_text, search_hierarchy
 from dashboard.core.transform.hierarchy import build_hierarchy as core_build_hierarchy
 from dashboard.core.transform.identifiers import KEY_ENV, MIN_KEY_BYTES, key_fingerprint
 from dashboard.core.transform.microaggregation import types_from_contract
@@ -175,15 +175,7 @@ def check_rule(rule: Any) -> dict[str, Any]:
     if not isinstance(rule, Mapping) or rule.get("builder") not in BUILDERS:
         raise FixError(f"A hierarchy rule needs a 'builder': one of {', '.join(BUILDERS)}.")
     builder = rule["builder"]
-    allowed = {
-        "intervals": {"widths", "origin"},
-        "quantiles": {"bins"},
-        "dates": {"levels"},
-        "postcodes": {"levels"},
-        "masking": {"steps"},
-        "rare": {"min_count"},
-    }[builder]
-    unknown = sorted(set(rule) - allowed - {"builder"})
+    unknown = sorted(set(rule) - RULE_SETTINGS[builder] - {"builder"})
     if unknown:
         raise FixError(f"The '{builder}' rule has unknown setting(s) {', '.join(unknown)}.")
     out: dict[str, Any] = {"builder": builder}

@@ -14,7 +14,7 @@ Nothing here imports Dash.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -101,12 +101,8 @@ def view_targets(state: ViewState, diagnosis: Diagnosis) -> PrivacyTargets:
     """The view's targets as the core's :class:`PrivacyTargets`; l and t only when ``diagnosis`` measured a sensitive
     attribute (without one there is nothing to judge them on), the risk cap only when above 0."""
     measured = bool(diagnosis.sensitive_models)
-    return PrivacyTargets(
-        k=state.k,
-        l=state.l if measured else None,
-        t=state.t if measured else None,
-        max_risk=state.max_risk if state.max_risk > 0 else None,
-    )
+    targets = state.targets
+    return replace(targets, l=targets.l if measured else None, t=targets.t if measured else None, sensitive=())
 
 
 @dataclass(frozen=True)

@@ -14,16 +14,16 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import zlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import parse_qs, urlencode
 
-from dashboard.core.data.contract import ColumnRole, StatisticalType
+from dashboard.core.data.contract import ColumnRole, ColumnsByRole, StatisticalType
 from dashboard.core.errors import PrivdashError
 from dashboard.core.measure.classes import MissingPolicy
+from dashboard.core.targets import PrivacyTargets
 
 __all__ = [
     "DEFAULTS",
@@ -62,7 +62,7 @@ class StateError(PrivdashError):
 
 
 @dataclass(frozen=True)
-class ViewState:
+class ViewState(ColumnsByRole):
     """Everything needed to rebuild a view of the dashboard, apart from the page (the URL path).
 
     Attributes
@@ -107,17 +107,16 @@ class ViewState:
 
     # --- derived views ------------------------------------------------------------------------------------------
 
-    def with_role(self, role: ColumnRole) -> tuple[str, ...]:
-        """Columns with ``role``, in column order."""
-        return tuple(name for name, value in self.roles.items() if value == role)
+    def role_items(self) -> Iterable[tuple[str, ColumnRole]]:
+        return self.roles.items()
 
     @property
-    def quasi_identifiers(self) -> tuple[str, ...]:
-        return self.with_role(ColumnRole.QUASI_IDENTIFIER)
-
-    @property
-    def sensitive(self) -> tuple[str, ...]:
-        return self.with_role(ColumnRole.SENSITIVE)
+    def targets(self) -> PrivacyTargets:
+        """The view's release targets (one definition: :class:`~dashboard.core.targets.PrivacyTargets`); a
+        ``max_risk`` of 0 means no risk target."""
+        return PrivacyTargets(
+            k=self.k, l=self.l, t=self.t, max_risk=self.max_risk or None, sensitive=tuple(self.sensitive)
+        )
 
     def updated(self, **changes: Any) -> ViewState:
         """A copy with some fields changed (validated like a decoded state)."""
@@ -297,11 +296,12 @@ def _validated(state: ViewState) -> ViewState:
         )
     except (TypeError, ValueError) as exc:
         raise StateError(f"Invalid view settings: {exc}") from exc
-    if state.k < 1 or state.l < 1:
-        raise StateError("The targets k and l must be at least 1.")
-    for name, value in (("t", state.t), ("max_risk", state.max_risk)):
-        if not (0 <= value <= 1) or math.isnan(value):
-            raise StateError(f"The target {name} must lie in [0, 1].")
+    if not 0 <= state.max_risk <= 1:  # 0 is allowed here: no risk target
+        raise StateError("The target max_risk must lie in [0, 1].")
+    try:
+        state.targets  # noqa: B018 (the one definition of valid targets validates them)
+    except PrivdashError as exc:
+        raise StateError(f"The link's targets are invalid: {exc}") from exc
     for name, perm in state.orders.items():
         if sorted(perm) != list(range(len(perm))):
             raise StateError(f"The order of column '{name}' in the link is not a permutation.")

@@ -157,11 +157,38 @@ class FieldMetadata:
         )
 
 
+class ColumnsByRole:
+    """Columns by role, for anything that lists ``(column, role)`` pairs in column order (the data contract, the
+    dashboard's view state): one definition of what a quasi-identifier list or a sensitive list is."""
+
+    def role_items(self) -> Iterable[tuple[str, ColumnRole]]:
+        raise NotImplementedError
+
+    def with_role(self, role: ColumnRole) -> tuple[str, ...]:
+        """Names of the columns that have ``role``, in column order."""
+        return tuple(name for name, value in self.role_items() if value == role)
+
+    @property
+    def quasi_identifiers(self) -> tuple[str, ...]:
+        return self.with_role(ColumnRole.QUASI_IDENTIFIER)
+
+    @property
+    def sensitive(self) -> tuple[str, ...]:
+        return self.with_role(ColumnRole.SENSITIVE)
+
+    @property
+    def identifiers(self) -> tuple[str, ...]:
+        return self.with_role(ColumnRole.IDENTIFIER)
+
+
 @dataclass(frozen=True)
-class DataContract:
+class DataContract(ColumnsByRole):
     """The roles and types of a table's columns, in column order."""
 
     fields: tuple[FieldMetadata, ...]
+
+    def role_items(self) -> Iterable[tuple[str, ColumnRole]]:
+        return ((f.name, f.role) for f in self.fields)
 
     def __post_init__(self) -> None:
         names = [f.name for f in self.fields]
@@ -177,22 +204,6 @@ class DataContract:
 
     def __contains__(self, name: object) -> bool:
         return any(item.name == name for item in self.fields)
-
-    def with_role(self, role: ColumnRole) -> tuple[str, ...]:
-        """Names of the columns that have ``role``, in contract order."""
-        return tuple(f.name for f in self.fields if f.role == role)
-
-    @property
-    def quasi_identifiers(self) -> tuple[str, ...]:
-        return self.with_role(ColumnRole.QUASI_IDENTIFIER)
-
-    @property
-    def sensitive(self) -> tuple[str, ...]:
-        return self.with_role(ColumnRole.SENSITIVE)
-
-    @property
-    def identifiers(self) -> tuple[str, ...]:
-        return self.with_role(ColumnRole.IDENTIFIER)
 
     @property
     def weight(self) -> str | None:

@@ -58,6 +58,7 @@ from dashboard.core.measure.encoding import encode_column
 
 __all__ = [
     "RULE_BUILDERS",
+    "RULE_SETTINGS",
     "TOP",
     "Hierarchy",
     "HierarchyError",
@@ -922,6 +923,15 @@ def _rare_from_keep(
 
 #: What a user names to build a hierarchy (the *rule settings*, see :func:`build_hierarchy`).
 RULE_BUILDERS = ("intervals", "quantiles", "dates", "postcodes", "masking", "rare")
+#: The settings each builder takes besides ``builder``.
+RULE_SETTINGS: dict[str, frozenset[str]] = {
+    "intervals": frozenset({"widths", "origin"}),
+    "quantiles": frozenset({"bins"}),
+    "dates": frozenset({"levels"}),
+    "postcodes": frozenset({"levels"}),
+    "masking": frozenset({"steps"}),
+    "rare": frozenset({"min_count"}),
+}
 
 
 def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
@@ -940,15 +950,7 @@ def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
     if builder not in RULE_BUILDERS:
         raise HierarchyError(f"A hierarchy rule needs a 'builder': one of {', '.join(RULE_BUILDERS)}.")
     options = {key: value for key, value in rule.items() if key != "builder"}
-    allowed = {
-        "intervals": {"widths", "origin"},
-        "quantiles": {"bins"},
-        "dates": {"levels"},
-        "postcodes": {"levels"},
-        "masking": {"steps"},
-        "rare": {"min_count"},
-    }[builder]
-    unknown = sorted(set(options) - allowed)
+    unknown = sorted(set(options) - RULE_SETTINGS[builder])
     if unknown:
         raise HierarchyError(f"The '{builder}' rule has unknown setting(s) {', '.join(unknown)}.")
     if builder == "intervals":
