@@ -53,9 +53,9 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
 
 
 @pytest.fixture(scope="session")
-def live_settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+def live_settings(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Settings:
     root = tmp_path_factory.mktemp("privdash")
-    return Settings(store_dir=root / "store", cache_dir=root / "cache", max_upload_bytes=5_000_000)
+    return Settings(store_dir=root / "store", cache_dir=root / "cache", max_upload_bytes=5_000_000, data_dir=data_dir)
 
 
 @pytest.fixture(scope="session")
