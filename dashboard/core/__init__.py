@@ -24,6 +24,7 @@ docs/definitions.md the vocabulary.
 from dashboard.core.choices import Choice
 from dashboard.core.data.contract import (
     ColumnRole,
+    ColumnsByRole,
     DataContract,
     FieldMetadata,
     StatisticalType,
@@ -31,7 +32,7 @@ from dashboard.core.data.contract import (
     suggest_roles,
 )
 from dashboard.core.data.demo import demo_datasets, people_contract, people_table, uniform_table
-from dashboard.core.data.tables import csv_text, escape_formulas, read_table, write_table
+from dashboard.core.data.tables import csv_text, escape_formulas, read_table, read_table_with_info, write_table
 from dashboard.core.errors import (
     ColumnError,
     ContractError,
@@ -88,6 +89,7 @@ from dashboard.core.search.lattice import SearchResult, optimal_generalization, 
 from dashboard.core.targets import PrivacyTargets, parse_targets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import (
+    RULE_SETTINGS,
     TOP,
     Hierarchy,
     build_hierarchy,
@@ -131,11 +133,13 @@ __all__ = [
     "KEY_ENV",
     "MIN_KEY_BYTES",
     "MISSING_LABEL",
+    "RULE_SETTINGS",
     "TOP",
     "AttackerRisk",
     "Choice",
     "ColumnError",
     "ColumnRole",
+    "ColumnsByRole",
     "CombinationRisk",
     "ContractError",
     "DataContract",
@@ -213,6 +217,7 @@ __all__ = [
     "read_arx_hierarchy",
     "read_population",
     "read_table",
+    "read_table_with_info",
     "recode_postcodes",
     "records_at_risk_by_k",
     "risk_summary",

@@ -351,3 +351,15 @@ def _check_shape(frame: pd.DataFrame, label: str, info: TableInfo) -> None:
     unnamed = [c for c in frame.columns if not c or c.startswith("Unnamed:")]
     if unnamed and len(unnamed) == frame.shape[1]:
         raise DataReadError(f"{label} has no header row with column names.")
+
+
+def sniff_delimited(sample: bytes, name: str | None = None) -> tuple[str, str]:
+    """The encoding and the delimiter :func:`read_table` would use for a delimited text file that starts with
+    ``sample`` (its first megabyte or so): engines that stream the file read it with the same two choices."""
+    end = sample.rfind(b"\n") + 1
+    cut = sample[:end] if end else sample  # a sample may end inside a multi-byte character
+    if cut.startswith((b"\xff\xfe", b"\xfe\xff")) and len(cut) % 2:
+        cut = cut[:-1] if cut.startswith(b"\xfe\xff") else sample[: end + 1]
+    text, encoding = _decode(cut, name or "The file")
+    return encoding, _detect_delimiter(text)
+

@@ -51,6 +51,7 @@ __all__ = [
     "class_size_frequencies",
     "equivalence_classes",
     "equivalence_classes_from_aggregate",
+    "weight_sums_by_class",
 ]
 
 MISSING_LABEL = "(missing)"
@@ -266,7 +267,7 @@ def equivalence_classes(
             name, column, record_class[kept], grouping.n_groups, is_ordered, kept
         )
     weight_sums = (
-        np.bincount(record_class[kept], weights=weight_values[kept], minlength=grouping.n_groups)
+        weight_sums_by_class(record_class[kept], weight_values[kept], None, grouping.n_groups)
         if weight_values is not None
         else None
     )
@@ -308,8 +309,12 @@ def equivalence_classes_from_aggregate(
     missing: str | MissingPolicy = MissingPolicy.VALUE,
     orders: Mapping[str, Sequence[Any]] | None = None,
     ordered: Sequence[str] | None = None,
+    weights: str | None = None,
 ) -> EquivalenceClasses:
     """Build the summary from an aggregate ``GROUP BY qis, sensitive`` table with a ``count`` column.
+
+    With ``weights``, the aggregate also groups by the weight column: ``count`` records of the row have that
+    weight (see :func:`weight_sums_by_class`).
 
     This is the seam for other engines: run ``SELECT qi..., sa..., COUNT(*) AS count ... GROUP BY ALL`` in DuckDB
     or Spark and pass the (small) result here. The classes, sizes and distributions equal those of
@@ -336,6 +341,10 @@ def equivalence_classes_from_aggregate(
     row_class = grouping.row_group
     kept = row_class >= 0
     sizes = np.bincount(row_class[kept], weights=frequency[kept], minlength=grouping.n_groups).astype(np.int64)
+    weight_sums = None
+    if weights is not None:
+        weight_values = _weights(table, weights)
+        weight_sums = weight_sums_by_class(row_class[kept], weight_values[kept], frequency[kept], grouping.n_groups)
     distributions = {}
     for name in check_columns(table, sensitive, role="sensitive attribute", allow_empty=True):
         is_ordered = _is_ordered(table[name], name, orders, ordered)
@@ -352,7 +361,7 @@ def equivalence_classes_from_aggregate(
         int(frequency[~kept].sum()),
         None,
         distributions,
-        None,
+        weight_sums,
     )
 
 
@@ -386,6 +395,25 @@ def _finish(
         sensitive=distributions,
         weight_sums=weight_sums,
     )
+
+
+def weight_sums_by_class(
+    class_index: np.ndarray, weights: np.ndarray, counts: np.ndarray | None, n_classes: int
+) -> np.ndarray:
+    """Per class, the sum of the weights of its records, computed the same way from rows or from an aggregate.
+
+    ``counts[i]`` records of class ``class_index[i]`` have weight ``weights[i]`` (``counts`` None: one record each).
+    Equal (class, weight) pairs are merged and each class sums ``count x weight`` over its distinct weights in
+    ascending order: the result depends only on the multiset of (class, weight) pairs, so raw rows and any engine's
+    aggregate give the same floating-point sums to the last digit.
+    """
+    ones = np.ones(len(class_index), dtype=np.float64) if counts is None else np.asarray(counts, dtype=np.float64)
+    order = np.lexsort((weights, class_index))
+    cls, weight, count = class_index[order], weights[order], ones[order]
+    starts = np.r_[True, (cls[1:] != cls[:-1]) | (weight[1:] != weight[:-1])] if len(cls) else np.zeros(0, bool)
+    run = np.cumsum(starts) - 1
+    run_counts = np.bincount(run, weights=count) if len(run) else np.zeros(0)
+    return np.bincount(cls[starts], weights=run_counts * weight[starts], minlength=n_classes)
 
 
 def _weights(data: pd.DataFrame, name: str) -> np.ndarray:

@@ -10,6 +10,8 @@ population size is known, the population-uniqueness estimates. The QI-combinatio
 
 from __future__ import annotations
 
+import os
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -18,8 +20,14 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.data.contract import DataContract
+from dashboard.core.engines.aggregate import COUNT, Engine, aggregate_table
 from dashboard.core.errors import ColumnError, ParameterError, check_columns, check_fraction, check_positive_int
-from dashboard.core.measure.classes import EquivalenceClasses, MissingPolicy, equivalence_classes
+from dashboard.core.measure.classes import (
+    EquivalenceClasses,
+    MissingPolicy,
+    equivalence_classes,
+    equivalence_classes_from_aggregate,
+)
 from dashboard.core.measure.combinations import CombinationRisk, combination_risk
 from dashboard.core.measure.models import SensitiveModels, sensitive_models
 from dashboard.core.measure.population import (
@@ -70,6 +78,8 @@ class Diagnosis:
         The k for which ``records_below_k`` is reported.
     identifiers
         Columns the contract marks as direct identifiers (they must be removed or masked before release).
+    engine, counting_seconds
+        The engine that counted the classes (``pandas`` or ``duckdb``) and how long reading and counting took.
     """
 
     rows: int
@@ -84,6 +94,8 @@ class Diagnosis:
     combinations: CombinationRisk | None = None
     k_values: tuple[int, ...] = DEFAULT_K_VALUES
     identifiers: tuple[str, ...] = ()
+    engine: str = "pandas"
+    counting_seconds: float = 0.0
 
     @property
     def missing_policy(self) -> MissingPolicy:
@@ -132,6 +144,7 @@ class Diagnosis:
             }
 
         out: dict[str, Any] = {
+            "engine": self.engine,
             "rows": self.rows,
             "records": n,
             "dropped": self.classes.n_dropped,
@@ -225,7 +238,7 @@ def _sensitive_dict(models: SensitiveModels) -> dict[str, Any]:
 
 
 def diagnose(
-    data: pd.DataFrame,
+    data: pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     quasi_identifiers: Sequence[str] | None = None,
     *,
     sensitive: Sequence[str] | None = None,
@@ -241,13 +254,17 @@ def diagnose(
     t_distance: str | None = None,
     k_values: Sequence[int] = DEFAULT_K_VALUES,
     combinations: bool = False,
+    engine: str | Engine = Engine.AUTO,
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
 ) -> Diagnosis:
     """Diagnose the disclosure risk of ``data``.
 
     Parameters
     ----------
     data
-        One row per person. Never modified.
+        One row per person: a DataFrame, or a CSV / Parquet file, a glob or list of Parquet files (a dataset on
+        disk). Never modified.
     quasi_identifiers
         Columns an attacker may know. Default: the contract's quasi-identifiers.
     sensitive
@@ -288,8 +305,14 @@ def diagnose(
     table; a population size or sampling fraction (``F_j = f_j / pi``); sampling weights (``F_j`` = sum of
     weights); otherwise the sample itself (``F_j = f_j``, so journalist equals prosecutor, as ARX without a
     research subset).
+    engine, memory_limit, temp_directory
+        Where the classes are counted (:mod:`dashboard.core.engines`): ``pandas`` in memory, ``duckdb`` out of
+        core (files are streamed, only the per-class aggregate comes back; ``memory_limit`` such as ``"4GB"``,
+        spilling to ``temp_directory``), or ``auto`` (a DataFrame stays in pandas; large files and Parquet globs
+        go to DuckDB). Every engine gives the same numbers to the last digit.
     """
-    if contract is not None:
+    in_memory = isinstance(data, pd.DataFrame) and Engine.parse(engine) != Engine.DUCKDB
+    if contract is not None and isinstance(data, pd.DataFrame):
         contract.validate(data)
     qis = (
         tuple(quasi_identifiers) if quasi_identifiers is not None else (contract.quasi_identifiers if contract else ())
@@ -301,20 +324,46 @@ def diagnose(
     max_risk = check_fraction(max_risk, "max_risk")
     recursive_l = check_positive_int(recursive_l, "recursive_l")
     ks = tuple(check_positive_int(k, "k") for k in k_values)
-    check_columns(data, qis, role="quasi-identifier")
-    check_columns(data, sensitive_names, role="sensitive attribute", allow_empty=True)
     orders = contract.ordinal_orders() if contract else {}
     ordered = _ordered_sensitive(contract, sensitive_names) if contract else None
-
-    classes = equivalence_classes(
-        data,
-        qis,
-        sensitive=sensitive_names,
-        missing=missing,
-        weights=weight_column,
-        orders=orders,
-        ordered=ordered,
-    )
+    if in_memory:
+        assert isinstance(data, pd.DataFrame)
+        check_columns(data, qis, role="quasi-identifier")
+        check_columns(data, sensitive_names, role="sensitive attribute", allow_empty=True)
+        started = time.perf_counter()
+        classes = equivalence_classes(
+            data,
+            qis,
+            sensitive=sensitive_names,
+            missing=missing,
+            weights=weight_column,
+            orders=orders,
+            ordered=ordered,
+        )
+        rows, used, seconds = len(data), Engine.PANDAS, time.perf_counter() - started
+    else:
+        if combinations:
+            raise ParameterError(
+                "The QI-combination analysis runs in memory: use engine='pandas' (or a DataFrame) for it."
+            )
+        overlap = sorted(set(qis) & set(sensitive_names))
+        if overlap:
+            raise ColumnError(f"A column cannot be both quasi-identifier and sensitive: {', '.join(overlap)}.")
+        columns = [*qis, *sensitive_names, *([weight_column] if weight_column else [])]
+        aggregate = aggregate_table(
+            data, columns, engine=engine, memory_limit=memory_limit, temp_directory=temp_directory
+        )
+        classes = equivalence_classes_from_aggregate(
+            aggregate.frame,
+            qis,
+            count=COUNT,
+            sensitive=sensitive_names,
+            missing=missing,
+            orders=orders,
+            ordered=ordered,
+            weights=weight_column,
+        )
+        rows, used, seconds = aggregate.rows, aggregate.engine, aggregate.seconds
     counts = _population_counts(classes, population, population_count, sampling_fraction)
     risk = risk_summary(classes, counts, max_risk=max_risk)
     models = {
@@ -329,9 +378,12 @@ def diagnose(
     }
     uniqueness = _uniqueness(classes, counts)
     individual = individual_risk(classes, counts) if classes.weight_sums is not None else None
-    combination = combination_risk(data, qis, missing=classes.missing_policy) if combinations else None
+    combination = None
+    if combinations:
+        assert isinstance(data, pd.DataFrame)
+        combination = combination_risk(data, qis, missing=classes.missing_policy)
     return Diagnosis(
-        rows=len(data),
+        rows=rows,
         quasi_identifiers=qis,
         sensitive=sensitive_names,
         classes=classes,
@@ -343,6 +395,8 @@ def diagnose(
         combinations=combination,
         k_values=ks,
         identifiers=contract.identifiers if contract else (),
+        engine=used.value,
+        counting_seconds=seconds,
     )
 
 

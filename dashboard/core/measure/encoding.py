@@ -90,7 +90,10 @@ def encode_column(column: pd.Series, *, order: Sequence[Any] | None = None, sort
     order
         Declared order of the values (ordinal columns). Every non-missing value must appear in it.
     sort
-        Sort categories ascending. Default: sort numbers, booleans and dates, keep first-seen order for text.
+        Sort categories ascending (default). Sorted categories make the codes, and so the order of equivalence
+        classes, a function of the values alone, not of the row order: every engine then sums over classes in the
+        same order and agrees to the last digit. ``False`` keeps first-seen order; a column mixing unorderable types
+        (numbers and text in one object column) keeps first-seen order too.
     """
     name = str(column.name)
     if order is not None:
@@ -104,21 +107,40 @@ def encode_column(column: pd.Series, *, order: Sequence[Any] | None = None, sort
             permutation = np.argsort(categories.to_numpy(), kind="stable")
             categories, codes = _permute(categories, codes, permutation)
         return EncodedColumn(name, codes, categories)
-    if sort is None:
-        sort = not (pd.api.types.is_string_dtype(dtype) or pd.api.types.is_object_dtype(dtype))
+    sort = True if sort is None else sort
     arrow = _arrow_dictionary(column)
     if arrow is not None:
         codes, categories = arrow
-        if sort:
-            categories, codes = _permute(categories, codes, np.argsort(categories.to_numpy(), kind="stable"))
-        return EncodedColumn(name, codes, categories)
-    try:
-        raw_codes, uniques = pd.factorize(column, sort=bool(sort), use_na_sentinel=True)
-    except TypeError:  # unorderable mix of types: fall back to first-seen order
+    else:
         raw_codes, uniques = pd.factorize(column, sort=False, use_na_sentinel=True)
-    categories = pd.Index(uniques)
-    codes = raw_codes.astype(smallest_int_dtype(len(categories)), copy=False)
+        categories = pd.Index(uniques)
+        codes = raw_codes.astype(smallest_int_dtype(len(categories)), copy=False)
+    if sort and len(categories) > 1:
+        ascending = _sort_permutation(categories)
+        if ascending is not None:
+            categories, codes = _permute(categories, codes, ascending)
     return EncodedColumn(name, codes, categories)
+
+
+def _sort_permutation(categories: pd.Index) -> np.ndarray | None:
+    """Positions that sort ``categories`` ascending (Arrow's sort for text, much faster than Python comparisons),
+    or None when they are already sorted or cannot be ordered (a mix of numbers and text)."""
+    if categories.is_monotonic_increasing:
+        return None
+    if pd.api.types.is_object_dtype(categories.dtype) or pd.api.types.is_string_dtype(categories.dtype):
+        import pyarrow as pa
+        import pyarrow.compute as pc
+
+        try:
+            array = pa.array(categories.to_numpy(dtype=object))
+        except (pa.ArrowInvalid, pa.ArrowTypeError):
+            array = None
+        if array is not None and (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+            return np.asarray(pc.array_sort_indices(array))
+    try:
+        return np.argsort(categories.to_numpy(), kind="stable")
+    except TypeError:  # unorderable mix of types: keep first-seen order
+        return None
 
 
 def _encode_ordered(column: pd.Series, name: str, order: Sequence[Any]) -> EncodedColumn:

@@ -1,0 +1,383 @@
+"""The per-combination aggregate of a table, computed by pandas in memory or by DuckDB out of core.
+
+:func:`aggregate_table` returns one row per distinct combination of the requested columns with the number of
+records that have it (``GROUP BY ALL``), from
+
+* a pandas DataFrame (either engine: DuckDB scans the frame without copying it);
+* a CSV / TSV file (DuckDB streams it; pandas reads it with :func:`~dashboard.core.data.tables.read_table`);
+* a Parquet file, or a glob or list of Parquet files with the same schema (a dataset as a data lake keeps it).
+
+Same numbers on every engine
+----------------------------
+DuckDB reads CSV columns as text (``all_varchar``) and groups by the text, with leading spaces removed as the
+pandas reader's ``skipinitialspace`` does; the rules of :func:`~dashboard.core.data.tables.read_table` are then
+applied to the aggregate, which holds every distinct value of each column: pandas' missing-value markers (``NA``,
+``NULL``, ``-``... and the empty field) become missing, and a column becomes numeric exactly when the reader would
+make it numeric (:func:`~dashboard.core.data.tables.infer_numeric_columns`). Text that the typing merges (``1`` and
+``1.0``) is merged by the class summary, which groups equal values. The delimiter and the encoding are sniffed from
+the file's first megabyte as the reader does; DuckDB reads UTF-8, UTF-16 and Latin-1, and any other encoding is
+read by pandas (``engine="auto"``) or refused with a message (``engine="duckdb"``).
+
+Weights are grouped, not summed, by the engine: a weight column becomes one more grouping column, so every engine
+returns the same (combination, weight, count) rows and the class summary sums ``count x weight`` in one order.
+Floating-point sums therefore agree to the last digit, whatever the engine's parallel order.
+
+Memory: DuckDB spills to ``temp_directory`` beyond ``memory_limit`` (e.g. ``"4GB"``); raw rows never reach pandas.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dashboard.core.choices import Choice
+from dashboard.core.data.tables import infer_numeric_columns, read_table, sniff_delimited
+from dashboard.core.errors import ColumnError, DataReadError, ParameterError
+
+__all__ = [
+    "AUTO_DUCKDB_BYTES",
+    "COUNT",
+    "Aggregate",
+    "Engine",
+    "aggregate_table",
+    "resolve_engine",
+    "source_paths",
+]
+
+#: Name of the count column of an aggregate.
+COUNT = "__privdash_count"
+#: ``engine="auto"`` hands files larger than this (and every Parquet glob) to DuckDB.
+AUTO_DUCKDB_BYTES = 256 * 1024 * 1024
+#: pandas' default missing-value markers (``pandas.read_csv(keep_default_na=True)``), applied to CSV text.
+PANDAS_NA_VALUES = frozenset(
+    {
+        "",
+        "#N/A",
+        "#N/A N/A",
+        "#NA",
+        "-1.#IND",
+        "-1.#QNAN",
+        "-NaN",
+        "-nan",
+        "1.#IND",
+        "1.#QNAN",
+        "<NA>",
+        "N/A",
+        "NA",
+        "NULL",
+        "NaN",
+        "None",
+        "n/a",
+        "nan",
+        "null",
+    }
+)
+_DUCKDB_ENCODINGS = {"utf-8": "utf-8", "utf_8": "utf-8", "utf-16": "utf-16", "utf_16": "utf-16", "latin-1": "latin-1"}
+_LATIN_1 = {"latin_1", "iso8859_1", "iso-8859-1", "latin-1", "cp819"}
+_PARQUET = {".parquet", ".pq"}
+_TEXT = {".csv", ".tsv", ".txt", ".dat", ".tab"}
+
+
+class Engine(Choice, label="engine"):
+    """Where the aggregate is computed."""
+
+    PANDAS = "pandas"
+    DUCKDB = "duckdb"
+    AUTO = "auto"
+
+
+@dataclass(frozen=True, eq=False)
+class Aggregate:
+    """One row per distinct combination of ``columns`` with its number of records.
+
+    Attributes
+    ----------
+    frame
+        The combinations (typed as :func:`~dashboard.core.data.tables.read_table` types them) and :data:`COUNT`.
+    columns
+        The grouped columns, in order.
+    rows
+        Records in the source (the sum of the counts).
+    engine
+        The engine that computed it.
+    seconds
+        Wall time of the computation, reading included.
+    """
+
+    frame: pd.DataFrame
+    columns: tuple[str, ...]
+    rows: int
+    engine: Engine
+    seconds: float
+
+
+def source_paths(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The files a source names: a path, a glob (``data/*.parquet``) or a list of paths; sorted, checked to exist."""
+    items = [source] if isinstance(source, str | os.PathLike) else list(source)
+    paths: list[Path] = []
+    for item in items:
+        text = os.fspath(item)
+        if glob.has_magic(text):
+            matched = sorted(Path(p) for p in glob.glob(text))
+            if not matched:
+                raise DataReadError(f"No file matches {text}.")
+            paths.extend(matched)
+        else:
+            path = Path(text)
+            if not path.exists():
+                raise DataReadError(f"File not found: {path}.")
+            if path.is_dir():
+                parquet = sorted(path.glob("*.parquet"))
+                if not parquet:
+                    raise DataReadError(f"{path} is a folder without Parquet files.")
+                paths.extend(parquet)
+            else:
+                paths.append(path)
+    kinds = {_kind(path) for path in paths}
+    if len(kinds) > 1:
+        raise DataReadError("A source must be files of one format: all Parquet or one delimited text file.")
+    if kinds == {"text"} and len(paths) > 1:
+        raise DataReadError("Give one CSV file at a time (several files are supported for Parquet).")
+    return paths
+
+
+def _kind(path: Path) -> str:
+    suffix = path.suffix.lower()
+    if suffix in _PARQUET:
+        return "parquet"
+    if suffix in _TEXT:
+        return "text"
+    return "other"
+
+
+def resolve_engine(engine: str | Engine, source: Any) -> Engine:
+    """The engine ``auto`` stands for: DuckDB for Parquet globs and files over :data:`AUTO_DUCKDB_BYTES`, else
+    pandas."""
+    chosen = Engine.parse(engine)
+    if chosen != Engine.AUTO:
+        return chosen
+    if isinstance(source, pd.DataFrame):
+        return Engine.PANDAS
+    paths = source_paths(source)
+    if any(_kind(path) == "other" for path in paths):
+        return Engine.PANDAS
+    if len(paths) > 1 or sum(path.stat().st_size for path in paths) > AUTO_DUCKDB_BYTES:
+        return Engine.DUCKDB
+    return Engine.PANDAS
+
+
+def aggregate_table(
+    source: pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    columns: Sequence[str],
+    *,
+    engine: str | Engine = Engine.AUTO,
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+) -> Aggregate:
+    """``SELECT columns..., COUNT(*) GROUP BY ALL`` over ``source`` (see the module docstring).
+
+    Raises :class:`DataReadError` for sources that cannot be read, :class:`ColumnError` for unknown columns and
+    :class:`ParameterError` for an engine that cannot read the source or a memory limit too small.
+    """
+    names = [str(c) for c in columns]
+    if not names:
+        raise ColumnError("No column to group by.")
+    if len(set(names)) != len(names):
+        raise ColumnError("A column is listed twice.")
+    started = time.perf_counter()
+    chosen = resolve_engine(engine, source)
+    if chosen == Engine.PANDAS:
+        frame = source if isinstance(source, pd.DataFrame) else _read_with_pandas(source)
+        result = _pandas_aggregate(frame, names)
+    else:
+        result = _duckdb_aggregate(source, names, memory_limit=memory_limit, temp_directory=temp_directory)
+    rows = int(result[COUNT].sum())
+    return Aggregate(result, tuple(names), rows, chosen, time.perf_counter() - started)
+
+
+def _read_with_pandas(source: Any) -> pd.DataFrame:
+    paths = source_paths(source)
+    if len(paths) == 1:
+        return read_table(paths[0])
+    frames = [read_table(path) for path in paths]
+    first = list(frames[0].columns)
+    for path, frame in zip(paths[1:], frames[1:], strict=True):
+        if list(frame.columns) != first:
+            raise DataReadError(f"{path.name} has other columns than {paths[0].name}; a dataset needs one schema.")
+    return pd.concat(frames, ignore_index=True)
+
+
+def _pandas_aggregate(frame: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    missing = [name for name in names if name not in frame.columns]
+    if missing:
+        raise ColumnError(f"Unknown column(s): {', '.join(missing)}.")
+    grouped = frame.groupby(names, dropna=False, sort=False, observed=True).size()
+    return grouped.rename(COUNT).reset_index()
+
+
+# --- DuckDB --------------------------------------------------------------------------------------------------------
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _duckdb_aggregate(
+    source: Any, names: list[str], *, memory_limit: str | None, temp_directory: str | os.PathLike[str] | None
+) -> pd.DataFrame:
+    import duckdb
+
+    connection = duckdb.connect(config={"preserve_insertion_order": False})
+    try:
+        if memory_limit is not None:
+            _set(connection, "memory_limit", memory_limit)
+        if temp_directory is not None:
+            _set(connection, "temp_directory", os.fspath(temp_directory))
+        relation, text = _relation(connection, source)
+        available = [str(c) for c in relation.columns]
+        unknown = [name for name in names if name not in available]
+        if unknown:
+            raise ColumnError(f"Unknown column(s): {', '.join(unknown)}; the source has {', '.join(available)}.")
+        if text:
+            # The pandas reader strips leading spaces after the delimiter (skipinitialspace).
+            select = ", ".join(f"ltrim({_quote(name)}, ' ') AS {_quote(name)}" for name in names)
+        else:
+            select = ", ".join(_quote(name) for name in names)
+        query = f"SELECT {select}, COUNT(*) AS {COUNT} FROM src GROUP BY ALL"
+        try:
+            result = connection.sql(query).df()
+        except duckdb.OutOfMemoryException as exc:
+            raise ParameterError(
+                f"DuckDB ran out of memory within memory_limit={memory_limit or 'its default'}: raise the limit or "
+                "give a temp_directory with room to spill."
+            ) from exc
+        except duckdb.Error as exc:
+            raise DataReadError(f"DuckDB could not read the source: {_first_line(exc)}") from exc
+    finally:
+        connection.close()
+    if text:
+        result = _type_like_the_reader(result, names)
+    return result
+
+
+def _set(connection: Any, option: str, value: str) -> None:
+    import duckdb
+
+    try:
+        connection.execute(f"SET {option} = {_literal(str(value))}")
+    except duckdb.Error as exc:
+        raise ParameterError(f"Invalid {option} {value!r}: {_first_line(exc)}") from exc
+
+
+def _first_line(exc: Exception) -> str:
+    text = str(exc).strip().splitlines()
+    return (text[0] if text else type(exc).__name__).rstrip(".") + "."
+
+
+def _relation(connection: Any, source: Any) -> tuple[Any, bool]:
+    """The source as the DuckDB view ``src``, and whether its columns are CSV text."""
+    import duckdb
+
+    if isinstance(source, pd.DataFrame):
+        connection.register("src", source)
+        return connection.table("src"), False
+    paths = source_paths(source)
+    kinds = {_kind(path) for path in paths}
+    if kinds == {"parquet"}:
+        files = "[" + ", ".join(_literal(str(path)) for path in paths) + "]"
+        try:
+            relation = connection.sql(f"SELECT * FROM read_parquet({files}, union_by_name = false)")
+            _check_parquet(relation)
+            relation.create_view("src")
+        except duckdb.Error as exc:
+            raise DataReadError(f"The Parquet source could not be read: {_first_line(exc)}") from exc
+        return relation, False
+    if kinds != {"text"}:
+        raise ParameterError(
+            f"DuckDB reads CSV and Parquet; {paths[0].name} is neither. Use engine='pandas' for Excel files."
+        )
+    path = paths[0]
+    with path.open("rb") as handle:
+        sample = handle.read(1 << 20)
+    encoding, delimiter = sniff_delimited(sample, path.name)
+    duckdb_encoding = _duckdb_encoding(encoding)
+    if duckdb_encoding is None:
+        raise ParameterError(
+            f"{path.name} is encoded as {encoding}; DuckDB reads UTF-8, UTF-16 and Latin-1. Save it as UTF-8 or "
+            "use engine='pandas'."
+        )
+    options = (
+        f"delim = {_literal(delimiter)}, header = true, all_varchar = true, quote = '\"', escape = '\"', "
+        f"encoding = {_literal(duckdb_encoding)}, null_padding = false, auto_detect = false, "
+        f"columns = {_columns_clause(connection, path, delimiter, duckdb_encoding)}"
+    )
+    try:
+        relation = connection.sql(f"SELECT * FROM read_csv({_literal(str(path))}, {options})")
+        relation.create_view("src")
+    except duckdb.Error as exc:
+        raise DataReadError(f"{path.name} is not a consistent delimited table: {_first_line(exc)}") from exc
+    return relation, True
+
+
+def _columns_clause(connection: Any, path: Path, delimiter: str, encoding: str) -> str:
+    """``{'name': 'VARCHAR', ...}`` from the header, names stripped as the pandas reader strips them."""
+    import duckdb
+
+    try:
+        first = connection.sql(
+            f"SELECT * FROM read_csv({_literal(str(path))}, delim = {_literal(delimiter)}, header = false, "
+            f"all_varchar = true, quote = '\"', escape = '\"', encoding = {_literal(encoding)}) LIMIT 1"
+        ).fetchall()
+    except duckdb.Error as exc:
+        raise DataReadError(f"{path.name} has no readable header: {_first_line(exc)}") from exc
+    if not first:
+        raise DataReadError(f"{path.name} has no columns.")
+    names = [str(value).strip() if value is not None else "" for value in first[0]]
+    return "{" + ", ".join(f"{_literal(name)}: 'VARCHAR'" for name in names) + "}"
+
+
+def _duckdb_encoding(encoding: str) -> str | None:
+    key = encoding.lower().replace(" ", "")
+    if key in _DUCKDB_ENCODINGS:
+        return _DUCKDB_ENCODINGS[key]
+    if key in _LATIN_1:
+        return "latin-1"
+    if key in {"ascii", "us-ascii"}:
+        return "utf-8"
+    return None
+
+
+def _check_parquet(relation: Any) -> None:
+    nested = [
+        f"{name} ({kind})"
+        for name, kind in zip(relation.columns, relation.types, strict=True)
+        if any(word in str(kind).upper() for word in ("STRUCT", "MAP", "[]", "UNION"))
+    ]
+    if nested:
+        raise DataReadError(f"Nested columns cannot be analysed as values: {', '.join(nested)}.")
+
+
+def _type_like_the_reader(result: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+    """Apply :func:`read_table`'s missing markers and numeric typing to the text aggregate."""
+    frame = result.copy()
+    for name in names:
+        column = frame[name]
+        frame[name] = column.where(~column.isin(PANDAS_NA_VALUES), None)
+    typed = infer_numeric_columns(frame[names])
+    frame[names] = typed
+    for name in names:
+        if pd.api.types.is_float_dtype(frame[name]):
+            frame[name] = frame[name].astype(np.float64)
+    return frame
