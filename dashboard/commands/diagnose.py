@@ -11,6 +11,7 @@ from typing import Any
 from dashboard.commands._common import format_table, print_json, split_columns
 from dashboard.core.data.contract import DataContract
 from dashboard.core.data.tables import read_table
+from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, Engine, resolve_engine
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 from dashboard.core.measure.risk import DEFAULT_MAX_RISK
@@ -33,7 +34,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="Diagnose the disclosure risk of a table: class sizes, k-anonymity, l-diversity, t-closeness, "
         "delta-disclosure, beta-likeness, (alpha,k), prosecutor/journalist/marketer risk. " + JSON_NOTES,
     )
-    parser.add_argument("file", type=Path, help="CSV (any delimiter), Excel or Parquet table")
+    parser.add_argument(
+        "file",
+        help="CSV (any delimiter), Excel or Parquet table; or a glob or folder of Parquet files (a dataset)",
+    )
     parser.add_argument("--qi", help="quasi-identifier columns, comma-separated (default: the contract's)")
     parser.add_argument("--sensitive", help="sensitive columns, comma-separated (default: the contract's)")
     parser.add_argument(
@@ -75,6 +79,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--t-distance", choices=["equal", "ordered", "hierarchical"], help="force the t-closeness distance"
     )
     parser.add_argument("--combinations", action="store_true", help="also analyse every subset of the QIs")
+    parser.add_argument(
+        "--engine",
+        choices=[engine.value for engine in Engine],
+        default=Engine.AUTO.value,
+        help="where the classes are counted: pandas in memory, duckdb out of core (streams the file; only the "
+        "per-class aggregate is kept), or auto (default: duckdb for Parquet datasets and files over "
+        f"{AUTO_DUCKDB_BYTES // 2**20} MiB)",
+    )
+    parser.add_argument("--memory-limit", help="memory DuckDB may use before it spills to disk, e.g. 4GB")
+    parser.add_argument("--temp-dir", type=Path, help="folder DuckDB spills to (default: its own)")
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.set_defaults(handler=run)
 
@@ -84,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     max_risk = args.max_risk
     if max_risk is None:
         max_risk = targets.max_risk if targets is not None and targets.max_risk is not None else DEFAULT_MAX_RISK
-    data = read_table(args.file)
+    engine = resolve_engine(args.engine, args.file)
+    data: Any = read_table(args.file) if engine == Engine.PANDAS else args.file
     contract = DataContract.load(args.contract) if args.contract else None
     population: Any = None
     if args.population is not None:
@@ -103,6 +118,9 @@ def run(args: argparse.Namespace) -> int:
         recursive_l=args.recursive_l,
         t_distance=args.t_distance,
         combinations=args.combinations,
+        engine=engine,
+        memory_limit=args.memory_limit,
+        temp_directory=args.temp_dir,
     )
     verdict = result.check(targets) if targets is not None else None
     if args.json:
@@ -111,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             out["verdict"] = verdict.to_dict()
         print_json(out)
     else:
-        print(render_text(result, args.file.name))
+        print(render_text(result, Path(args.file).name))
         if verdict is not None:
             print("\n" + render_verdict(verdict))
     if verdict is not None and not verdict.passed:
@@ -166,6 +184,7 @@ def render_text(result: Diagnosis, name: str) -> str:
         + (f", {classes.n_dropped:,} rows dropped" if classes.n_dropped else ""),
         f"equivalence classes: {classes.n_classes:,}   k = {result.k}   "
         f"sample uniques: {result.sample_uniques:,} ({_percent(result.sample_uniques, n)})",
+        f"counted by {result.engine} in {result.counting_seconds:.2f} s",
     ]
     if result.identifiers:
         lines.append(f"direct identifiers to remove or mask: {', '.join(result.identifiers)}")

@@ -166,6 +166,9 @@ def resolve_engine(engine: str | Engine, source: Any) -> Engine:
         return chosen
     if isinstance(source, pd.DataFrame):
         return Engine.PANDAS
+    items = [source] if isinstance(source, str | os.PathLike) else list(source)
+    if any(glob.has_magic(os.fspath(item)) or Path(item).is_dir() for item in items):
+        return Engine.DUCKDB  # a dataset of files
     paths = source_paths(source)
     if any(_kind(path) == "other" for path in paths):
         return Engine.PANDAS

@@ -147,3 +147,24 @@ def test_old_option_spellings_still_work(capsys: pytest.CaptureFixture[str], dat
     )
     assert old[0] == new[0] == 0 and old[1] == new[1]
     assert json.loads(new[1])["prosecutor"]["threshold"] == 0.1
+
+
+def test_engines_give_the_same_json(capsys: pytest.CaptureFixture[str], data_dir: Path, tmp_path: Path) -> None:
+    path = str(data_dir / "arx_adult" / "adult.csv")
+    args = ["--qi", "sex,age,race,education", "--sensitive", "occupation", "--json"]
+    outputs = {}
+    for engine in ("pandas", "duckdb"):
+        code, out, err = run(capsys, "diagnose", path, *args, "--engine", engine, "--memory-limit", "1GB")
+        assert code == 0, err
+        outputs[engine] = json.loads(out)
+        assert outputs[engine].pop("engine") == engine
+    assert outputs["pandas"] == outputs["duckdb"]
+    read_table(path).to_parquet(tmp_path / "part-0.parquet", index=False)
+    code, out, err = run(capsys, "diagnose", str(tmp_path / "*.parquet"), *args)  # auto: a Parquet glob -> duckdb
+    assert code == 0, err
+    lake = json.loads(out)
+    assert lake.pop("engine") == "duckdb" and lake == outputs["pandas"]
+    code, out, err = run(capsys, "diagnose", str(tmp_path / "nothing-*.parquet"), "--qi", "sex")
+    assert code == 2 and "No file matches" in err and out == ""
+    code, _, err = run(capsys, "diagnose", path, "--qi", "sex", "--engine", "duckdb", "--memory-limit", "lots")
+    assert code == 2 and "Invalid memory_limit" in err
