@@ -373,14 +373,22 @@ def _check_parquet(relation: Any) -> None:
 
 
 def _type_like_the_reader(result: pd.DataFrame, names: list[str]) -> pd.DataFrame:
-    """Apply :func:`read_table`'s missing markers and numeric typing to the text aggregate."""
+    """Apply :func:`read_table`'s missing markers and numeric typing to the text aggregate.
+
+    The reader's decisions depend only on a column's set of distinct values and on whether it has missing values,
+    so each column is typed through its distinct values (a handful, however long the aggregate) and mapped back.
+    """
     frame = result.copy()
     for name in names:
-        column = frame[name]
-        frame[name] = column.where(~column.isin(PANDAS_NA_VALUES), None)
-    typed = infer_numeric_columns(frame[names])
-    frame[names] = typed
-    for name in names:
-        if pd.api.types.is_float_dtype(frame[name]):
-            frame[name] = frame[name].astype(np.float64)
+        codes, uniques = pd.factorize(frame[name], use_na_sentinel=True)
+        values = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
+        values = values.where(~values.isin(PANDAS_NA_VALUES), None)
+        missing = bool((codes < 0).any()) or bool(values.isna().any())
+        if missing:
+            values = pd.concat([values, pd.Series([None], dtype=object)], ignore_index=True)
+            codes = np.where(codes < 0, len(values) - 1, codes)
+        typed = infer_numeric_columns(values.rename(name).to_frame())[name]
+        if pd.api.types.is_float_dtype(typed):
+            typed = typed.astype(np.float64)
+        frame[name] = typed.take(codes).reset_index(drop=True)
     return frame

@@ -1,0 +1,146 @@
+"""From a file on disk to the class table: privdash's engines against DuckDB, polars and pandas, same files, same run.
+
+Generates a CSV (and the same table as Parquet) of ``--rows`` rows x 8 quasi-identifiers + 1 sensitive attribute,
+then times, each in a fresh process (so the peak resident memory is the run's own):
+
+* privdash ``pandas`` engine: ``read_table`` + ``equivalence_classes`` (the whole table in memory);
+* privdash ``duckdb`` engine: ``diagnose(path, engine="duckdb")``'s counting (stream, aggregate, type, classes);
+* bare DuckDB: ``SELECT qis, sa, COUNT(*) FROM read_csv(...) GROUP BY ALL`` fetched as a DataFrame;
+* polars: ``scan_csv(...).group_by(qis + sa).len().collect()``;
+* pandas: ``read_csv(engine="pyarrow")`` + ``groupby(...).size()``.
+
+Every run builds its keys inside the timed region. Run: ``python -m bench.bench_engines --rows 5000000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from bench._common import machine
+
+QIS = [f"q{i}" for i in range(8)]
+SA = "s"
+
+RUNS = {
+    "privdash pandas engine (read_table + classes)": """
+        from dashboard.core.data.tables import read_table
+        from dashboard.core.measure.classes import equivalence_classes
+        classes = equivalence_classes(read_table(PATH), QIS, sensitive=[SA])
+        result = classes.n_classes
+    """,
+    "privdash duckdb engine (aggregate + classes)": """
+        from dashboard.core.engines.aggregate import COUNT, aggregate_table
+        from dashboard.core.measure.classes import equivalence_classes_from_aggregate
+        aggregate = aggregate_table(PATH, QIS + [SA], engine="duckdb")
+        classes = equivalence_classes_from_aggregate(aggregate.frame, QIS, count=COUNT, sensitive=[SA])
+        result = classes.n_classes
+    """,
+    "DuckDB read + GROUP BY (bare)": """
+        import duckdb
+        source = f"read_parquet('{PATH}')" if PATH.endswith(".parquet") else f"read_csv('{PATH}')"
+        columns = ", ".join(QIS + [SA])
+        frame = duckdb.sql(f"SELECT {columns}, COUNT(*) AS n FROM {source} GROUP BY ALL").df()
+        result = len(frame.groupby(QIS, dropna=False).size())
+    """,
+    "polars scan + group_by": """
+        import polars as pl
+        scan = pl.scan_parquet(PATH) if PATH.endswith(".parquet") else pl.scan_csv(PATH)
+        frame = scan.group_by(QIS + [SA]).len().collect()
+        result = frame.group_by(QIS).len().height
+    """,
+    "pandas read (pyarrow) + groupby": """
+        import pandas as pd
+        frame = pd.read_parquet(PATH) if PATH.endswith(".parquet") else pd.read_csv(PATH, engine="pyarrow")
+        result = len(frame.groupby(QIS, dropna=False).size())
+    """,
+}
+
+
+def make_table(rows: int, seed: int = 7) -> pd.DataFrame:
+    """Eight categorical QIs of 2..10 levels (text and numbers; 453,600 possible combinations) and a sensitive
+    attribute of 20 values."""
+    rng = np.random.default_rng(seed)
+    columns: dict[str, np.ndarray] = {}
+    for i, levels in enumerate((2, 5, 10, 9, 7, 4, 3, 6)):
+        codes = rng.integers(0, levels, rows)
+        columns[QIS[i]] = codes if i % 2 else np.array([f"v{j}" for j in range(levels)])[codes]
+    columns[SA] = np.array([f"s{j}" for j in range(20)])[rng.integers(0, 20, rows)]
+    return pd.DataFrame(columns)
+
+
+def _imports(body: str) -> str:
+    """The import lines of a run: executed before the clock starts (start-up is not what is measured)."""
+    lines = textwrap.dedent(body).splitlines()
+    return "\n".join(line for line in lines if line.startswith(("import ", "from ")))
+
+
+def _work(body: str) -> str:
+    lines = textwrap.dedent(body).splitlines()
+    return "\n".join(line for line in lines if not line.startswith(("import ", "from "))) + "\n"
+
+
+def run(name: str, body: str, path: Path) -> dict[str, float]:
+    script = (
+        textwrap.dedent(
+            f"""
+        import json, resource, time
+        PATH, QIS, SA = {str(path)!r}, {QIS!r}, {SA!r}
+        start = time.perf_counter()
+        """
+        )
+        + textwrap.dedent(body)
+        + textwrap.dedent(
+            """
+        seconds = time.perf_counter() - start
+        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+        print(json.dumps({"seconds": seconds, "peak": peak, "classes": int(result)}))
+        """
+        )
+    )
+    best: dict[str, float] | None = None
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=False)
+        if out.returncode != 0:
+            raise SystemExit(f"{name} failed:\n{out.stderr[-2000:]}")
+        measured = json.loads(out.stdout.strip().splitlines()[-1])
+        if best is None or measured["seconds"] < best["seconds"]:
+            best = measured
+    assert best is not None
+    return best
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--rows", type=int, default=5_000_000)
+    args = parser.parse_args()
+    print(machine())
+    with tempfile.TemporaryDirectory() as folder:
+        table = make_table(args.rows)
+        csv, parquet = Path(folder) / "table.csv", Path(folder) / "table.parquet"
+        table.to_csv(csv, index=False)
+        table.to_parquet(parquet, index=False)
+        del table
+        for path in (csv, parquet):
+            size = path.stat().st_size
+            print(f"\n{path.suffix[1:]}: {args.rows:,} rows, {size / 1e6:.0f} MB")
+            print("| run | time | peak RSS | peak / file | classes |")
+            print("|---|---|---|---|---|")
+            for name, body in RUNS.items():
+                result = run(name, body, path)
+                print(
+                    f"| {name} | {result['seconds']:.2f} s | {result['peak'] / 1e6:,.0f} MB | "
+                    f"{result['peak'] / size:.1f}x | {result['classes']:,} |"
+                )
+
+
+if __name__ == "__main__":
+    main()
