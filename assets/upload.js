@@ -6,6 +6,7 @@
  *   upload-progress   (value, 0-100)      upload-status (children: a short status line)
  *   upload-controls   (style: shown while a transfer runs)
  *   upload-result     (data: {id, href} on success, {error} or {too_large: {filename, size}} otherwise)
+ * The server answers every refused file with {error: message} and a 4xx status (bad file, reading limit, quota).
  */
 (function () {
     "use strict";
@@ -35,10 +36,14 @@
         }
         var form = new FormData();
         form.append("file", file, file.name);
-        var state = new URLSearchParams(window.location.search).get("s");
-        if (state) {
-            form.append("state", state);
-        }
+        // The view's targets carry over to the new dataset: the state is in the URL (s) or kept on the server (l).
+        var query = new URLSearchParams(window.location.search);
+        ["s", "l"].forEach(function (key) {
+            var value = query.get(key);
+            if (value) {
+                form.append(key, value);
+            }
+        });
         var xhr = new XMLHttpRequest();
         current = xhr;
         setProps("upload-controls", {style: {display: "block"}});

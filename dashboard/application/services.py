@@ -6,17 +6,25 @@ state and several apps (tests) can live in one process.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
 
 from dashboard.application.cache import BoundedCache
+from dashboard.application.links import LinkStore
 from dashboard.application.postcodes import PostcodeReference
-from dashboard.application.settings import Settings
-from dashboard.application.state import StateError, ViewState, apply_order_permutation, order_permutation, sorted_labels
-from dashboard.application.storage import DatasetInfo, DatasetNotFound, DatasetStore
+from dashboard.application.settings import READ_LIMIT_VARIABLES, Settings
+from dashboard.application.state import (
+    DATASET_ID,
+    StateError,
+    ViewState,
+    apply_order_permutation,
+    order_permutation,
+    sorted_labels,
+)
+from dashboard.application.storage import DatasetInfo, DatasetNotFound, DatasetStore, Quota, owner_digest
 from dashboard.core.data.contract import (
     ColumnRole,
     DataContract,
@@ -26,11 +34,11 @@ from dashboard.core.data.contract import (
     suggest_roles,
 )
 from dashboard.core.data.demo import demo_datasets
-from dashboard.core.data.tables import read_table
+from dashboard.core.data.tables import ReadLimits, read_table_with_info
 from dashboard.core.errors import ContractError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 
-__all__ = ["DEMO_PREFIX", "LoadedDataset", "Services", "too_large_message"]
+__all__ = ["DEMO_PREFIX", "LoadedDataset", "Services", "clean_filename", "too_large_message"]
 
 DEMO_PREFIX = "demo:"
 #: Ordinal columns may list at most this many values (the order editor shows them all).
@@ -51,6 +59,12 @@ class LoadedDataset:
     #: What distinguishes this content from an earlier one under the same id (an upload's creation time; a demo's
     #: is fixed): part of every cache key that depends on the table.
     version: str = "builtin"
+    #: For an uploaded workbook: the sheet that was read, and all of its sheets (another can be read while the
+    #: upload is kept). Empty for other files.
+    sheet: str | None = None
+    sheets: tuple[str, ...] = ()
+    #: What the reader reported about the file (e.g. which sheet of several it read).
+    notes: tuple[str, ...] = ()
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -62,7 +76,16 @@ class Services:
 
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.store = DatasetStore(settings.store_dir, ttl=settings.store_ttl, cache_items=settings.cache_items)
+        self.store = DatasetStore(
+            settings.store_dir,
+            ttl=settings.store_ttl,
+            cache_items=settings.cache_items,
+            quota=Quota(settings.session_max_bytes, settings.session_max_datasets, settings.store_max_bytes),
+            sweep_interval=settings.sweep_interval,
+        )
+        #: Long view states of share links, kept beside the uploads with the same lifetime and swept with them.
+        self.links = LinkStore(settings.store_dir / "links", ttl=settings.store_ttl)
+        self.store.companions.append(self.links)
         #: The worker's one result cache (see :mod:`dashboard.application.cache`): demo tables, column profiles,
         #: diagnoses, per-class tables, fix runs, postcode reference data. Keys start with a namespace and name the
         #: dataset by its id and version, never by ``id()`` of an object.
@@ -77,7 +100,12 @@ class Services:
         return [{"value": DEMO_PREFIX + name, "label": demo.title} for name, demo in demo_datasets().items()]
 
     def dataset(self, dataset_id: str) -> LoadedDataset:
-        """The dataset with this id; raises :class:`DatasetNotFound` with a message for the page."""
+        """The dataset with this id; raises :class:`DatasetNotFound` with a message for the page.
+
+        An id that has neither form (``demo:<name>``, an upload's token) is refused before anything is looked up.
+        """
+        if not isinstance(dataset_id, str) or not DATASET_ID.fullmatch(dataset_id):
+            raise DatasetNotFound("This link does not name a valid dataset; open one from the Data page.")
         if dataset_id.startswith(DEMO_PREFIX):
             return self._demo(dataset_id)
         info = self.store.info(dataset_id)
@@ -94,6 +122,9 @@ class Services:
             reasons=dict(info.reasons),
             expires=info.expires,
             version=repr(info.created),
+            sheet=info.sheet,
+            sheets=info.sheets,
+            notes=info.notes,
         )
 
     def _demo(self, dataset_id: str) -> LoadedDataset:
@@ -113,16 +144,67 @@ class Services:
         loaded: LoadedDataset = self.cache.get_or_build(("demo", dataset_id), build)
         return loaded
 
-    def ingest(self, raw: bytes, *, filename: str, session: str) -> DatasetInfo:
-        """Read an uploaded file, suggest its contract and store it; raises ``DataReadError`` for bad files."""
-        frame = read_table(raw, filename=filename, max_bytes=self.settings.max_upload_bytes)
+    def ingest(
+        self,
+        raw: bytes,
+        *,
+        filename: str,
+        session: str,
+        sheet: str | None = None,
+        replaces: str | None = None,
+    ) -> DatasetInfo:
+        """Read an uploaded file, suggest its contract and store it.
+
+        ``sheet`` picks a workbook's sheet (default: the first). ``replaces`` names a dataset of the same session
+        that the new one replaces (another sheet of the same workbook): it is deleted once the new one is stored,
+        and does not count against the session's quota meanwhile. Raises ``DataReadError`` for bad files (over a
+        reading limit too) and :class:`~dashboard.application.storage.QuotaExceeded` when the store is full.
+        """
+        filename = clean_filename(filename)
+        self.store.check_quota(session, replaces=replaces)
+        frame, info = read_table_with_info(
+            raw, filename=filename, max_bytes=self.settings.max_upload_bytes, sheet=sheet, limits=self.read_limits
+        )
         suggestions = suggest_roles(frame)
         return self.store.save(
             frame,
             session=session,
             filename=filename,
-            contract=suggest_contract(frame).to_dict(),
+            contract=contract_from_suggestions(frame, suggestions).to_dict(),
             reasons={s.name: s.reason for s in suggestions},
+            original=raw,
+            sheet=info.sheet,
+            sheets=info.sheets,
+            notes=info.notes,
+            replaces=replaces,
+        )
+
+    @property
+    def read_limits(self) -> ReadLimits:
+        """The reading limits of an upload (from the settings; their variables are cited in the messages)."""
+        settings = self.settings
+        return ReadLimits(
+            max_rows=settings.max_rows,
+            max_columns=settings.max_columns,
+            max_cells=settings.max_cells,
+            max_decompressed_bytes=settings.max_decompressed_bytes,
+            max_seconds=settings.max_parse_seconds,
+            setting_names=READ_LIMIT_VARIABLES,
+        )
+
+    def read_sheet(self, dataset_id: str, sheet: str, *, session: str) -> DatasetInfo:
+        """Read another sheet of an uploaded workbook (its bytes are kept when it has several sheets).
+
+        The new dataset replaces the old one when this session uploaded it; opened from someone else's link, the
+        session gets its own copy.
+        """
+        info = self.store.info(dataset_id)
+        if sheet not in info.sheets:
+            raise DatasetNotFound(f"{info.filename} has no sheet '{sheet[:80]}'.")
+        original = self.store.original(dataset_id)
+        mine = info.owner == owner_digest(session)
+        return self.ingest(
+            original, filename=info.filename, session=session, sheet=sheet, replaces=dataset_id if mine else None
         )
 
     def profile(self, loaded: LoadedDataset) -> dict[str, dict[str, str]]:
@@ -218,6 +300,33 @@ def contract_from_state(loaded: LoadedDataset, state: ViewState) -> DataContract
         raise StateError(str(exc)) from exc
 
 
+class _Suggested(Protocol):
+    """A role suggestion of :func:`~dashboard.core.data.contract.suggest_roles`."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def role(self) -> ColumnRole: ...
+
+
+def contract_from_suggestions(frame: pd.DataFrame, suggestions: Sequence[_Suggested]) -> DataContract:
+    """The contract :func:`~dashboard.core.data.contract.suggest_contract` gives, from suggestions already made
+    (suggesting roles looks at every column: on a wide table, doing it once instead of twice saves seconds)."""
+    names: dict[ColumnRole, list[str]] = {role: [] for role in ColumnRole}
+    for suggestion in suggestions:
+        names[suggestion.role].append(suggestion.name)
+    if len(names[ColumnRole.WEIGHT]) > 1:
+        return suggest_contract(frame)
+    return DataContract.for_columns(
+        frame,
+        quasi_identifiers=names[ColumnRole.QUASI_IDENTIFIER],
+        sensitive=names[ColumnRole.SENSITIVE],
+        identifiers=names[ColumnRole.IDENTIFIER],
+        weight=next(iter(names[ColumnRole.WEIGHT]), None),
+    )
+
+
 def default_k_values(target: int) -> tuple[int, ...]:
     """The k of the records-at-risk curve: 1 to at least 20, and past the target k."""
     return tuple(range(1, max(20, 2 * target) + 1))
@@ -247,6 +356,16 @@ def too_large_message(filename: str | None, size: int, limit: int) -> str:
         f"{filename or 'The file'} is {size / 1e6:.1f} MB, over the {limit / 1e6:.0f} MB limit. "
         "Raise the limit or use the command line for large files."
     )
+
+
+def clean_filename(name: str | None) -> str:
+    """An uploaded file's name as shown and stored: its last path part, printable, at most 120 characters."""
+    text = str(name or "").replace("\\", "/").rsplit("/", 1)[-1]
+    text = "".join(ch for ch in text if ch.isprintable()).strip()
+    if len(text) > 120:
+        stem, dot, extension = text.rpartition(".")
+        text = (stem[: 110 - len(extension)] + "..." + dot + extension) if dot and len(extension) <= 8 else text[:120]
+    return text or "upload"
 
 
 def reference_values(loaded: LoadedDataset, name: str) -> list[Any]:

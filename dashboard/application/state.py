@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -26,6 +27,7 @@ from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.targets import PrivacyTargets
 
 __all__ = [
+    "DATASET_ID",
     "DEFAULTS",
     "QUERY_KEY",
     "StateError",
@@ -38,6 +40,9 @@ __all__ = [
 QUERY_KEY = "s"
 _VERSION = 1
 _MAX_ENCODED = 64_000
+#: The form of a dataset id: a built-in dataset (``demo:<name>``) or an upload's 128-bit random token. Anything else
+#: in a link (a path, a very long text, control characters) is refused while the link is read.
+DATASET_ID = re.compile(r"demo:[A-Za-z0-9_-]{1,64}|[A-Za-z0-9_-]{22}")
 
 _ROLE_CODE = {
     ColumnRole.IDENTIFIER: "i",
@@ -296,6 +301,8 @@ def _validated(state: ViewState) -> ViewState:
         )
     except (TypeError, ValueError) as exc:
         raise StateError(f"Invalid view settings: {exc}") from exc
+    if state.dataset is not None and (not isinstance(state.dataset, str) or not DATASET_ID.fullmatch(state.dataset)):
+        raise StateError("The link's dataset id is malformed; open the dataset from the Data page.")
     if not 0 <= state.max_risk <= 1:  # 0 is allowed here: no risk target
         raise StateError("The target max_risk must lie in [0, 1].")
     try:

@@ -4,6 +4,7 @@ or the re-application of a saved recipe to a new file."""
 from __future__ import annotations
 
 import argparse
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -11,7 +12,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard.application.settings import Settings
-from dashboard.core.data.tables import read_table, write_table
+from dashboard.core.data.tables import read_table_with_info, write_table
 from dashboard.core.errors import ParameterError
 from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
 from dashboard.core.transform.hierarchy import load_hierarchies
@@ -33,6 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "run a batch job file: k-member microaggregation of the quasi-identifiers its data contract declares.",
     )
     parser.add_argument("file", type=Path, nargs="?", help="CSV (any delimiter), Excel or Parquet table")
+    parser.add_argument(
+        "--sheet", metavar="NAME", help="the sheet of an Excel workbook FILE to read (default: the first, with a note)"
+    )
     parser.add_argument("--qi", help="quasi-identifier columns, comma-separated")
     parser.add_argument(
         "--hierarchies",
@@ -95,7 +99,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("Give the quasi-identifiers with --qi (comma-separated column names).")
     if args.hierarchies is None:
         raise ParameterError("Give the folder of hierarchy files with --hierarchies DIR.")
-    data = read_table(args.file)
+    data = _read_input(args)
     hierarchies = load_hierarchies(args.hierarchies, qis)
     started = time.perf_counter()
     result = optimal_generalization(
@@ -143,8 +147,16 @@ def _given(args: argparse.Namespace, destinations: tuple[str, ...]) -> list[str]
     ]
 
 
+def _read_input(args: argparse.Namespace) -> pd.DataFrame:
+    """FILE (the --sheet of a workbook), with the reader's notes on stderr."""
+    data, info = read_table_with_info(args.file, sheet=args.sheet)
+    for note in info.notes:
+        print(f"privdash anonymize: note: {note}", file=sys.stderr)
+    return data
+
+
 def _run_job(args: argparse.Namespace) -> int:
-    other = _given(args, ("file", *_SEARCH_OPTIONS, "output", "save_recipe", "recipe"))
+    other = _given(args, ("file", "sheet", *_SEARCH_OPTIONS, "output", "save_recipe", "recipe"))
     if other:
         raise ParameterError(
             f"--config runs the job file as written (source, target, contract, k); drop {', '.join(other)}."
@@ -179,7 +191,7 @@ def _run_recipe(args: argparse.Namespace) -> int:
             f"--recipe re-applies a saved recipe; it cannot be combined with {', '.join(search_options)}."
         )
     recipe = Recipe.load(args.recipe)
-    data = read_table(args.file)
+    data = _read_input(args)
     # A pseudonymize step gets the key of PRIVDASH_PSEUDONYM_KEY; the recipe holds only its fingerprint.
     published, results = apply_recipe(data, recipe, secrets={"key": Settings.from_env().pseudonym_key})
     if args.output is not None:

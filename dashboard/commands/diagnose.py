@@ -10,7 +10,7 @@ from typing import Any
 
 from dashboard.commands._common import format_table, print_json, split_columns
 from dashboard.core.data.contract import DataContract
-from dashboard.core.data.tables import read_table
+from dashboard.core.data.tables import read_table, read_table_with_info
 from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, Engine, resolve_engine
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "file",
         help="CSV (any delimiter), Excel or Parquet table; or a glob or folder of Parquet files (a dataset)",
+    )
+    parser.add_argument(
+        "--sheet", metavar="NAME", help="the sheet of an Excel workbook to read (default: the first, with a note)"
     )
     parser.add_argument("--qi", help="quasi-identifier columns, comma-separated (default: the contract's)")
     parser.add_argument("--sensitive", help="sensitive columns, comma-separated (default: the contract's)")
@@ -99,7 +102,13 @@ def run(args: argparse.Namespace) -> int:
     if max_risk is None:
         max_risk = targets.max_risk if targets is not None and targets.max_risk is not None else DEFAULT_MAX_RISK
     engine = resolve_engine(args.engine, args.file)
-    data: Any = read_table(args.file) if engine == Engine.PANDAS else args.file
+    data: Any = args.file
+    if engine == Engine.PANDAS:
+        data, info = read_table_with_info(args.file, sheet=args.sheet)
+        for note in info.notes:
+            print(f"privdash diagnose: note: {note}", file=sys.stderr)
+    elif args.sheet is not None:
+        raise ParameterError("--sheet chooses a sheet of an Excel workbook, which the duckdb engine does not read.")
     contract = DataContract.load(args.contract) if args.contract else None
     population: Any = None
     if args.population is not None:
@@ -122,6 +131,8 @@ def run(args: argparse.Namespace) -> int:
         memory_limit=args.memory_limit,
         temp_directory=args.temp_dir,
     )
+    for warning in result.warnings:
+        print(f"privdash diagnose: warning: {warning}", file=sys.stderr)
     verdict = result.check(targets) if targets is not None else None
     if args.json:
         out = result.to_dict()
@@ -188,6 +199,7 @@ def render_text(result: Diagnosis, name: str) -> str:
     ]
     if result.identifiers:
         lines.append(f"direct identifiers to remove or mask: {', '.join(result.identifiers)}")
+    lines += [f"warning: {warning}" for warning in result.warnings]
     lines += ["", "class sizes"]
     table = classes.size_frequencies()
     shown = table[table["size"] <= 12]

@@ -32,13 +32,23 @@ from dashboard.core.data.contract import (
     suggest_roles,
 )
 from dashboard.core.data.demo import demo_datasets, people_contract, people_table, uniform_table
-from dashboard.core.data.tables import csv_text, escape_formulas, read_table, read_table_with_info, write_table
+from dashboard.core.data.tables import (
+    DEFAULT_READ_LIMITS,
+    ReadLimits,
+    csv_text,
+    escape_formulas,
+    read_table,
+    read_table_with_info,
+    write_table,
+)
+from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, Aggregate, Engine, aggregate_table, resolve_engine
 from dashboard.core.errors import (
     ColumnError,
     ContractError,
     DataReadError,
     ParameterError,
     PrivdashError,
+    ReadLimitError,
     check_columns,
 )
 from dashboard.core.geo.geography import default_cache_dir, district_neighbours, district_polygons_dir
@@ -128,13 +138,16 @@ from dashboard.core.utility.metrics import (
 )
 
 __all__ = [
+    "AUTO_DUCKDB_BYTES",
     "DEFAULT_MAX_RISK",
     "DEFAULT_POPULATION_THRESHOLD",
+    "DEFAULT_READ_LIMITS",
     "KEY_ENV",
     "MIN_KEY_BYTES",
     "MISSING_LABEL",
     "RULE_SETTINGS",
     "TOP",
+    "Aggregate",
     "AttackerRisk",
     "Choice",
     "ColumnError",
@@ -145,6 +158,7 @@ __all__ = [
     "DataContract",
     "DataReadError",
     "Diagnosis",
+    "Engine",
     "EquivalenceClasses",
     "FieldMetadata",
     "Hierarchy",
@@ -160,6 +174,8 @@ __all__ = [
     "PostcodeGeneralization",
     "PrivacyTargets",
     "PrivdashError",
+    "ReadLimitError",
+    "ReadLimits",
     "Recipe",
     "RiskSummary",
     "SearchResult",
@@ -170,6 +186,7 @@ __all__ = [
     "TargetCheck",
     "TransformResult",
     "Verdict",
+    "aggregate_table",
     "apply_recipe",
     "apply_step",
     "build_hierarchy",
@@ -220,6 +237,7 @@ __all__ = [
     "read_table_with_info",
     "recode_postcodes",
     "records_at_risk_by_k",
+    "resolve_engine",
     "risk_summary",
     "run_job_file",
     "search_hierarchy",

@@ -20,6 +20,7 @@ __all__ = [
     "DataReadError",
     "ParameterError",
     "PrivdashError",
+    "ReadLimitError",
     "TooManyQuasiIdentifiersError",
     "check_columns",
     "check_fraction",
@@ -34,6 +35,48 @@ class PrivdashError(ValueError):
 
 class DataReadError(PrivdashError):
     """A file could not be read as a table (empty, binary, wrong format, too large ...)."""
+
+
+class ReadLimitError(DataReadError):
+    """A file is over a reading limit (rows, columns, cells, decompressed size or reading time).
+
+    Attributes
+    ----------
+    limit
+        The name of the limit (``max_rows``, ``max_columns``, ``max_cells``, ``max_decompressed_bytes``,
+        ``max_seconds``: the fields of :class:`dashboard.core.data.tables.ReadLimits`).
+    found
+        The value found (``None`` when reading stopped as soon as the limit was passed, before the total was known).
+    maximum
+        The limit's value.
+    setting
+        The name of the setting that controls the limit, when the caller gave one.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        limit: str = "",
+        found: float | None = None,
+        maximum: float | None = None,
+        setting: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.limit = limit
+        self.found = found
+        self.maximum = maximum
+        self.setting = setting
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Keyword-only attributes survive pickling (results and errors may cross process boundaries).
+        return (_rebuild_read_limit_error, (str(self), self.limit, self.found, self.maximum, self.setting))
+
+
+def _rebuild_read_limit_error(
+    message: str, limit: str, found: float | None, maximum: float | None, setting: str | None
+) -> ReadLimitError:
+    return ReadLimitError(message, limit=limit, found=found, maximum=maximum, setting=setting)
 
 
 class ColumnError(PrivdashError):

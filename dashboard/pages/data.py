@@ -2,7 +2,9 @@
 
 Uploads go to ``/api/upload`` (see :mod:`dashboard.ui.app`); the table stays on the server and the preview grid
 asks for the rows it shows, a block at a time. Role and type edits, contract imports and ordinal orders all end in
-the page's view state (and so in the URL).
+the page's view state (and so in the URL). For a workbook with several sheets the page says which sheet was read
+and reads another on request (the upload is kept for that); a browser can delete its own uploads, to make room
+under its quota.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import numpy as np
 import pandas as pd
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from dashboard.application.services import DEMO_PREFIX, LoadedDataset, Services, reference_values, too_large_message
-from dashboard.application.state import QUERY_KEY, StateError, ViewState, order_permutation
-from dashboard.core.data.contract import ColumnRole, DataContract, StatisticalType
+from dashboard.application.columns import ColumnEdit, current_order, edit_columns, state_with_order
+from dashboard.application.links import LINK_KEY
+from dashboard.application.services import DEMO_PREFIX, LoadedDataset, Services, too_large_message
+from dashboard.application.state import QUERY_KEY, StateError, ViewState
+from dashboard.core.data.contract import ColumnRole, StatisticalType
 from dashboard.core.errors import ContractError, PrivdashError
 from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title, progress_panel
-from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
+from dashboard.ui.pagestate import PAGE_STATE, SESSION_COOKIE, open_page, session_token, state_from_store, state_store
 
 PATH = "/data"
 NAME = "Data"
@@ -65,10 +69,6 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
     limit_mb = services.settings.max_upload_bytes / 1e6
     demo_value = state.dataset if state.dataset and state.dataset.startswith("demo:") else None
     choices = services.demo_choices()
-    recent = [
-        dmc.Anchor(f"{info.filename} ({fmt_count(info.rows)} rows)", href=f"/data?{_dataset_query(info.id)}", size="sm")
-        for info in owned
-    ]
     return card(
         "Open a dataset",
         dmc.Stack(
@@ -107,7 +107,7 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
                 ),
                 html.Div(id="upload-message"),
                 dcc.Store(id="upload-result"),
-                *([dmc.Text("Your uploads", size="sm", fw=500, mt="xs"), dmc.Stack(recent, gap=2)] if recent else []),
+                html.Div(upload_list(owned), id="upload-list"),
             ],
             gap="sm",
         ),
@@ -118,15 +118,76 @@ def _dataset_query(dataset_id: str) -> str:
     return ViewState(dataset=dataset_id).to_search().lstrip("?")
 
 
+def upload_list(owned: Sequence[Any]) -> Any:
+    """This browser's uploads: a link to each, and a button that deletes it (to make room under the quota)."""
+    if not owned:
+        return None
+    rows = [
+        dmc.Group(
+            [
+                dmc.Anchor(
+                    f"{info.filename} ({fmt_count(info.rows)} rows)", href=f"/data?{_dataset_query(info.id)}", size="sm"
+                ),
+                dmc.Button(
+                    "Delete",
+                    id={"type": "delete-upload", "dataset": info.id},
+                    size="compact-xs",
+                    variant="subtle",
+                    color="red",
+                ),
+            ],
+            justify="space-between",
+            gap="xs",
+            wrap="nowrap",
+        )
+        for info in owned
+    ]
+    return dmc.Stack([dmc.Text("Your uploads", size="sm", fw=500, mt="xs"), *rows], gap=2)
+
+
 def dataset_summary(loaded: LoadedDataset) -> Any:
-    """Name, shape and origin of the open dataset."""
+    """Name, shape and origin of the open dataset; for a workbook, which sheet was read and a picker of the others."""
     rows, cols = loaded.frame.shape
     badges = [dmc.Badge(f"{fmt_count(rows)} rows", id="dataset-rows"), dmc.Badge(f"{cols} columns")]
     if loaded.is_demo:
         badges.append(dmc.Badge("built-in, synthetic", color="teal"))
     elif loaded.expires is not None:
         badges.append(dmc.Badge("uploaded", color="gray"))
-    return dmc.Group([dmc.Text(loaded.title, fw=600, id="dataset-title"), *badges], gap="xs")
+    head = dmc.Group([dmc.Text(loaded.title, fw=600, id="dataset-title"), *badges], gap="xs")
+    parts: list[Any] = [head]
+    if len(loaded.sheets) > 1:
+        parts.append(sheet_picker(loaded))
+    if loaded.notes:
+        parts.append(
+            dmc.Stack([dmc.Text(note, size="xs", c="dimmed") for note in loaded.notes], gap=0, id="dataset-notes")
+        )
+    return dmc.Stack(parts, gap="xs") if len(parts) > 1 else head
+
+
+def sheet_picker(loaded: LoadedDataset) -> Any:
+    """Which sheet of a workbook was read, and a select that reads another one (from the kept upload)."""
+    count = len(loaded.sheets)
+    return dmc.Group(
+        [
+            dmc.Text(
+                f"This workbook has {count} sheets; the table is sheet '{loaded.sheet}'.",
+                size="sm",
+                id="sheet-status",
+            ),
+            dmc.Select(
+                id="sheet-select",
+                data=list(loaded.sheets),
+                value=loaded.sheet,
+                allowDeselect=False,
+                size="xs",
+                w=200,
+                **{"aria-label": "Sheet"},
+            ),
+            dmc.Button("Read this sheet", id="sheet-read", size="xs", variant="light"),
+        ],
+        gap="xs",
+        id="sheet-picker",
+    )
 
 
 def preview_grid(loaded: LoadedDataset) -> Any:
@@ -324,12 +385,9 @@ def layout(services: Services, **query: Any) -> Any:
     """The Data page for the state in ``query``."""
     state, loaded, alerts = open_page(services, query)
     owned: list[Any] = []
+    session = flask.request.cookies.get(SESSION_COOKIE) if flask.has_request_context() else None
     try:
-        owned = (
-            services.store.owned(flask.request.cookies.get("privdash_session", ""))
-            if flask.has_request_context()
-            else []
-        )
+        owned = services.store.owned(session) if session else []
     except OSError:
         owned = []
     body: list[Any] = [page_title("Data", "Pick a table and tell privdash what each column is."), *alerts]
@@ -355,7 +413,13 @@ def layout(services: Services, **query: Any) -> Any:
             html.Div(id="column-message"),
             column_editor(loaded, state, services.profile(loaded)),
             dmc.Group(
-                [dmc.Anchor(dmc.Button("Check the risk", id="to-risk-button"), id="to-risk", href=state.href("/risk"))],
+                [
+                    dmc.Anchor(
+                        dmc.Button("Check the risk", id="to-risk-button"),
+                        id="to-risk",
+                        href=services.links.href(state, "/risk"),
+                    )
+                ],
                 justify="flex-end",
                 mt="md",
             ),
@@ -369,7 +433,7 @@ def layout(services: Services, **query: Any) -> Any:
 
 def home(services: Services, **query: Any) -> Any:
     """The site root: the Data page, on the built-in demo dataset when no view state is given."""
-    if QUERY_KEY not in query:
+    if QUERY_KEY not in query and LINK_KEY not in query:
         query = {**query, QUERY_KEY: ViewState(dataset=HOME_DATASET).encode()}
     return layout(services, **query)
 
@@ -416,6 +480,40 @@ def register(app: Dash, services: Services) -> None:
         return message, href or no_update
 
     @app.callback(
+        Output("redirect", "href", allow_duplicate=True),
+        Input("sheet-read", "n_clicks"),
+        State("sheet-select", "value"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def read_sheet(clicks: int | None, sheet: str | None, data: Any) -> Any:
+        """Read another sheet of the open workbook; the page then opens the new table (roles suggested afresh)."""
+        state = state_from_store(data)
+        if not clicks or not sheet or not state.dataset:
+            return no_update
+        info = services.read_sheet(state.dataset, str(sheet), session=session_token())
+        loaded = services.dataset(info.id)
+        return services.links.href(services.initial_state(loaded, _targets(data)), PATH)
+
+    @app.callback(
+        Output("upload-list", "children"),
+        Output("redirect", "href", allow_duplicate=True),
+        Input({"type": "delete-upload", "dataset": ALL}, "n_clicks"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def delete_upload(clicks: list[int | None], data: Any) -> tuple[Any, Any]:
+        """Delete one of this browser's uploads; leave the page when it was the open one."""
+        trigger = ctx.triggered_id
+        if not isinstance(trigger, Mapping) or not any(clicks):
+            return no_update, no_update
+        session = session_token()
+        dataset_id = str(trigger["dataset"])
+        services.store.delete(dataset_id, session=session)
+        state = state_from_store(data)
+        return upload_list(services.store.owned(session)), (PATH if state.dataset == dataset_id else no_update)
+
+    @app.callback(
         Output("preview-grid", "getRowsResponse"),
         Input("preview-grid", "getRowsRequest"),
         State(PAGE_STATE, "data"),
@@ -452,21 +550,16 @@ def register(app: Dash, services: Services) -> None:
         contract_name: str | None,
         data: Any,
     ) -> tuple:
-        state = state_from_store(data)
-        loaded = services.dataset(str(state.dataset))
-        names = [item["column"] for item in ids]
-        trigger = ctx.triggered_id
+        state, names = state_from_store(data), [item["column"] for item in ids]
+        edit = ColumnEdit(
+            roles=dict(zip(names, roles, strict=True)),
+            types=dict(zip(names, kinds, strict=True)),
+            contract_text=upload_text(contract_contents) if ctx.triggered_id == "contract-upload" else None,
+            contract_name=contract_name if ctx.triggered_id == "contract-upload" else None,
+            reset=ctx.triggered_id == "contract-reset",
+        )
         try:
-            if trigger == "contract-upload":
-                new_state = state_with_contract(services, loaded, state, contract_contents, contract_name)
-            elif trigger == "contract-reset":
-                new_state = services.initial_state(loaded, state)
-            else:
-                new_state = state.with_columns(
-                    dict(zip(names, roles, strict=True)), dict(zip(names, kinds, strict=True))
-                )
-            services.contract(loaded, new_state).validate(loaded.frame)
-            message = None
+            new_state, message = edit_columns(services, state, edit), None
         except (PrivdashError, StateError) as exc:
             new_state, message = state, error_alert(str(exc), title="This change was not applied")
         return (
@@ -474,7 +567,7 @@ def register(app: Dash, services: Services) -> None:
             [new_state.roles[n].value for n in names],
             [new_state.types[n].value for n in names],
             message,
-            new_state.href("/risk"),
+            services.links.href(new_state, "/risk"),
             ordinal_columns(new_state),
         )
 
@@ -560,51 +653,16 @@ def upload_outcome(result: Mapping[str, Any] | None, limit: int) -> tuple[Any, s
     return None, None
 
 
-def state_with_contract(
-    services: Services, loaded: LoadedDataset, state: ViewState, contents: str | None, filename: str | None
-) -> ViewState:
-    """The state after importing a data contract file (``contents`` as sent by ``dcc.Upload``)."""
+def upload_text(contents: str | None) -> str | None:
+    """The text of a file sent by ``dcc.Upload`` (a ``data:...;base64,`` URL), or None when nothing was sent."""
     import base64
 
-    from dashboard.application.services import state_from_contract
-
     if not contents or "," not in contents:
-        raise ContractError("The contract file is empty.")
+        return None
     try:
-        text = base64.b64decode(contents.split(",", 1)[1]).decode("utf-8-sig")
+        return base64.b64decode(contents.split(",", 1)[1]).decode("utf-8-sig")
     except (ValueError, UnicodeDecodeError) as exc:
-        raise ContractError(f"{filename or 'The contract'} is not a UTF-8 JSON file.") from exc
-    contract = DataContract.from_json(text)
-    unknown = [f.name for f in contract.fields if f.name not in loaded.columns]
-    if unknown:
-        raise ContractError(
-            f"{filename or 'The contract'} names columns this table does not have: {', '.join(unknown[:5])}."
-        )
-    contract.validate(loaded.frame[[f.name for f in contract.fields]])
-    return state_from_contract(loaded, contract, state)
-
-
-def current_order(services: Services, loaded: LoadedDataset, state: ViewState, column: str) -> list[Any]:
-    """The order the state gives an ordinal column."""
-    contract = services.contract(loaded, state)
-    return list(contract[column].ordinal_values or ())
-
-
-def state_with_order(loaded: LoadedDataset, state: ViewState, column: str, labels: Sequence[str]) -> ViewState:
-    """The state with a new order for an ordinal column, given as the values' text, lowest first."""
-    values = reference_values(loaded, column)
-    by_label = {str(v): v for v in values}
-    unknown = [label for label in labels if label not in by_label]
-    if unknown:
-        raise StateError(f"Not a value of '{column}': {', '.join(unknown[:5])}.")
-    missing = [label for label in by_label if label not in labels]
-    if missing or len(set(labels)) != len(labels):
-        raise StateError(
-            f"List every value of '{column}' exactly once"
-            + (f" (missing: {', '.join(missing[:5])})." if missing else ".")
-        )
-    perm = order_permutation([by_label[label] for label in labels], values)
-    return state.updated(orders={**state.orders, column: perm})
+        raise ContractError("The contract is not a UTF-8 JSON file.") from exc
 
 
 __all__ = [
@@ -613,6 +671,5 @@ __all__ = [
     "layout",
     "preview_rows",
     "register",
-    "state_with_order",
     "upload_outcome",
 ]

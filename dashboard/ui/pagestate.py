@@ -1,36 +1,78 @@
 """How pages receive and hand back the view state.
 
-Every page's ``layout(**query)`` decodes the ``s`` query parameter with :func:`state_from_query` and puts the state
-into the page's ``page-state`` store (:func:`state_store`); page callbacks update that store, and one shell
-callback writes it back to the URL and the navigation links. So the URL always describes what is on screen.
+Every page's ``layout(**query)`` decodes the query with :func:`state_from_query` (the ``s`` parameter, or ``l``
+naming a long state kept on the server, see :mod:`dashboard.application.links`) and puts the state into the page's
+``page-state`` store (:func:`state_store`); page callbacks update that store, and one shell callback writes it back
+to the URL and the navigation links. So the URL always describes what is on screen.
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
+import flask
 from dash import dcc
 
+from dashboard.application.links import LINK_KEY
 from dashboard.application.services import LoadedDataset, Services
 from dashboard.application.state import QUERY_KEY, StateError, ViewState
 from dashboard.core.errors import PrivdashError
 from dashboard.ui.components import error_alert
 
-__all__ = ["PAGE_STATE", "open_page", "state_from_query", "state_from_store", "state_store"]
+__all__ = [
+    "PAGE_STATE",
+    "SESSION_COOKIE",
+    "open_page",
+    "session_token",
+    "state_from_query",
+    "state_from_store",
+    "state_store",
+]
 
 PAGE_STATE = "page-state"
+#: The cookie holding a browser's session token (which uploads are its own).
+SESSION_COOKIE = "privdash_session"
 
 
-def state_from_query(query: Mapping[str, Any]) -> tuple[ViewState, str | None]:
-    """The state in a page's query parameters, and an error message when they could not be decoded."""
-    encoded = query.get(QUERY_KEY)
-    if isinstance(encoded, list):
-        encoded = encoded[0] if encoded else None
+def session_token() -> str:
+    """This browser's session token (from the request's cookie; a new one when the cookie is missing)."""
+    token = flask.request.cookies.get(SESSION_COOKIE)
+    if token and 20 <= len(token) <= 128:
+        return token
+    existing = flask.g.get("privdash_new_session")
+    if existing:
+        return str(existing)
+    token = secrets.token_urlsafe(32)
+    flask.g.privdash_new_session = token
+    return token
+
+
+def state_from_query(query: Mapping[str, Any], services: Services | None = None) -> tuple[ViewState, str | None]:
+    """The state in a page's query parameters, and an error message when they could not be decoded.
+
+    A stored state (``l``) is read through ``services``, by default the app's (the request's Flask app).
+    """
     try:
-        return ViewState.decode(encoded), None
+        if query.get(LINK_KEY):
+            services = services or _app_services()
+            if services is None:
+                raise StateError("This link names a stored view, which only the dashboard can open.")
+            return services.links.state_from_query(query), None
+        encoded = query.get(QUERY_KEY)
+        if isinstance(encoded, list):
+            encoded = encoded[0] if encoded else None
+        return ViewState.decode(encoded if isinstance(encoded, str) or encoded is None else str(encoded)), None
     except StateError as exc:
         return ViewState(), str(exc)
+
+
+def _app_services() -> Services | None:
+    if not flask.has_app_context():
+        return None
+    services = flask.current_app.extensions.get("privdash")
+    return services if isinstance(services, Services) else None
 
 
 def state_from_store(data: Mapping[str, Any] | None) -> ViewState:
@@ -51,7 +93,7 @@ def open_page(services: Services, query: Mapping[str, Any]) -> tuple[ViewState, 
     The dataset is None when the state names none or it cannot be opened (expired, unknown id); a state without
     column roles takes the dataset's suggested ones.
     """
-    state, problem = state_from_query(query)
+    state, problem = state_from_query(query, services)
     alerts: list[Any] = []
     if problem:
         alerts.append(error_alert(problem, title="This link could not be read", alert_id="state-error"))

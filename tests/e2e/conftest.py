@@ -53,6 +53,13 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
 
 
 @pytest.fixture(scope="session")
+def browser_context_args(browser_context_args: dict) -> dict:
+    # Playwright's wait_for_function evaluates its text with eval(), which the app's Content-Security-Policy forbids;
+    # the tests' pages ignore the policy, and test_dashboard.py checks it in a context of its own.
+    return {**browser_context_args, "bypass_csp": True}
+
+
+@pytest.fixture(scope="session")
 def live_settings(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Settings:
     root = tmp_path_factory.mktemp("privdash")
     return Settings(store_dir=root / "store", cache_dir=root / "cache", max_upload_bytes=5_000_000, data_dir=data_dir)

@@ -199,3 +199,56 @@ def test_file_over_the_limit_is_refused_before_upload(
     message = too_large_message("big.csv", path.stat().st_size, live_settings.max_upload_bytes)
     expect(page.locator("#upload-error")).to_contain_text(message, timeout=TIMEOUT)
     assert not sent
+
+
+#: Collects the page's Content-Security-Policy violations (the browser fires this event for each one).
+CSP_LISTENER = (
+    "window.__cspViolations = [];"
+    "document.addEventListener('securitypolicyviolation', e => window.__cspViolations.push("
+    "e.violatedDirective + ' ' + (e.blockedURI || 'inline') + ' ' + e.sourceFile + ':' + e.lineNumber));"
+)
+
+
+def test_every_page_renders_under_the_content_security_policy(browser: Browser, live_server: str) -> None:
+    """Dash, Mantine, AG Grid, Plotly and the postcode map run with the policy (no violation reported).
+
+    A context of its own: the other tests' pages ignore the policy (Playwright's ``wait_for_function`` needs eval).
+    """
+    from dashboard.application.state import ViewState
+
+    context = browser.new_context(viewport=VIEWPORT)
+    try:
+        page = context.new_page()
+        page.add_init_script(CSP_LISTENER)
+        search = ViewState(dataset="demo:people").to_search()
+        checks = {
+            "/data": "#preview-grid .ag-center-cols-container .ag-row",
+            "/risk": "#class-grid .ag-center-cols-container .ag-row",
+            "/fix": "#fix-k-curve .main-svg",
+            "/postcodes": "#pc-map .maplibregl-canvas",
+        }
+        for path, rendered in checks.items():
+            response = page.goto(f"{live_server}{path}{search}")
+            assert response is not None and response.status == 200
+            policy = response.headers["content-security-policy"]
+            assert "'unsafe-eval'" not in policy and "script-src 'self' 'sha256-" in policy
+            assert response.headers["x-frame-options"] == "DENY"
+            expect(page.locator(rendered).first).to_be_visible(timeout=TIMEOUT)
+            expect(page.locator('[data-dash-is-loading="true"]')).to_have_count(0, timeout=TIMEOUT)
+            if path == "/risk":
+                page.click("#share-button")  # a client-side callback
+                expect(page.locator("#share-link")).to_have_value(page.url, timeout=TIMEOUT)
+            assert page.evaluate("window.__cspViolations") == [], path
+            assert page.locator("#callback-error").count() == 0, path
+    finally:
+        context.close()
+
+
+def test_a_crafted_link_gets_a_message_not_an_error(page: Page, live_server: str) -> None:
+    from dashboard.application.state import ViewState
+
+    for search in (ViewState(dataset="../../etc/passwd").to_search(), "?l=" + "A" * 22):
+        response = page.goto(f"{live_server}/data{search}")
+        assert response is not None and response.status == 200
+        expect(page.locator("#state-error")).to_be_visible(timeout=TIMEOUT)
+        assert "Traceback" not in page.content()

@@ -23,6 +23,7 @@ from dashboard.core.data.contract import DataContract
 from dashboard.core.engines.aggregate import COUNT, Engine, aggregate_table
 from dashboard.core.errors import ColumnError, ParameterError, check_columns, check_fraction, check_positive_int
 from dashboard.core.measure.classes import (
+    MISSING_LABEL,
     EquivalenceClasses,
     MissingPolicy,
     equivalence_classes,
@@ -80,6 +81,9 @@ class Diagnosis:
         Columns the contract marks as direct identifiers (they must be removed or masked before release).
     engine, counting_seconds
         The engine that counted the classes (``pandas`` or ``duckdb``) and how long reading and counting took.
+    warnings
+        Plain sentences about roles that cannot do their job, e.g. a quasi-identifier missing in every record
+        (it distinguishes no one, so k is as if it were not there).
     """
 
     rows: int
@@ -96,6 +100,7 @@ class Diagnosis:
     identifiers: tuple[str, ...] = ()
     engine: str = "pandas"
     counting_seconds: float = 0.0
+    warnings: tuple[str, ...] = ()
 
     @property
     def missing_policy(self) -> MissingPolicy:
@@ -169,6 +174,7 @@ class Diagnosis:
                 "sampling_fraction": self.population.sampling_fraction,
             },
             "sensitive": {name: _sensitive_dict(models) for name, models in self.sensitive_models.items()},
+            "warnings": list(self.warnings),
         }
         if self.population_uniqueness is not None:
             uniqueness = self.population_uniqueness
@@ -397,6 +403,32 @@ def diagnose(
         identifiers=contract.identifiers if contract else (),
         engine=used.value,
         counting_seconds=seconds,
+        warnings=_warnings(data, classes, qis, sensitive_names),
+    )
+
+
+def _warnings(data: Any, classes: EquivalenceClasses, qis: Sequence[str], sensitive: Sequence[str]) -> tuple[str, ...]:
+    """Sentences naming the quasi-identifiers and sensitive attributes missing in every record (of a non-empty
+    table): an empty QI distinguishes no one, an empty sensitive attribute discloses nothing, and both are more
+    likely a wrong column or a reading problem than an intended role."""
+    if isinstance(data, pd.DataFrame):
+        if not len(data):
+            return ()
+        empty_qis = [name for name in qis if data[name].isna().all()]
+        empty_sensitive = [name for name in sensitive if data[name].isna().all()]
+    else:  # counted from an aggregate: the classes hold every value that occurs
+        if not classes.n_records and not classes.n_dropped:
+            return ()
+        empty_qis = [name for name, values in zip(qis, classes.categories, strict=True) if not len(values)]
+        empty_sensitive = [
+            name for name, distribution in classes.sensitive.items() if list(distribution.labels) == [MISSING_LABEL]
+        ]
+    return tuple(
+        [f"Quasi-identifier '{name}' is missing in every record: it does not distinguish anyone." for name in empty_qis]
+        + [
+            f"Sensitive attribute '{name}' is missing in every record: its disclosure measures describe no value."
+            for name in empty_sensitive
+        ]
     )
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import io
 import json
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pandas as pd
 import plotly
 import pytest
 
+from dashboard.application import columns
 from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.application.state import StateError, ViewState
@@ -104,12 +106,12 @@ def test_state_with_order(services: Services) -> None:
     loaded = services.dataset("demo:people")
     state = services.initial_state(loaded)
     reverse = [str(v) for v in reversed(CLOTHING_SIZES)]
-    new = page.state_with_order(loaded, state, "clothing_size", reverse)
+    new = columns.state_with_order(loaded, state, "clothing_size", reverse)
     assert services.contract(loaded, new)["clothing_size"].ordinal_values == tuple(reversed(CLOTHING_SIZES))
     with pytest.raises(StateError, match="exactly once"):
-        page.state_with_order(loaded, state, "clothing_size", reverse[:-1])
+        columns.state_with_order(loaded, state, "clothing_size", reverse[:-1])
     with pytest.raises(StateError, match="Not a value"):
-        page.state_with_order(loaded, state, "clothing_size", [*reverse, "XXXL"])
+        columns.state_with_order(loaded, state, "clothing_size", [*reverse, "XXXL"])
 
 
 def _upload(text: str) -> str:
@@ -120,16 +122,16 @@ def test_importing_a_contract(services: Services) -> None:
     loaded = services.dataset("demo:people")
     state = services.initial_state(loaded)
     contract = people_contract().with_roles({"postcode": ColumnRole.INSENSITIVE})
-    new = page.state_with_contract(services, loaded, state, _upload(contract.to_json()), "c.json")
+    new = columns.state_with_contract(loaded, state, page.upload_text(_upload(contract.to_json())), "c.json")
     assert new.roles["postcode"] == ColumnRole.INSENSITIVE
     with pytest.raises(ContractError, match="not valid JSON"):
-        page.state_with_contract(services, loaded, state, _upload("{"), "c.json")
+        columns.state_with_contract(loaded, state, page.upload_text(_upload("{")), "c.json")
     other = {"field_metadata": [{"field_name": "salary", "statistical_data_type": "NUMERICAL"}]}
     with pytest.raises(ContractError, match="does not have"):
-        page.state_with_contract(services, loaded, state, _upload(json.dumps(other)), "c.json")
+        columns.state_with_contract(loaded, state, page.upload_text(_upload(json.dumps(other))), "c.json")
     wrong_type = {"field_metadata": [{"field_name": "name", "statistical_data_type": "NUMERICAL"}]}
     with pytest.raises(ContractError, match="non-numbers"):
-        page.state_with_contract(services, loaded, state, _upload(json.dumps(wrong_type)), "c.json")
+        columns.state_with_contract(loaded, state, page.upload_text(_upload(json.dumps(wrong_type))), "c.json")
 
 
 def test_site_root_opens_the_demo_dataset(services: Services) -> None:
@@ -138,3 +140,35 @@ def test_site_root_opens_the_demo_dataset(services: Services) -> None:
     # With a view state (a share link, or the user's own choice), the root shows exactly that state.
     empty = as_json(page.home(services, s=""))
     assert "Nothing is open yet" in empty
+    stored = as_json(page.home(services, l="A" * 22))  # a long state kept on the server: never the demo instead
+    assert "expired or is unknown" in stored and "Nothing is open yet" in stored and "dataset-title" not in stored
+
+
+def workbook(sheets: dict[str, pd.DataFrame]) -> bytes:
+    buffer = io.BytesIO()
+    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
+        for name, frame in sheets.items():
+            frame.to_excel(writer, sheet_name=name, index=False)
+    return buffer.getvalue()
+
+
+def test_a_workbook_with_several_sheets_names_the_sheet_read_and_offers_the_others(services: Services) -> None:
+    people = pd.DataFrame({"age": [30, 41, 52], "sex": ["F", "M", "F"]})
+    towns = pd.DataFrame({"town": ["Leeds", "York"], "population": [800_000, 200_000]})
+    info = services.ingest(workbook({"people": people, "towns": towns}), filename="book.xlsx", session="s" * 40)
+    text = as_json(page.layout(services, s=ViewState(dataset=info.id).encode()))
+    assert "This workbook has 2 sheets; the table is sheet 'people'." in text
+    assert '"id": "sheet-select"' in text and '"towns"' in text and '"sheet-read"' in text
+    assert "the first, 'people', was read" in text  # the reader's note
+    single = services.ingest(workbook({"people": people}), filename="one.xlsx", session="s" * 40)
+    assert "sheet-select" not in as_json(page.layout(services, s=ViewState(dataset=single.id).encode()))
+
+
+def test_the_upload_list_offers_to_delete_each_upload(services: Services) -> None:
+    assert page.upload_list([]) is None
+    first = services.ingest(b"a,b\n1,2\n3,4\n", filename="first.csv", session="s" * 40)
+    second = services.ingest(b"a,b\n1,2\n3,4\n", filename="second.csv", session="s" * 40)
+    text = as_json(page.upload_list(services.store.owned("s" * 40)))
+    assert text.index("second.csv") < text.index("first.csv")  # newest first
+    for info in (first, second):
+        assert f'"id": {{"type": "delete-upload", "dataset": "{info.id}"}}' in text

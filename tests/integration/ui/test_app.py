@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import io
+import json
+import random
+import string
 from pathlib import Path
 
 import dash
+import pandas as pd
+import plotly
 import pytest
 from dash import Dash
 
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
+from dashboard.pages import data as data_page
 from dashboard.ui.app import SESSION_COOKIE, assets_folder, create_app
 
 
@@ -103,3 +109,118 @@ def test_several_apps_in_one_process_each_have_their_callbacks(tmp_path: Path) -
         app.server.test_client().get("/_dash-dependencies")
         outputs = " ".join(app.callback_map)
         assert "class-grid.getRowsResponse" in outputs and "combo-results.children" in outputs
+
+
+def wide_csv(columns: int = 600, rows: int = 30) -> bytes:
+    """A survey-like table with ``columns`` columns whose names are as varied as real ones."""
+    rng = random.Random(columns)
+    names = ["".join(rng.choices(string.ascii_lowercase, k=rng.randint(6, 14))) + f"_{i}" for i in range(columns)]
+    lines = [",".join(names)]
+    lines += [",".join(str(rng.randint(0, 9)) for _ in range(columns)) for _ in range(rows)]
+    return ("\n".join(lines) + "\n").encode()
+
+
+def test_the_link_of_a_wide_table_stays_short_and_reproduces_the_view(app: Dash) -> None:
+    client = app.server.test_client()
+    response = post_file(client, wide_csv(), "survey.csv", "w" * 40)
+    assert response.status_code == 200, response.get_json()
+    href = response.get_json()["href"]
+    assert href.startswith("/data?l=") and len(href) < 2_000
+    services = app.server.extensions["privdash"]
+    state = services.links.state_from_query({"l": href.split("=", 1)[1]})
+    assert state.dataset == response.get_json()["id"] and len(state.roles) == 600
+    assert len(state.to_search()) > 4_094  # as ?s=, gunicorn would refuse the request line (HTTP 414)
+    # A changed view (the shell writes it to the address bar) gets its own short link, which opens that view.
+    changed = state.with_columns(types=dict.fromkeys(list(state.roles)[:50], "NOMINAL")).updated(k=7)
+    search = services.links.search(changed)
+    assert search.startswith("?l=") and search != href[len("/data") :] and len("/risk" + search) < 2_000
+    page = client.get("/risk" + search)
+    assert page.status_code == 200
+    layout = client.post(
+        "/_dash-update-component",
+        json={
+            "output": ".._pages_content.children..._pages_store.data..",
+            "outputs": [{"id": "_pages_content", "property": "children"}, {"id": "_pages_store", "property": "data"}],
+            "inputs": [
+                {"id": "_pages_location", "property": "pathname", "value": "/data"},
+                {"id": "_pages_location", "property": "search", "value": search},
+            ],
+            "state": [],
+            "changedPropIds": ["_pages_location.pathname"],
+        },
+    ).get_json()
+    stored = find_store(layout["response"]["_pages_content"]["children"], "page-state")
+    assert ViewState.from_dict(stored) == changed
+
+
+def find_store(tree: object, component_id: str) -> dict:
+    """The ``data`` of the store ``component_id`` in a layout (as JSON)."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            if node.get("props", {}).get("id") == component_id:
+                return dict(node["props"]["data"])
+            stack.extend(node.values())
+        elif isinstance(node, list):
+            stack.extend(node)
+    raise AssertionError(f"no {component_id} in the layout")
+
+
+def test_an_expired_link_says_so(app: Dash) -> None:
+    layout = data_page.layout(app.server.extensions["privdash"], l="A" * 22)
+    text = json.dumps(layout, cls=plotly.utils.PlotlyJSONEncoder)
+    assert "This link could not be read" in text and "expired or is unknown" in text
+
+
+def call(client, trigger: str, values: dict[str, object], changed: str | None = None):  # type: ignore[no-untyped-def]
+    """Call the server callback whose first input is ``trigger`` (``id.property``), with ``values`` by component id
+    (a list of entries for a pattern-matching id); ``changed`` is the component that fired (default: ``trigger``)."""
+    dependencies = client.get("/_dash-dependencies").get_json()
+    dep = next(d for d in dependencies if f"{d['inputs'][0]['id']}.{d['inputs'][0]['property']}" == trigger)
+
+    def entry(item: dict[str, str]) -> object:
+        if item["id"].startswith("{"):
+            return values.get(item["id"], [])
+        return {"id": item["id"], "property": item["property"], "value": values.get(item["id"])}
+
+    outputs = []
+    for part in dep["output"][2:-2].split("...") if dep["output"].startswith("..") else [dep["output"]]:
+        component, prop = part.rsplit(".", 1)
+        outputs.append([] if component.startswith("{") else {"id": component, "property": prop})
+    return client.post(
+        "/_dash-update-component",
+        json={
+            "output": dep["output"],
+            "outputs": outputs if dep["output"].startswith("..") else outputs[0],
+            "inputs": [entry(item) for item in dep["inputs"]],
+            "state": [entry(item) for item in dep["state"]],
+            "changedPropIds": [changed or trigger],
+        },
+    )
+
+
+def test_reading_another_sheet_and_deleting_uploads(app: Dash) -> None:
+    client = app.server.test_client()
+    buffer = io.BytesIO()
+    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
+        pd.DataFrame({"age": [30, 41], "sex": ["F", "M"]}).to_excel(writer, sheet_name="people", index=False)
+        pd.DataFrame({"town": ["Leeds", "York"], "n": [8, 2]}).to_excel(writer, sheet_name="towns", index=False)
+    body = post_file(client, buffer.getvalue(), "book.xlsx", "e" * 40).get_json()
+    services = app.server.extensions["privdash"]
+    state = ViewState.from_search(body["href"].split("?", 1)[1])
+    response = call(
+        client, "sheet-read.n_clicks", {"sheet-read": 1, "sheet-select": "towns", "page-state": state.to_dict()}
+    )
+    href = next(iter(response.get_json()["response"]["redirect"].values()))
+    towns = ViewState.from_search(href.split("?", 1)[1])
+    assert services.dataset(towns.dataset).columns == ("town", "n") and set(towns.roles) == {"town", "n"}
+    assert [info.id for info in services.store.owned("e" * 40)] == [towns.dataset]  # the other sheet replaced it
+    # Deleting the open upload leaves its page; the list is empty afterwards.
+    clicked = json.dumps({"dataset": towns.dataset, "type": "delete-upload"}, separators=(",", ":"))
+    pattern = '{"dataset":["ALL"],"type":"delete-upload"}'
+    buttons = [{"id": {"type": "delete-upload", "dataset": towns.dataset}, "property": "n_clicks", "value": 1}]
+    values = {pattern: buttons, "page-state": towns.to_dict()}
+    answer = call(client, f"{pattern}.n_clicks", values, changed=f"{clicked}.n_clicks").get_json()["response"]
+    assert answer["upload-list"]["children"] is None and next(iter(answer["redirect"].values())) == "/data"
+    assert services.store.owned("e" * 40) == []

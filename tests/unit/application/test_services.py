@@ -2,18 +2,27 @@
 
 from __future__ import annotations
 
+import io
+from dataclasses import replace
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
-from dashboard.application.services import Services, state_from_contract, too_large_message
-from dashboard.application.settings import Settings
+from dashboard.application.services import (
+    Services,
+    clean_filename,
+    contract_from_suggestions,
+    state_from_contract,
+    too_large_message,
+)
+from dashboard.application.settings import READ_LIMIT_VARIABLES, Settings
 from dashboard.application.state import StateError, ViewState
-from dashboard.application.storage import DatasetNotFound
-from dashboard.core.data.contract import ColumnRole, StatisticalType
+from dashboard.application.storage import DatasetNotFound, QuotaExceeded
+from dashboard.core.data.contract import ColumnRole, StatisticalType, suggest_contract, suggest_roles
 from dashboard.core.data.demo import CLOTHING_SIZES, people_contract, people_table
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ColumnError, DataReadError
+from dashboard.core.data.tables import ReadLimits, read_table
+from dashboard.core.errors import ColumnError, DataReadError, ReadLimitError
 from dashboard.core.measure.diagnose import diagnose
 
 SESSION = "s" * 40
@@ -99,3 +108,79 @@ def test_diagnosis_without_quasi_identifiers_is_a_user_error(services: Services)
     loaded = services.dataset("demo:people")
     with pytest.raises(ColumnError, match="No quasi-identifier"):
         services.diagnosis(services.initial_state(loaded).with_quasi_identifiers([], []))
+
+
+def workbook(sheets: dict[str, pd.DataFrame]) -> bytes:
+    buffer = io.BytesIO()
+    with pd.ExcelWriter(buffer, engine="openpyxl") as writer:
+        for name, frame in sheets.items():
+            frame.to_excel(writer, sheet_name=name, index=False)
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("bad", ["../../etc/passwd", "a" * 5000, "demo:../..", "AbCdEfGhIjKlMnOpQrSt\x00v", None, 5])
+def test_a_malformed_dataset_id_is_refused_before_any_lookup(services: Services, bad: object) -> None:
+    with pytest.raises(DatasetNotFound, match="does not name a valid dataset"):
+        services.dataset(bad)  # type: ignore[arg-type]
+
+
+def test_uploads_are_read_with_the_settings_limits(tmp_path: Path) -> None:
+    settings = Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache", max_rows=100, max_columns=5)
+    services = Services(settings)
+    assert services.read_limits == ReadLimits(
+        max_rows=100,
+        max_columns=5,
+        max_cells=settings.max_cells,
+        max_decompressed_bytes=settings.max_decompressed_bytes,
+        max_seconds=settings.max_parse_seconds,
+        setting_names=READ_LIMIT_VARIABLES,
+    )
+    with pytest.raises(ReadLimitError, match=r"over the limit of 100 rows \(PRIVDASH_MAX_ROWS\)"):
+        services.ingest(b"a,b\n" + b"1,2\n" * 101, filename="long.csv", session=SESSION)
+    wide = ",".join(f"c{i}" for i in range(6)).encode() + b"\n" + b",".join(b"1" for _ in range(6)) + b"\n"
+    with pytest.raises(ReadLimitError, match=r"PRIVDASH_MAX_COLUMNS"):
+        services.ingest(wide, filename="wide.csv", session=SESSION)
+    assert services.store.owned(SESSION) == []
+
+
+def test_a_session_over_its_quota_is_told_before_the_file_is_read(tmp_path: Path) -> None:
+    settings = Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache", session_max_datasets=1)
+    services = Services(settings)
+    services.ingest(b"a,b\n1,2\n3,4\n", filename="one.csv", session=SESSION)
+    with pytest.raises(QuotaExceeded, match="delete one or wait until they expire"):
+        services.ingest(b"", filename="empty.csv", session=SESSION)  # refused by quota, not read (it is empty)
+
+
+def test_a_workbook_with_several_sheets_says_which_was_read_and_can_read_another(services: Services) -> None:
+    people = pd.DataFrame({"age": [30, 41, 52], "sex": ["F", "M", "F"]})
+    towns = pd.DataFrame({"town": ["Leeds", "York"], "population": [800_000, 200_000], "county": ["W", "N"]})
+    raw = workbook({"people": people, "towns": towns})
+    services = Services(replace(services.settings, max_upload_bytes=1_000_000))
+    info = services.ingest(raw, filename="book.xlsx", session=SESSION)
+    loaded = services.dataset(info.id)
+    assert (loaded.sheet, loaded.sheets) == ("people", ("people", "towns")) and loaded.columns == ("age", "sex")
+    assert any("'people'" in note and "towns" in note for note in loaded.notes)
+    other = services.read_sheet(info.id, "towns", session=SESSION)
+    towns_loaded = services.dataset(other.id)
+    assert towns_loaded.columns == ("town", "population", "county") and towns_loaded.sheet == "towns"
+    with pytest.raises(DatasetNotFound):  # the session's own dataset is replaced by the other sheet
+        services.dataset(info.id)
+    with pytest.raises(DatasetNotFound, match="has no sheet"):
+        services.read_sheet(other.id, "nothing", session=SESSION)
+    # Someone who opened the link gets a copy of their own; the uploader's dataset stays.
+    copy = services.read_sheet(other.id, "people", session="t" * 40)
+    assert services.dataset(copy.id).columns == ("age", "sex") and services.dataset(other.id).sheet == "towns"
+    single = services.ingest(workbook({"only": people}), filename="single.xlsx", session=SESSION)
+    assert services.dataset(single.id).sheets == ("only",) and not services.store.info(single.id).has_original
+
+
+def test_uploaded_file_names_are_cleaned(services: Services) -> None:
+    info = services.ingest(b"a,b\n1,2\n3,4\n", filename="../../etc/" + "x" * 300 + "\x00.csv", session=SESSION)
+    assert "/" not in info.filename and "\x00" not in info.filename
+    assert len(info.filename) <= 120 and info.filename.endswith(".csv")
+    assert clean_filename(None) == "upload" and clean_filename("C:\\Users\\me\\data.csv") == "data.csv"
+
+
+def test_the_stored_contract_is_the_suggested_one(services: Services) -> None:
+    frame = people_table()
+    assert contract_from_suggestions(frame, suggest_roles(frame)) == suggest_contract(frame)

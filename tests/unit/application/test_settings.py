@@ -103,3 +103,56 @@ def test_durations(text: str, seconds: float) -> None:
 def test_bad_values_are_reported(env: dict[str, str]) -> None:
     with pytest.raises(ParameterError):
         Settings.from_env(env)
+
+
+def test_store_quota_limit_and_web_settings_from_the_environment() -> None:
+    settings = Settings.from_env(
+        {
+            "PRIVDASH_SWEEP_INTERVAL": "2m",
+            "PRIVDASH_SESSION_MAX_MB": "250",
+            "PRIVDASH_SESSION_MAX_DATASETS": "5",
+            "PRIVDASH_STORE_MAX_MB": "1000",
+            "PRIVDASH_MAX_ROWS": "1000",
+            "PRIVDASH_MAX_COLUMNS": "50",
+            "PRIVDASH_MAX_CELLS": "20000",
+            "PRIVDASH_MAX_DECOMPRESSED_MB": "64",
+            "PRIVDASH_MAX_PARSE_SECONDS": "7.5",
+            "PRIVDASH_SECURE_COOKIES": "true",
+            "PRIVDASH_TRUSTED_PROXIES": "1",
+        }
+    )
+    assert settings.sweep_interval == 120
+    assert (settings.session_max_bytes, settings.session_max_datasets) == (250_000_000, 5)
+    assert settings.store_max_bytes == 1_000_000_000
+    assert (settings.max_rows, settings.max_columns, settings.max_cells) == (1000, 50, 20000)
+    assert settings.max_decompressed_bytes == 64_000_000 and settings.max_parse_seconds == 7.5
+    assert settings.secure_cookies is True and settings.trusted_proxies == 1
+    assert Settings.from_env({"PRIVDASH_SECURE_COOKIES": "off"}).secure_cookies is False
+
+
+def test_defaults_for_a_server_of_24_gib_and_4_workers() -> None:
+    settings = Settings()
+    assert settings.secure_cookies is False and settings.trusted_proxies == 0  # plain HTTP, no proxy trusted
+    assert settings.max_parse_seconds < 30  # gunicorn's default worker timeout
+    assert settings.max_cells * 8 * 4 < 24 * 2**30 / 2  # four tables of 8-byte numbers take under half the memory
+    assert settings.session_max_bytes <= settings.store_max_bytes
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"PRIVDASH_SESSION_MAX_DATASETS": "0"},
+        {"PRIVDASH_SESSION_MAX_DATASETS": "2.5"},
+        {"PRIVDASH_MAX_ROWS": "many"},
+        {"PRIVDASH_MAX_COLUMNS": "-3"},
+        {"PRIVDASH_MAX_PARSE_SECONDS": "0"},
+        {"PRIVDASH_MAX_DECOMPRESSED_MB": "inf"},
+        {"PRIVDASH_SWEEP_INTERVAL": "often"},
+        {"PRIVDASH_SECURE_COOKIES": "maybe"},
+        {"PRIVDASH_TRUSTED_PROXIES": "-1"},
+    ],
+)
+def test_bad_store_limit_and_web_values_are_reported(env: dict[str, str]) -> None:
+    name = next(iter(env))
+    with pytest.raises(ParameterError, match=name if name != "PRIVDASH_SWEEP_INTERVAL" else "duration"):
+        Settings.from_env(env)

@@ -82,6 +82,20 @@ def test_wrong_version_and_bad_values_are_refused() -> None:
         ViewState.from_dict({"v": 1, "m": "sometimes"})
 
 
+@pytest.mark.parametrize(
+    "dataset", ["../../etc/passwd", "a" * 5000, "demo:../..", "demo:", "AbCdEfGhIjKlMnOpQrSt\x00v", "A" * 21, 7, ["x"]]
+)
+def test_a_dataset_id_of_neither_form_is_refused_while_the_link_is_read(dataset: object) -> None:
+    with pytest.raises(StateError, match="dataset id is malformed"):
+        ViewState.from_dict({"v": 1, "d": dataset})
+    with pytest.raises(StateError, match="dataset id is malformed"):
+        ViewState.decode(ViewState(dataset="../x").encode())  # built unchecked, refused when a link is read
+    with pytest.raises(StateError, match="dataset id is malformed"):
+        ViewState().updated(dataset=dataset)
+    for good in ("demo:people", "AbCdEfGhIjKlMnOpQrSt_-"):
+        assert ViewState.from_dict({"v": 1, "d": good}).dataset == good
+
+
 def test_with_quasi_identifiers_moves_roles() -> None:
     state = example().with_quasi_identifiers(["email"], ["age", "email"])
     assert state.roles["email"] == ColumnRole.QUASI_IDENTIFIER  # QI wins over sensitive

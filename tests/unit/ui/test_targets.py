@@ -36,7 +36,7 @@ def test_the_parser_keeps_empty_inputs_and_refuses_bad_ones() -> None:
     assert with_targets(state, "4", "3", "0.1", "0.05") == state.updated(k=4, l=3, t=0.1, max_risk=0.05)
     with pytest.raises(StateError):
         with_targets(state, "many", None, None, None)
-    with pytest.raises(StateError, match=r"\[0, 1\]"):
+    with pytest.raises(StateError, match=r"t is a distance between 0 and 1"):
         with_targets(state, None, None, 1.5, None)
 
 

@@ -151,3 +151,19 @@ def test_combinations_on_request() -> None:
     assert result.combinations is not None
     assert len(result.combinations.table) == 3
     assert len(result.to_dict()["qi_combinations"]) == 3
+
+
+def test_warnings_name_roles_missing_in_every_record() -> None:
+    data = pd.DataFrame({"a": [None, None, None, None], "b": [1, 2, 1, 2], "s": [None, None, None, None]})
+    result = diagnose(data, ["a", "b"], sensitive=["s"])
+    assert result.warnings == (
+        "Quasi-identifier 'a' is missing in every record: it does not distinguish anyone.",
+        "Sensitive attribute 's' is missing in every record: its disclosure measures describe no value.",
+    )
+    assert result.k == 2  # the warning does not change the numbers: 'a' is one more (missing) value for everyone
+    report = result.to_dict()
+    assert report["warnings"] == list(result.warnings)
+    clean = diagnose(worked_example(), ["age", "sex"], sensitive=["diag"])
+    assert clean.warnings == () and clean.to_dict()["warnings"] == []
+    # Every key of the report is still there, "warnings" added.
+    assert {"rows", "records", "k", "classes", "sample_uniques", "prosecutor", "sensitive", "warnings"} <= set(report)

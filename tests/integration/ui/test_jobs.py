@@ -1,0 +1,282 @@
+"""Background jobs under limits, through HTTP against the real app (werkzeug threaded server on 127.0.0.1).
+
+The app is the dashboard's own (``create_app``) with small limits, plus one background callback for the tests
+that sleeps or allocates as asked; the Risk page's QI-combination analysis runs as the browser runs it. Every
+request is the one dash-renderer sends (see :mod:`tests.integration.dash_http`). After each test every job process
+must have ended and been reaped: no zombie children of the server process, an empty job registry.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import psutil
+import pytest
+from dash import Dash, Input, Output
+from werkzeug.serving import make_server
+
+from dashboard.application.jobs import StopReason
+from dashboard.application.settings import Settings
+from dashboard.application.state import ViewState
+from dashboard.ui.app import create_app
+from dashboard.ui.jobs import LimitedJobManager
+from tests.integration.dash_http import DashSession, Job, find, payload, texts
+
+SECONDS = 4.0  # wall time of a job
+MEMORY_MB = 100  # memory a job may allocate
+GRACE = 1.5  # abandoned: no poll for 3 x 0.2 s + this
+KILL_GRACE = 5.0  # JobLimits.kill_grace: a job that does not stop by itself is killed this much later
+
+
+def add_test_job(app: Dash) -> None:
+    """A background callback that sleeps ``seconds`` (optionally deaf to the wall-time alarm, like a computation
+    that does not come back to Python) or allocates ``allocate_mb``."""
+
+    @app.callback(
+        Output("jobtest-out", "children"),
+        Input("jobtest-in", "data"),
+        background=True,
+        progress=[Output("jobtest-progress", "value"), Output("jobtest-status", "children")],
+        cancel=[Input("jobtest-cancel", "n_clicks")],
+        interval=200,
+        prevent_initial_call=True,
+    )
+    def work(set_progress: Callable[[tuple[int, str]], None], request: dict[str, Any]) -> str:
+        set_progress((1, "working"))
+        if request.get("allocate_mb"):
+            block = np.ones(int(request["allocate_mb"] * 1e6), dtype=np.uint8)
+            return f"allocated {block.nbytes:,} bytes"
+        if request.get("deaf"):
+            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
+        end = time.monotonic() + float(request["seconds"])
+        while time.monotonic() < end:
+            time.sleep(0.02)
+        return f"slept {request['seconds']} s"
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Dash]]:
+    root: Path = tmp_path_factory.mktemp("jobs")
+    settings = Settings(
+        store_dir=root / "store",
+        cache_dir=root / "cache",
+        job_seconds=SECONDS,
+        job_memory_bytes=MEMORY_MB * 1_000_000,
+        jobs_per_server=2,
+        job_abandon_seconds=GRACE,
+    )
+    app = create_app(settings)
+    add_test_job(app)
+    http = make_server("127.0.0.1", 0, app.server, threaded=True)
+    thread = threading.Thread(target=http.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{http.server_port}", app
+    http.shutdown()
+    thread.join(10)
+
+
+def manager_of(app: Dash) -> LimitedJobManager:
+    manager = app._background_manager
+    assert isinstance(manager, LimitedJobManager)
+    return manager
+
+
+def zombies() -> list[psutil.Process]:
+    found = []
+    for child in psutil.Process().children():
+        try:
+            if child.status() == psutil.STATUS_ZOMBIE:
+                found.append(child)
+        except psutil.NoSuchProcess:
+            pass
+    return found
+
+
+def alive(pid: int) -> bool:
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.fixture
+def tab(server: tuple[str, Dash]) -> Iterator[Callable[[], DashSession]]:
+    """New browser tabs (each its own session) on the Data page; afterwards, no job process is left."""
+    base, app = server
+
+    def new() -> DashSession:
+        session = DashSession(base)
+        session.open("/data")
+        return session
+
+    yield new
+    manager = manager_of(app)
+    deadline = time.monotonic() + 5.0
+    while (zombies() or manager.jobs()) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert zombies() == [], "ended job processes were not reaped"
+    assert manager.jobs() == {}
+
+
+def job_body(request: dict[str, Any]) -> dict[str, Any]:
+    """The request that starts the test job with ``request``."""
+    return payload(("jobtest-out", "children"), [("jobtest-in", "data", request)])
+
+
+def run(jobs: list[Job], limit: float = 30.0) -> dict[int, float]:
+    """Poll ``jobs`` every 0.2 s, as their pages do, until each has its answer (at most ``limit`` seconds); returns
+    when each one ended (``time.monotonic``), by position."""
+    deadline = time.monotonic() + limit
+    ended: dict[int, float] = {}
+    while len(ended) < len(jobs):
+        assert time.monotonic() < deadline, "a job did not end"
+        for index, job in enumerate(jobs):
+            if index not in ended and job.poll().done:
+                ended[index] = time.monotonic()
+        time.sleep(0.2)
+    return ended
+
+
+def statuses(job: Job) -> list[str]:
+    return [str(update.get("jobtest-status.children", update.get("combo-status.children"))) for update in job.progress]
+
+
+def test_a_job_finishes_and_its_process_is_reaped(tab: Callable[[], DashSession]) -> None:
+    session = tab()
+    job = session.start(job_body({"seconds": 0.3}))
+    run([job])
+    assert job.response == {"jobtest-out": {"children": "slept 0.3 s"}}
+    assert statuses(job)[0] == "working"
+
+
+def test_a_job_over_its_wall_time_is_stopped_with_a_message(tab: Callable[[], DashSession]) -> None:
+    """Stopped when the time is up, or killed a grace period later when it does not come back to Python."""
+    polite, deaf = tab(), tab()
+    started = time.monotonic()
+    jobs = [polite.start(job_body({"seconds": 60})), deaf.start(job_body({"seconds": 60, "deaf": True}))]
+    ended = {index: at - started for index, at in run(jobs, SECONDS + KILL_GRACE + 10).items()}
+    assert SECONDS - 0.5 < ended[0] < SECONDS + 2.0
+    assert SECONDS + KILL_GRACE - 0.5 < ended[1] < SECONDS + KILL_GRACE + 3.0
+    for job in jobs:
+        assert job.response is not None
+        alert = job.response["jobtest-out"]["children"]
+        assert alert["props"]["id"] == "job-stopped"
+        message = " ".join(texts(alert))
+        assert f"stopped after {SECONDS:g} s" in message and "PRIVDASH_JOB_SECONDS" in message
+        assert not alive(job.pid)
+
+
+def test_a_job_over_its_memory_limit_fails_with_a_message(tab: Callable[[], DashSession]) -> None:
+    session = tab()
+    small, large = session.start(job_body({"allocate_mb": MEMORY_MB / 4})), None
+    run([small])
+    assert small.response == {"jobtest-out": {"children": f"allocated {int(MEMORY_MB / 4 * 1e6):,} bytes"}}
+    large = session.start(job_body({"allocate_mb": MEMORY_MB * 4}))
+    run([large])
+    assert large.response is not None
+    alert = large.response["jobtest-out"]["children"]
+    assert alert["props"]["id"] == "job-stopped"
+    assert f"more than {MEMORY_MB} MB of memory" in " ".join(texts(alert))
+    # The worker that started the job is unharmed: it still answers.
+    assert session.open("/risk").status_code == 200
+
+
+def test_a_second_job_of_the_same_session_waits_its_turn(tab: Callable[[], DashSession]) -> None:
+    first, other = tab(), tab()
+    one = first.start(job_body({"seconds": 1.5}))
+    two = first.start(job_body({"seconds": 0.2}))  # same session (cookie), another tab of it
+    three = other.start(job_body({"seconds": 0.2}))  # another session: a place is free
+    finished = run([one, two, three])
+    assert statuses(two)[0] == "waiting: 1 job ahead of yours"
+    assert statuses(two)[-1] == "working" and two.response == {"jobtest-out": {"children": "slept 0.2 s"}}
+    assert statuses(three) == ["working"]
+    assert finished[2] < finished[0] < finished[1]  # three, then one, then two
+
+
+def test_the_server_limit_queues_jobs_of_other_sessions(tab: Callable[[], DashSession]) -> None:
+    sessions = [tab() for _ in range(3)]
+    jobs = [session.start(job_body({"seconds": 1.0})) for session in sessions]
+    run(jobs)
+    assert [statuses(job)[0] for job in jobs] == ["working", "working", "waiting: 2 jobs ahead of yours"]
+
+
+def test_a_session_cannot_queue_jobs_without_bound(tab: Callable[[], DashSession]) -> None:
+    """Three jobs of a session may run or wait (JobLimits.queue_per_session); a fourth gets a message at once."""
+    session = tab()
+    jobs = [session.start(job_body({"seconds": 0.3})) for _ in range(3)]
+    extra = session.start(job_body({"seconds": 0.3}))
+    assert extra.pid == 0  # no process was started
+    run([extra])
+    assert extra.response is not None
+    alert = extra.response["jobtest-out"]["children"]
+    assert alert["props"]["id"] == "job-stopped"
+    assert "3 computations of this browser are already running or waiting" in " ".join(texts(alert))
+    run(jobs)
+    assert [job.response for job in jobs] == [{"jobtest-out": {"children": "slept 0.3 s"}}] * 3
+
+
+def test_an_abandoned_job_is_stopped(server: tuple[str, Dash], tab: Callable[[], DashSession]) -> None:
+    session = tab()
+    job = session.start(job_body({"seconds": 60}))
+    job.poll()
+    started = time.monotonic()
+    # The tab is closed: no more polls. The job stops after 3 x 0.2 s + GRACE, well before its wall time.
+    while alive(job.pid) and time.monotonic() - started < SECONDS:
+        time.sleep(0.1)
+    assert not alive(job.pid)
+    assert time.monotonic() - started < 3 * 0.2 + GRACE + 1.5
+    manager = manager_of(server[1])
+    assert manager.registry.ended(job.key) is StopReason.ABANDONED
+    assert manager.handle.get(job.key) is None  # nothing kept for nobody
+
+
+def test_cancel_stops_the_job(tab: Callable[[], DashSession]) -> None:
+    session = tab()
+    job = session.start(job_body({"seconds": 60}))
+    deadline = time.monotonic() + 10
+    while not job.progress and time.monotonic() < deadline:
+        job.poll()
+        time.sleep(0.2)
+    assert statuses(job) == ["working"]
+    cancel = payload(("jobtest-cancel", "id"), [("jobtest-cancel", "n_clicks", 1)])
+    assert session.call(cancel, cancelJob=job.job).status_code in (200, 204)
+    assert not alive(job.pid)
+    job.poll()
+    assert job.status == 204 and job.response is None  # nothing shown for a cancelled job
+
+
+def test_the_risk_pages_analysis_waits_behind_the_sessions_other_job(tab: Callable[[], DashSession]) -> None:
+    """The real QI-combination analysis of the Risk page: queued, with the queue in its status line, then done."""
+    session = tab()
+    href = ViewState(dataset="demo:people").href("/risk")
+    session.open(href)
+    path, search = href.split("?", 1)
+    page = session.call(
+        payload(
+            [("_pages_content", "children"), ("_pages_store", "data")],
+            [("_pages_location", "pathname", path), ("_pages_location", "search", "?" + search)],
+        )
+    )
+    layout = page.json()["response"]["_pages_content"]["children"]
+    state, request = find(layout, "page-state"), find(layout, "combo-request")
+    assert state is not None and request is not None
+    slow = session.start(job_body({"seconds": 1.0}))
+    combo = session.start(
+        payload(
+            ("combo-results", "children"),
+            [("combo-request", "data", request["props"]["data"])],
+            [("page-state", "data", state["props"]["data"])],
+            changed=[],
+        )
+    )
+    run([slow, combo])
+    assert statuses(combo)[0] == "waiting: 1 job ahead of yours"
+    assert statuses(combo)[-1] == "Done"
+    assert combo.response is not None
+    assert find(combo.response["combo-results"]["children"], "combination-grid") is not None
