@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from dashboard.core.data.demo import people_contract, people_table, uniform_table
-from dashboard.core.data.tables import write_table
+from dashboard.core.data.tables import csv_text, write_table
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         if args.contract:
             people_contract().save(args.contract)
     if args.output is None:
-        frame.to_csv(sys.stdout, index=False)
+        sys.stdout.write(csv_text(frame))
     else:
         write_table(frame, args.output)
         print(f"wrote {len(frame):,} rows x {frame.shape[1]} columns to {args.output}", file=sys.stderr)

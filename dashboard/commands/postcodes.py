@@ -14,6 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from dashboard.application.settings import Settings
+from dashboard.core.data.tables import csv_text
 from dashboard.core.errors import DataReadError, ParameterError
 from dashboard.core.geo.postcodes import (
     DEFAULT_POPULATION_THRESHOLD,
@@ -85,6 +86,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="also write the mapping (original, published) as CSV"
     )
+    parser.add_argument(
+        "--no-escape-formulas",
+        dest="escape_formulas",
+        action="store_false",
+        help="write text cells that start with = + - @ as they are (default: prefixed with ' for spreadsheets)",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.set_defaults(handler=run)
 
@@ -100,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
     neighbours = _neighbours(args, table, settings) if strategy is Strategy.MERGE else None
     result = generalize_postcodes(table, strategy=strategy, threshold=threshold, neighbours=neighbours)
     if args.output is not None:
-        _write_mapping(result, args.output, population)
+        _write_mapping(result, args.output, population, escape_formulas=args.escape_formulas)
     if table.invalid:
         shown = ", ".join(repr(v) for v in table.invalid[:5])
         print(
@@ -162,7 +169,7 @@ def _neighbours(args: argparse.Namespace, table: PopulationTable, settings: Sett
     return district_neighbours(folder, cache_dir=args.cache_dir or settings.geo_cache_dir)
 
 
-def _write_mapping(result: PostcodeGeneralization, path: Path, source: Path) -> None:
+def _write_mapping(result: PostcodeGeneralization, path: Path, source: Path, *, escape_formulas: bool = True) -> None:
     if path.exists() and source.exists() and path.resolve() == source.resolve():
         raise ParameterError(f"Refusing to overwrite the input file {source}; choose another output path.")
     frame = pd.DataFrame(
@@ -174,7 +181,7 @@ def _write_mapping(result: PostcodeGeneralization, path: Path, source: Path) -> 
         }
     )
     try:
-        frame.to_csv(path, index=False)
+        path.write_text(csv_text(frame, escape_formulas=escape_formulas), encoding="utf-8")
     except OSError as exc:
         raise ParameterError(f"Cannot write {path}: {exc.strerror or exc}.") from exc
 

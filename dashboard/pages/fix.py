@@ -46,6 +46,7 @@ from dashboard.application.services import LoadedDataset, Services
 from dashboard.application.state import StateError, ViewState
 from dashboard.application.storage import parquet_safe
 from dashboard.core.data.contract import ColumnRole, StatisticalType
+from dashboard.core.data.tables import csv_text
 from dashboard.core.errors import PrivdashError
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.measure.diagnose import Diagnosis
@@ -796,13 +797,14 @@ def download_stem(loaded: LoadedDataset) -> str:
 def download_payload(run: FixRun, what: str, stem: str) -> dict[str, Any]:
     """What ``dcc.Download`` sends for ``what``: ``csv``, ``parquet`` (the fixed table), ``mapping`` or ``recipe``."""
     if what == "csv":
-        return {"content": run.data.to_csv(index=False), "filename": f"{stem}-fixed.csv", "type": "text/csv"}
+        # CSV downloads are opened in spreadsheets: formula cells are escaped (the Parquet download is exact).
+        return {"content": csv_text(run.data), "filename": f"{stem}-fixed.csv", "type": "text/csv"}
     if what == "parquet":
         buffer = io.BytesIO()
         parquet_safe(run.data).to_parquet(buffer, index=False)
         return dcc.send_bytes(buffer.getvalue(), f"{stem}-fixed.parquet")
     if what == "mapping":
-        return {"content": run.mapping().to_csv(index=False), "filename": f"{stem}-mapping.csv", "type": "text/csv"}
+        return {"content": csv_text(run.mapping()), "filename": f"{stem}-mapping.csv", "type": "text/csv"}
     if what == "recipe":
         return {"content": run.recipe.to_json() + "\n", "filename": f"{stem}-recipe.json", "type": "application/json"}
     raise FixError(f"Unknown download {what!r}.")

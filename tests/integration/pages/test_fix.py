@@ -428,3 +428,23 @@ def test_recipe_reapplied_by_the_cli_gives_the_same_table(
     from_cli = pd.read_csv(out)
     from_page = pd.read_csv(io.StringIO(page.download_payload(run, "csv", "people")["content"]))
     pd.testing.assert_frame_equal(from_cli, from_page)
+
+
+def test_csv_downloads_are_safe_to_open_in_a_spreadsheet() -> None:
+    frame = people_table().head(200).copy()
+    frame["diagnosis"] = ['=HYPERLINK("http://127.0.0.1/x","y")' if i % 3 == 0 else "none" for i in range(200)]
+    frame["hair_colour"] = ["@SUM(A1:A9)" if i % 4 == 0 else "grey" for i in range(200)]
+    rule = {"builder": "rare", "min_count": 500}
+    spec = {"kind": "generalize", "column": "hair_colour", "rule": rule, "level": 0}
+    run = fixes.run_fixes(frame, people_contract(), MissingPolicy.VALUE, [spec])
+    assert run.error is None
+    table = pd.read_csv(io.StringIO(page.download_payload(run, "csv", "people")["content"]), dtype=str)
+    assert set(table["diagnosis"]) == {'\'=HYPERLINK("http://127.0.0.1/x","y")', "none"}
+    assert set(table["hair_colour"]) == {"'@SUM(A1:A9)", "grey"}
+    mapping = pd.read_csv(io.StringIO(page.download_payload(run, "mapping", "people")["content"]), dtype=str)
+    assert not mapping["original"].str.startswith(("=", "@", "+", "-")).any()
+    parquet = page.download_payload(run, "parquet", "people")  # a typed format: the exact values
+    import base64
+
+    exact = pd.read_parquet(io.BytesIO(base64.b64decode(parquet["content"])))
+    assert exact["diagnosis"].iloc[0].startswith("=HYPERLINK")
