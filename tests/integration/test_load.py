@@ -10,12 +10,8 @@ run, never more background jobs running than the server allows, and no job proce
 
 from __future__ import annotations
 
-import contextlib
 import os
-import queue
 import re
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -32,8 +28,8 @@ import requests
 from dashboard.application.state import ViewState
 from dashboard.ui.jobs import REGISTRY_KEY, JobRegistry
 from tests.integration.dash_http import DashSession, find, payload
+from tests.integration.gunicorn import running_gunicorn
 
-ROOT = Path(__file__).resolve().parents[2]
 USERS = 20
 ROUNDS = 3
 WORKERS = 4
@@ -54,12 +50,6 @@ class Server:
         return self.master.children()
 
 
-def _read_lines(stream: Any, lines: queue.Queue[str], log: list[str]) -> None:
-    for line in stream:
-        log.append(line)
-        lines.put(line)
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator[Server]:
     """``gunicorn app:server`` with 4 workers on a free port of 127.0.0.1, settings from the environment."""
@@ -71,34 +61,12 @@ def server(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iterator
         "PRIVDASH_DATA_DIR": str(data_dir),
         "PRIVDASH_JOBS_PER_SERVER": str(JOBS_PER_SERVER),
     }
-    command = [sys.executable, "-m", "gunicorn", "app:server", "-w", str(WORKERS), "-b", "127.0.0.1:0"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    lines: queue.Queue[str] = queue.Queue()
-    log: list[str] = []
-    threading.Thread(target=_read_lines, args=(process.stderr, lines, log), daemon=True).start()
-    try:
-        base, booted = None, 0
+    with running_gunicorn(env, WORKERS) as server:
         deadline = time.monotonic() + 60
-        while (base is None or booted < WORKERS) and time.monotonic() < deadline:
-            with contextlib.suppress(queue.Empty):
-                line = lines.get(timeout=0.5)
-                found = re.search(r"Listening at: (http://127\.0\.0\.1:\d+)", line)
-                base = found.group(1) if found else base
-                booted += "Booting worker" in line
-        assert base is not None and booted == WORKERS, "gunicorn did not start:\n" + "".join(log)
-        deadline = time.monotonic() + 60
-        while requests.get(base + "/api/health", timeout=10).status_code != 200:
+        while requests.get(server.base + "/api/health", timeout=10).status_code != 200:
             assert time.monotonic() < deadline, "gunicorn does not answer"
             time.sleep(0.2)
-        yield Server(base, psutil.Process(process.pid), root / "cache", log)
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+        yield Server(server.base, psutil.Process(server.process.pid), root / "cache", server.log)
 
 
 def rss_mb(process: psutil.Process) -> float:

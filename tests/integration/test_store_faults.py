@@ -13,17 +13,13 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import queue
-import re
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -32,8 +28,8 @@ import pytest
 import requests
 
 from dashboard.application.storage import TEMP_GRACE, DatasetStore, is_upload_id
+from tests.integration.gunicorn import running_gunicorn
 
-ROOT = Path(__file__).resolve().parents[2]
 WORKERS = 3
 CLIENTS = 6
 KILLS = 2
@@ -52,12 +48,6 @@ class Server:
         return psutil.Process(self.process.pid).children()
 
 
-def _read_lines(stream: Any, lines: queue.Queue[str], log: list[str]) -> None:
-    for line in stream:
-        log.append(line)
-        lines.put(line)
-
-
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[Server]:
     """``gunicorn app:server`` with 3 workers on a free port of 127.0.0.1 and a store in ``tmp_path``."""
@@ -67,30 +57,8 @@ def server(tmp_path: Path) -> Iterator[Server]:
         "PRIVDASH_CACHE_DIR": str(tmp_path / "cache"),
         "PRIVDASH_SESSION_MAX_DATASETS": "1000",
     }
-    command = [sys.executable, "-m", "gunicorn", "app:server", "-w", str(WORKERS), "-b", "127.0.0.1:0"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
-    assert process.stderr is not None
-    lines: queue.Queue[str] = queue.Queue()
-    log: list[str] = []
-    threading.Thread(target=_read_lines, args=(process.stderr, lines, log), daemon=True).start()
-    try:
-        base, booted = None, 0
-        deadline = time.monotonic() + 60
-        while (base is None or booted < WORKERS) and time.monotonic() < deadline:
-            with contextlib.suppress(queue.Empty):
-                line = lines.get(timeout=0.5)
-                found = re.search(r"Listening at: (http://127\.0\.0\.1:\d+)", line)
-                base = found.group(1) if found else base
-                booted += "Booting worker" in line
-        assert base is not None and booted == WORKERS, "gunicorn did not start:\n" + "".join(log)
-        yield Server(base, process, tmp_path / "store", log)
-    finally:
-        process.terminate()
-        try:
-            process.wait(30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(10)
+    with running_gunicorn(env, WORKERS) as server:
+        yield Server(server.base, server.process, tmp_path / "store", server.log)
 
 
 def table_csv(seed: int, rows: int = 60_000) -> bytes:
