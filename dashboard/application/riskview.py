@@ -33,6 +33,7 @@ from dashboard.core.measure.combinations import (
 )
 from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.measure.risk import AttackerRisk
+from dashboard.core.measure.verdict import Verdict
 from dashboard.core.targets import PrivacyTargets
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "combination_request",
     "fix_headlines",
     "missing_effect",
+    "release_verdict",
     "risk_headlines",
     "run_combinations",
     "size_bins",
@@ -116,6 +118,12 @@ class Verdicts:
     l: bool | None  # noqa: E741
     t: bool | None
     max_risk: bool
+
+
+def release_verdict(diagnosis: Diagnosis, state: ViewState) -> Verdict:
+    """The verdict the page opens with: the core's :meth:`~dashboard.core.measure.diagnose.Diagnosis.check` on the
+    view's targets, so the page, ``privdash diagnose --targets`` and the API say the same."""
+    return diagnosis.check(view_targets(state, diagnosis))
 
 
 def verdicts(diagnosis: Diagnosis, state: ViewState) -> Verdicts:

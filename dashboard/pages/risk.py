@@ -27,6 +27,7 @@ from dashboard.application.riskview import (
     class_rows,
     combination_request,
     missing_effect,
+    release_verdict,
     risk_headlines,
     run_combinations,
     size_bins,
@@ -38,6 +39,7 @@ from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.measure.combinations import CombinationRisk, MinimalSampleUniques
 from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.measure.risk import records_at_risk_by_k
+from dashboard.core.measure.verdict import Verdict
 from dashboard.ui.charts import size_histogram
 from dashboard.ui.components import (
     card,
@@ -135,6 +137,19 @@ def headline_cards(items: Sequence[Headline]) -> Any:
     return headline_grid(items, card_prefix="card-", grid_id="headline-cards", cols={"base": 2, "sm": 3, "lg": 6})
 
 
+def verdict_banner(verdict: Verdict) -> Any:
+    """The decision first: one sentence and its status, in words as well as in colour."""
+    title = "Meets every target" if verdict.passed else "Not safe to release"
+    return dmc.Alert(
+        verdict.sentence(),
+        title=f"{'PASS' if verdict.passed else 'FAIL'}: {title}",
+        color="green" if verdict.passed else "red",
+        variant="light",
+        id="verdict",
+        **{"data-status": verdict.status},
+    )
+
+
 def summary_line(diagnosis: Diagnosis) -> Any:
     """Records, classes, uniques and the missing-value policy's effect, in one line of badges."""
     return dmc.Group(
@@ -143,6 +158,9 @@ def summary_line(diagnosis: Diagnosis) -> Any:
             dmc.Badge(f"{fmt_count(diagnosis.classes.n_classes)} classes", id="class-count"),
             dmc.Badge(f"{fmt_count(diagnosis.sample_uniques)} unique records", color="red", id="unique-count"),
             dmc.Badge(missing_effect(diagnosis), color="gray", id="missing-effect"),
+            dmc.Badge(
+                f"counted by {diagnosis.engine} in {diagnosis.counting_seconds:.2f} s", color="gray", id="engine-time"
+            ),
         ],
         gap="xs",
     )
@@ -337,6 +355,7 @@ def results(services: Services, state: ViewState) -> Any:
     table = cached_class_table(services, state)
     return dmc.Stack(
         [
+            verdict_banner(release_verdict(diagnosis, state)),
             summary_line(diagnosis),
             headline_cards(risk_headlines(diagnosis, state)),
             dmc.Grid(

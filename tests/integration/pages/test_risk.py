@@ -88,3 +88,20 @@ def test_layout_of_the_demo(services: Services) -> None:
     ):
         assert f'"{component_id}"' in text
     assert "No data yet" in as_json(page.layout(services))
+
+
+def test_the_page_opens_with_the_core_verdict(services: Services) -> None:
+    from dashboard.application.riskview import release_verdict
+    from dashboard.pages import risk as page
+
+    loaded = services.dataset("demo:people")
+    state = services.initial_state(loaded)
+    diagnosis = services.diagnosis(state)
+    verdict = release_verdict(diagnosis, state)
+    from dashboard.core.targets import PrivacyTargets
+
+    assert verdict == diagnosis.check(PrivacyTargets(k=state.k, l=state.l, t=state.t, max_risk=state.max_risk))
+    text = json.dumps(page.results(services, state).to_plotly_json(), default=str)
+    assert verdict.sentence() in text.replace("\\u2265", "≥").replace("\\u2264", "≤")
+    assert ("FAIL: Not safe to release" in text) is (not verdict.passed)
+    assert f"counted by {diagnosis.engine}" in text
