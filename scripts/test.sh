@@ -4,13 +4,20 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v chromium >/dev/null 2>&1; then
+# System packages the tests start for real: Chromium (browser tests, axe), a Java runtime (Spark in local[2]),
+# a PostgreSQL server (started by a fixture with initdb + pg_ctl) and poppler (pdftotext / pdftoppm on reports).
+missing=()
+command -v chromium >/dev/null 2>&1 || missing+=(chromium chromium-driver)
+command -v java >/dev/null 2>&1 || missing+=(default-jre-headless)
+compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null || missing+=(postgresql)
+command -v pdftotext >/dev/null 2>&1 || missing+=(poppler-utils)
+if [ "${#missing[@]}" -gt 0 ]; then
     if [ "$(id -u)" -eq 0 ]; then
-        apt-get update -qq && apt-get install -y -qq chromium chromium-driver
+        apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
     elif command -v sudo >/dev/null 2>&1; then
-        sudo apt-get update -qq && sudo apt-get install -y -qq chromium chromium-driver
+        sudo apt-get update -qq && sudo DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"
     else
-        echo "The browser tests need Chromium: install the 'chromium' package first." >&2
+        echo "The tests need these system packages: ${missing[*]}" >&2
         exit 1
     fi
 fi

@@ -46,10 +46,14 @@ __all__ = [
     "AUTO_DUCKDB_BYTES",
     "COUNT",
     "Aggregate",
+    "DatabaseSource",
     "Engine",
+    "SparkTable",
     "aggregate_table",
+    "is_database_url",
     "resolve_engine",
     "source_paths",
+    "type_like_the_reader",
 ]
 
 #: Name of the count column of an aggregate.
@@ -91,7 +95,36 @@ class Engine(Choice, label="engine"):
 
     PANDAS = "pandas"
     DUCKDB = "duckdb"
+    SPARK = "spark"
+    POSTGRESQL = "postgresql"
     AUTO = "auto"
+
+
+@dataclass(frozen=True)
+class DatabaseSource:
+    """A table or a query in a SQL database, diagnosed in place (the GROUP BY runs in the database).
+
+    Attributes
+    ----------
+    url
+        Connection URL, e.g. ``postgresql://user@host:5432/db``. Its password never appears in messages
+        (:func:`redact_url`).
+    table
+        A table or view name (optionally ``schema.table``); exactly one of ``table`` and ``query``.
+    query
+        A ``SELECT`` whose rows are the records.
+    """
+
+    url: str
+    table: str | None = None
+    query: str | None = None
+
+
+@dataclass(frozen=True)
+class SparkTable:
+    """A table registered in the Spark catalog (``spark.table(name)``), counted by the Spark engine."""
+
+    name: str
 
 
 @dataclass(frozen=True, eq=False)
@@ -166,6 +199,10 @@ def resolve_engine(engine: str | Engine, source: Any) -> Engine:
         return chosen
     if isinstance(source, pd.DataFrame):
         return Engine.PANDAS
+    if isinstance(source, DatabaseSource) or (isinstance(source, str) and is_database_url(source)):
+        return Engine.POSTGRESQL
+    if isinstance(source, SparkTable) or _is_spark_frame(source):
+        return Engine.SPARK
     items = [source] if isinstance(source, str | os.PathLike) else list(source)
     if any(glob.has_magic(os.fspath(item)) or Path(item).is_dir() for item in items):
         return Engine.DUCKDB  # a dataset of files
@@ -177,13 +214,24 @@ def resolve_engine(engine: str | Engine, source: Any) -> Engine:
     return Engine.PANDAS
 
 
+def is_database_url(text: str) -> bool:
+    """Whether ``text`` is a database connection URL rather than a path."""
+    return text.startswith(("postgresql://", "postgres://", "postgresql+psycopg://"))
+
+
+def _is_spark_frame(source: Any) -> bool:
+    # pyspark is optional: a Spark DataFrame is recognised by its class, without importing pyspark.
+    return any(cls.__module__.startswith("pyspark.") and cls.__name__ == "DataFrame" for cls in type(source).__mro__)
+
+
 def aggregate_table(
-    source: pd.DataFrame | str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    source: Any,
     columns: Sequence[str],
     *,
     engine: str | Engine = Engine.AUTO,
     memory_limit: str | None = None,
     temp_directory: str | os.PathLike[str] | None = None,
+    spark_master: str | None = None,
 ) -> Aggregate:
     """``SELECT columns..., COUNT(*) GROUP BY ALL`` over ``source`` (see the module docstring).
 
@@ -200,8 +248,16 @@ def aggregate_table(
     if chosen == Engine.PANDAS:
         frame = source if isinstance(source, pd.DataFrame) else _read_with_pandas(source)
         result = _pandas_aggregate(frame, names)
-    else:
+    elif chosen == Engine.DUCKDB:
         result = _duckdb_aggregate(source, names, memory_limit=memory_limit, temp_directory=temp_directory)
+    elif chosen == Engine.SPARK:
+        from dashboard.core.engines.spark import spark_aggregate
+
+        result = spark_aggregate(source, names, master=spark_master)
+    else:
+        from dashboard.core.engines.database import database_aggregate
+
+        result = database_aggregate(source, names)
     rows = int(result[COUNT].sum())
     return Aggregate(result, tuple(names), rows, chosen, time.perf_counter() - started)
 
@@ -271,7 +327,7 @@ def _duckdb_aggregate(
     finally:
         connection.close()
     if text:
-        result = _type_like_the_reader(result, names)
+        result = type_like_the_reader(result, names)
     return result
 
 
@@ -372,7 +428,7 @@ def _check_parquet(relation: Any) -> None:
         raise DataReadError(f"Nested columns cannot be analysed as values: {', '.join(nested)}.")
 
 
-def _type_like_the_reader(result: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+def type_like_the_reader(result: pd.DataFrame, names: list[str]) -> pd.DataFrame:
     """Apply :func:`read_table`'s missing markers and numeric typing to the text aggregate.
 
     The reader's decisions depend only on a column's set of distinct values and on whether it has missing values,

@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.data.contract import DataContract
-from dashboard.core.engines.aggregate import COUNT, Engine, aggregate_table
+from dashboard.core.engines.aggregate import COUNT, Engine, aggregate_table, resolve_engine
 from dashboard.core.errors import ColumnError, ParameterError, check_columns, check_fraction, check_positive_int
 from dashboard.core.measure.classes import (
     MISSING_LABEL,
@@ -263,6 +263,7 @@ def diagnose(
     engine: str | Engine = Engine.AUTO,
     memory_limit: str | None = None,
     temp_directory: str | os.PathLike[str] | None = None,
+    spark_master: str | None = None,
 ) -> Diagnosis:
     """Diagnose the disclosure risk of ``data``.
 
@@ -315,9 +316,12 @@ def diagnose(
         Where the classes are counted (:mod:`dashboard.core.engines`): ``pandas`` in memory, ``duckdb`` out of
         core (files are streamed, only the per-class aggregate comes back; ``memory_limit`` such as ``"4GB"``,
         spilling to ``temp_directory``), or ``auto`` (a DataFrame stays in pandas; large files and Parquet globs
-        go to DuckDB). Every engine gives the same numbers to the last digit.
+        go to DuckDB), ``spark`` (a Spark DataFrame, a :class:`SparkTable`, or files read by Spark on
+        ``spark_master``, default the active session or ``local[*]``), or ``postgresql`` (a
+        :class:`DatabaseSource` or a ``postgresql://`` URL: the GROUP BY runs in the database). Every engine gives
+        the same numbers to the last digit.
     """
-    in_memory = isinstance(data, pd.DataFrame) and Engine.parse(engine) != Engine.DUCKDB
+    in_memory = isinstance(data, pd.DataFrame) and resolve_engine(engine, data) == Engine.PANDAS
     if contract is not None and isinstance(data, pd.DataFrame):
         contract.validate(data)
     qis = (
@@ -357,7 +361,12 @@ def diagnose(
             raise ColumnError(f"A column cannot be both quasi-identifier and sensitive: {', '.join(overlap)}.")
         columns = [*qis, *sensitive_names, *([weight_column] if weight_column else [])]
         aggregate = aggregate_table(
-            data, columns, engine=engine, memory_limit=memory_limit, temp_directory=temp_directory
+            data,
+            columns,
+            engine=engine,
+            memory_limit=memory_limit,
+            temp_directory=temp_directory,
+            spark_master=spark_master,
         )
         classes = equivalence_classes_from_aggregate(
             aggregate.frame,

@@ -54,11 +54,17 @@ from dashboard.core.errors import (
     check_columns,
     check_fraction,
 )
-from dashboard.core.measure.classes import EquivalenceClasses, MissingPolicy, SensitiveDistribution, equivalence_classes
+from dashboard.core.measure.classes import (
+    EquivalenceClasses,
+    MissingPolicy,
+    SensitiveDistribution,
+    equivalence_classes,
+    equivalence_classes_from_aggregate,
+)
 from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.generalization import generalize
+from dashboard.core.transform.generalization import generalize, violating_combinations, without_combinations
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError
-from dashboard.core.transform.steps import Recipe, TransformResult
+from dashboard.core.transform.steps import Recipe, Step, TransformResult
 from dashboard.core.utility.metrics import Metric
 
 __all__ = [
@@ -73,6 +79,8 @@ __all__ = [
 
 #: Largest lattice searched (the visiting order and pruning marks are kept for every node).
 DEFAULT_MAX_NODES = 2_000_000
+#: Name under which record counts of an aggregate travel inside the lattice.
+_COUNT = "__privdash_records"
 #: Cached class tables, in rows over all cached nodes (each row: one code per QI and a count).
 _CACHE_ROWS = 2_000_000
 _DENSE_KEYS = 1 << 16
@@ -180,6 +188,11 @@ class GeneralizationLattice:
         The QIs, in lattice order (default: the keys of ``hierarchies``).
     sensitive
         Sensitive attributes whose per-class distributions l-diversity and t-closeness need.
+    counts
+        Instead of one row per record, ``data`` is an aggregate (one row per distinct combination of the QIs and
+        sensitive attributes, as :func:`~dashboard.core.engines.aggregate.aggregate_table` returns it) and this
+        column holds its number of records. The search reads only class counts, so the result is the same as on the
+        raw rows, for tables of any size.
 
     Raises :class:`HierarchyError` when a QI value is not a leaf of its hierarchy, :class:`ParameterError` when
     the lattice has more than ``max_nodes`` nodes.
@@ -193,6 +206,7 @@ class GeneralizationLattice:
         quasi_identifiers: Sequence[str] | None = None,
         sensitive: Sequence[str] = (),
         max_nodes: int = DEFAULT_MAX_NODES,
+        counts: str | None = None,
     ) -> None:
         qis = check_columns(
             data, list(hierarchies) if quasi_identifiers is None else quasi_identifiers, role="quasi-identifier"
@@ -208,7 +222,8 @@ class GeneralizationLattice:
             raise ParameterError("The table has no rows.")
         self.quasi_identifiers: tuple[str, ...] = qis
         self.sensitive: tuple[str, ...] = sens
-        self.n_records = len(data)
+        weights = None if counts is None else check_counts(data, counts)
+        self.n_records = len(data) if weights is None else int(weights.sum())
         resolved = []
         leaf_frame: dict[str, Any] = {}
         for column in qis:
@@ -229,7 +244,13 @@ class GeneralizationLattice:
         frame = pd.DataFrame(leaf_frame, index=pd.RangeIndex(len(data)))
         for name in sens:
             frame[name] = data[name].reset_index(drop=True)
-        bottom = equivalence_classes(frame, qis, sensitive=sens, missing=MissingPolicy.VALUE)
+        if weights is None:
+            bottom = equivalence_classes(frame, qis, sensitive=sens, missing=MissingPolicy.VALUE)
+        else:
+            frame[_COUNT] = weights
+            bottom = equivalence_classes_from_aggregate(
+                frame, qis, count=_COUNT, sensitive=sens, missing=MissingPolicy.VALUE
+            )
         self._templates = dict(bottom.sensitive)
         codes = np.column_stack(
             [
@@ -623,6 +644,66 @@ class GeneralizationLattice:
         return result, checked
 
 
+def _aggregate_result(
+    data: pd.DataFrame,
+    counts: str,
+    lattice: GeneralizationLattice,
+    best: NodeResult,
+    checked: int,
+    levels: dict[str, int],
+    resolved: dict[str, Hierarchy],
+    targets: PrivacyTargets,
+    metric: Metric,
+    max_suppression: float,
+) -> SearchResult:
+    """The search result over an aggregate: the combinations generalized cell by cell (exact, as generalization maps
+    each value alone), then the combinations of violating classes removed with all their records, as
+    :func:`generalize` removes them from the rows."""
+    qis = list(lattice.quasi_identifiers)
+    weights = check_counts(data, counts)
+    generalized = generalize(data.drop(columns=[counts]), levels, resolved, quasi_identifiers=qis)
+    published = generalized.data.reset_index(drop=True)
+    published[counts] = weights
+    sensitive = list(targets.sensitive)
+    if max_suppression > 0:
+        violating = violating_combinations(published, qis, counts, targets)
+        published = published.loc[without_combinations(published, violating)].reset_index(drop=True)
+    classes = equivalence_classes_from_aggregate(published, qis, count=counts, sensitive=sensitive)
+    step = generalized.step
+    if max_suppression > 0:
+        step = Step("generalize", {**step.params, "suppress": targets.to_dict(), "quasi_identifiers": qis})
+    suppressed = int(weights.sum()) - classes.n_records
+    transform = TransformResult(
+        data=published,
+        step=step,
+        summary={**generalized.summary, "records_suppressed": suppressed, "aggregate": True},
+        mapping=generalized.mapping,
+    )
+    return SearchResult(
+        levels=levels,
+        suppressed=suppressed,
+        metric=metric,
+        value=best.value,
+        k=classes.k,
+        targets=targets,
+        max_suppression=max_suppression,
+        classes=classes,
+        nodes_checked=checked,
+        lattice_size=lattice.size,
+        transform=transform,
+    )
+
+
+def check_counts(data: pd.DataFrame, column: str) -> np.ndarray:
+    """The record counts of an aggregate as int64; raises for a missing column or counts that are not whole
+    numbers >= 0."""
+    check_columns(data, [column], role="count column")
+    values = pd.to_numeric(data[column], errors="coerce")
+    if values.isna().any() or (values < 0).any() or (values % 1 != 0).any():
+        raise ParameterError(f"The count column '{column}' must hold whole numbers >= 0.")
+    return values.to_numpy(dtype=np.int64)
+
+
 def _normalize_loss(raw: float, domain: int) -> float:
     """ARX's per-attribute normalization of the mean domain share: ``(x - 1/D) / (1 - 1/D)``, 0 when D = 1."""
     if domain <= 1:
@@ -688,7 +769,7 @@ class SearchResult:
     @property
     def recipe(self) -> Recipe:
         """The recipe that re-applies this fix to other data of the same schema."""
-        return Recipe((self.transform.step,))
+        return Recipe((self.transform.step,), max_suppression=self.max_suppression or None)
 
     def summary(self) -> dict[str, Any]:
         """JSON-ready facts: levels, suppressed, metric, loss (the metric value), k, classes, nodes."""
@@ -721,6 +802,7 @@ def optimal_generalization(
     max_suppression: float = 0.0,
     metric: str | Metric = Metric.LOSS,
     max_nodes: int = DEFAULT_MAX_NODES,
+    counts: str | None = None,
 ) -> SearchResult:
     """Find the generalization levels and record suppression of least information loss meeting the targets.
 
@@ -741,6 +823,11 @@ def optimal_generalization(
         (:class:`~dashboard.core.utility.metrics.Metric`).
     max_nodes
         Refuse lattices larger than this.
+    counts
+        ``data`` is an aggregate with this column of record counts (see :class:`GeneralizationLattice`): the
+        search, the levels, the loss and the suppressed records are those of the raw table, and ``transform.data``
+        is the published aggregate (the generalized combinations that are kept, with their counts). Apply
+        ``recipe`` to the rows, e.g. out of core with :func:`~dashboard.core.engines.streaming.apply_recipe_streaming`.
 
     Returns
     -------
@@ -759,11 +846,20 @@ def optimal_generalization(
     metric = Metric.parse(metric)
     max_suppression = check_fraction(max_suppression, "max_suppression")
     lattice = GeneralizationLattice(
-        data, hierarchies, quasi_identifiers=quasi_identifiers, sensitive=targets.sensitive, max_nodes=max_nodes
+        data,
+        hierarchies,
+        quasi_identifiers=quasi_identifiers,
+        sensitive=targets.sensitive,
+        max_nodes=max_nodes,
+        counts=counts,
     )
     best, checked = lattice.search(targets=targets, max_suppression=max_suppression, metric=metric)
     levels = dict(zip(lattice.quasi_identifiers, best.levels, strict=True))
     resolved = dict(zip(lattice.quasi_identifiers, lattice.hierarchies, strict=True))
+    if counts is not None:
+        return _aggregate_result(
+            data, counts, lattice, best, checked, levels, resolved, targets, metric, max_suppression
+        )
     transform = generalize(
         data,
         levels,

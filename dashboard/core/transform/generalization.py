@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.errors import ParameterError, check_columns
-from dashboard.core.measure.classes import equivalence_classes
+from dashboard.core.measure.classes import equivalence_classes, equivalence_classes_from_aggregate
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
 from dashboard.core.transform.steps import Step, TransformResult, register_step
@@ -152,6 +152,31 @@ def _violating_records(data: pd.DataFrame, columns: list[str], targets: PrivacyT
     violating = targets.class_violations(classes)
     assert classes.record_class is not None
     return violating[classes.record_class]
+
+
+def violating_combinations(
+    aggregate: pd.DataFrame, columns: Sequence[str], count: str, targets: PrivacyTargets
+) -> pd.DataFrame:
+    """The combinations of ``columns`` whose classes violate ``targets``, from an aggregate (one row per distinct
+    combination of the QIs and the targets' sensitive attributes, ``count`` records each).
+
+    The classes and the violations are the same as :func:`_violating_records` finds on the raw rows, so removing
+    the records of these combinations is the suppression of :func:`generalize`, computed without the rows.
+    """
+    names = list(columns)
+    classes = equivalence_classes_from_aggregate(aggregate, names, count=count, sensitive=list(targets.sensitive))
+    violating = targets.class_violations(classes)
+    return classes.keys().loc[violating, names].reset_index(drop=True)
+
+
+def without_combinations(data: pd.DataFrame, combinations: pd.DataFrame) -> np.ndarray:
+    """Boolean per row of ``data``: its values in the columns of ``combinations`` are none of its rows (missing
+    values match missing values, as they form one class)."""
+    if not len(combinations) or not len(data):
+        return np.ones(len(data), dtype=bool)
+    names = list(combinations.columns)
+    flagged = data[names].reset_index(drop=True).merge(combinations.assign(__flag=True), on=names, how="left")
+    return np.asarray(flagged["__flag"].isna().to_numpy(), dtype=bool)
 
 
 @register_step("generalize")

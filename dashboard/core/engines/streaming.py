@@ -1,0 +1,398 @@
+"""Fixes out of core: a recipe applied to a CSV or Parquet source larger than memory, streamed through DuckDB.
+
+:func:`apply_recipe_streaming` reads the source in batches of rows (DuckDB record batches; the raw table is never
+held whole), applies the recipe's steps to each batch with the same step functions as
+:func:`~dashboard.core.transform.steps.apply_recipe`, and appends each result to a Parquet or CSV file. The output
+equals the in-memory :func:`apply_recipe` on the whole table, row for row, because every step it accepts decides
+each cell from that cell's value and from facts about the whole table computed beforehand:
+
+* *cell-wise steps* (``generalize``, ``top_bottom_coding`` with its recorded thresholds, ``mask_identifiers``,
+  ``drop_identifiers``, ``pseudonymize``, ``postcode_recode``) map every value on its own;
+* a rule-based hierarchy (age intervals, dates, postcodes ...) is rebuilt once over *all* the distinct values of
+  its column and handed to every batch as an explicit table, so a batch never builds a hierarchy of its own;
+* the record suppression of a ``generalize`` step (``suppress``: remove the records of classes that violate the
+  targets) is decided once from the per-class aggregate of the whole table (the QIs and sensitive attributes
+  after the preceding steps, one row per combination: :func:`~dashboard.core.transform.generalization.
+  violating_combinations`), and each batch drops the rows of those combinations.
+
+Steps that need every row at once (``record_suppression`` within a budget, ``local_suppression``,
+``microaggregation``) are refused with a message: run them in memory.
+
+Typing: Parquet keeps its types. A CSV is read as text and each column is typed as
+:func:`~dashboard.core.data.tables.read_table` types it, from the column's distinct values
+(:func:`~dashboard.core.engines.aggregate.type_like_the_reader`), so a batch cannot type a column differently
+from another batch; the distinct values are read one column at a time.
+
+Pseudonyms: ``pseudonymize`` checks that distinct values keep distinct pseudonyms within each batch; a collision
+of two values in different batches is not detected (at the default length of 16 hex digits its probability is
+negligible).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from dashboard.core.data.tables import escape_formulas
+from dashboard.core.engines.aggregate import (
+    COUNT,
+    _first_line,
+    _quote,
+    _relation,
+    _set,
+    aggregate_table,
+    source_paths,
+    type_like_the_reader,
+)
+from dashboard.core.errors import DataReadError, ParameterError
+from dashboard.core.targets import PrivacyTargets
+from dashboard.core.transform.generalization import violating_combinations, without_combinations
+from dashboard.core.transform.hierarchy import Hierarchy
+from dashboard.core.transform.steps import Recipe, Step, apply_step
+
+__all__ = ["STREAMABLE_STEPS", "StreamedRecipe", "apply_recipe_streaming"]
+
+#: Step kinds that can be applied batch by batch (see the module docstring).
+STREAMABLE_STEPS = frozenset(
+    {"generalize", "top_bottom_coding", "mask_identifiers", "drop_identifiers", "pseudonymize", "postcode_recode"}
+)
+_OUTPUTS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv"}
+
+
+@dataclass(frozen=True)
+class StreamedRecipe:
+    """What :func:`apply_recipe_streaming` wrote.
+
+    Attributes
+    ----------
+    output
+        The file written.
+    rows_in, rows_out
+        Records read from the source and written (the difference was suppressed).
+    batches
+        Batches streamed in the writing pass.
+    passes
+        Passes over the source (one per suppressing step, plus the writing pass).
+    seconds
+        Wall time.
+    steps
+        Per step: its kind, and for the batches together the cells it changed and the records it removed.
+    """
+
+    output: Path
+    rows_in: int
+    rows_out: int
+    batches: int
+    passes: int
+    seconds: float
+    steps: tuple[Mapping[str, Any], ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "output": str(self.output),
+            "rows_in": self.rows_in,
+            "rows_out": self.rows_out,
+            "records_suppressed": self.rows_in - self.rows_out,
+            "batches": self.batches,
+            "passes": self.passes,
+            "seconds": self.seconds,
+            "steps": [dict(step) for step in self.steps],
+        }
+
+
+@dataclass(frozen=True, eq=False)
+class _Stage:
+    """A resolved step and, for a suppressing generalization, the combinations whose records it removes."""
+
+    step: Step
+    removed: pd.DataFrame | None = None
+
+
+def apply_recipe_streaming(
+    source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    recipe: Recipe,
+    output: str | os.PathLike[str],
+    *,
+    secrets: Mapping[str, Any] | None = None,
+    batch_rows: int = 1_000_000,
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    escape_formulas_in_csv: bool = True,
+) -> StreamedRecipe:
+    """Apply ``recipe`` to ``source`` (a CSV file, a Parquet file, glob or folder) batch by batch, writing
+    ``output`` (``.parquet``, ``.csv`` or ``.tsv``) without holding the table in memory.
+
+    The file written equals ``apply_recipe(read_table(source), recipe).data`` (see the module docstring); the source
+    is never modified and the output appears only when complete (written beside it, then renamed). CSV cells that a
+    spreadsheet would run as formulas are escaped unless ``escape_formulas_in_csv`` is False.
+
+    Raises :class:`ParameterError` for steps that need the whole table, a bad ``batch_rows`` or output name, and
+    :class:`DataReadError` for sources that cannot be read.
+    """
+    started = time.perf_counter()
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise ParameterError(f"batch_rows must be a whole number >= 1, got {batch_rows!r}.")
+    target = Path(output)
+    kind = _OUTPUTS.get(target.suffix.lower())
+    if kind is None:
+        raise ParameterError(f"Cannot write '{target.name}': use a .parquet, .csv or .tsv file name.")
+    inputs = source_paths(source)
+    if any(target.exists() and target.resolve() == path.resolve() for path in inputs):
+        raise ParameterError(f"Refusing to overwrite the input file {target}; choose another output path.")
+    refused = [step.kind for step in recipe.steps if step.kind not in STREAMABLE_STEPS]
+    if refused:
+        raise ParameterError(
+            f"Step(s) {', '.join(sorted(set(refused)))} need the whole table at once and cannot be streamed; "
+            f"streamable: {', '.join(sorted(STREAMABLE_STEPS))}. Apply this recipe in memory (engine pandas)."
+        )
+
+    import duckdb
+
+    connection = duckdb.connect(config={"preserve_insertion_order": True})
+    try:
+        if memory_limit is not None:
+            _set(connection, "memory_limit", memory_limit)
+        if temp_directory is not None:
+            _set(connection, "temp_directory", os.fspath(temp_directory))
+        relation, text = _relation(connection, source)
+        names = [str(c) for c in relation.columns]
+        typing = _column_typing(connection, names) if text else {}
+        reader = _Reader(connection, names, text, typing, batch_rows)
+        stages: list[_Stage] = []
+        passes = 0
+        for step in recipe.steps:
+            stage, used_pass = _resolve(step, stages, reader, source, secrets, memory_limit, temp_directory)
+            stages.append(stage)
+            passes += used_pass
+        rows_in, rows_out, batches, per_step = _write(reader, stages, target, kind, secrets, escape_formulas_in_csv)
+    except duckdb.Error as exc:
+        raise DataReadError(f"DuckDB could not stream the source: {_first_line(exc)}") from exc
+    finally:
+        connection.close()
+    return StreamedRecipe(
+        output=target,
+        rows_in=rows_in,
+        rows_out=rows_out,
+        batches=batches,
+        passes=passes + 1,
+        seconds=time.perf_counter() - started,
+        steps=tuple(per_step),
+    )
+
+
+# --- reading ---------------------------------------------------------------------------------------------------
+
+
+class _Reader:
+    """Batches of the source's rows, typed as the pandas reader types the whole file."""
+
+    def __init__(
+        self, connection: Any, names: list[str], text: bool, typing: dict[str, tuple[pd.Index, pd.Series]], rows: int
+    ) -> None:
+        self._connection = connection
+        self.names = names
+        self._text = text
+        self._typing = typing
+        self._rows = rows
+
+    def batches(self) -> Iterator[pd.DataFrame]:
+        if self._text:
+            select = ", ".join(f"ltrim({_quote(n)}, ' ') AS {_quote(n)}" for n in self.names)
+        else:
+            select = ", ".join(_quote(n) for n in self.names)
+        reader = self._connection.sql(f"SELECT {select} FROM src").to_arrow_reader(self._rows)
+        for batch in reader:
+            frame = batch.to_pandas()
+            if self._text:
+                frame = self._typed(frame)
+            yield frame
+
+    def _typed(self, frame: pd.DataFrame) -> pd.DataFrame:
+        columns = {}
+        for name in self.names:
+            texts, typed = self._typing[name]
+            codes = texts.get_indexer(pd.Index(frame[name].to_numpy(dtype=object), dtype=object))
+            # Missing text (NULL) has no entry: it takes the column's missing value, the typed series' last one.
+            codes = np.where(codes < 0, len(typed) - 1, codes)
+            columns[name] = typed.take(codes).reset_index(drop=True)
+        return pd.DataFrame(columns, index=pd.RangeIndex(len(frame)))
+
+
+def _column_typing(connection: Any, names: list[str]) -> dict[str, tuple[pd.Index, pd.Series]]:
+    """Per CSV column: its distinct texts and their values as the reader types the column (a missing value last)."""
+    typing = {}
+    for name in names:
+        distinct = connection.execute(f"SELECT DISTINCT ltrim({_quote(name)}, ' ') AS v FROM src").df()["v"]
+        texts = distinct.dropna().astype(object)
+        frame = pd.DataFrame({name: pd.Series([*texts.tolist(), None], dtype=object)})
+        typed = type_like_the_reader(frame, [name])[name]
+        typing[name] = (pd.Index(texts.tolist(), dtype=object), typed)
+    return typing
+
+
+# --- resolving steps ---------------------------------------------------------------------------------------------
+
+
+def _resolve(
+    step: Step,
+    stages: list[_Stage],
+    reader: _Reader,
+    source: Any,
+    secrets: Mapping[str, Any] | None,
+    memory_limit: str | None,
+    temp_directory: str | os.PathLike[str] | None,
+) -> tuple[_Stage, int]:
+    """The step with its rule hierarchies made explicit over the whole column, and the combinations it removes."""
+    if step.kind != "generalize":
+        return _Stage(step), 0
+    params = dict(step.params)
+    columns = params.get("columns")
+    if not isinstance(columns, Mapping) or not columns:
+        raise ParameterError("Step 'generalize': 'columns' must be an object mapping column names to settings.")
+    suppress = params.get("suppress")
+    targets = PrivacyTargets.from_dict(suppress) if suppress is not None else None
+    qis = [str(c) for c in params.get("quasi_identifiers", list(columns) if targets is not None else [])]
+    sensitive = list(targets.sensitive) if targets is not None else []
+    needed = list(dict.fromkeys([*map(str, columns), *qis, *sensitive]))
+    if stages:
+        aggregate = _aggregate_through(reader, stages, needed, secrets)
+    else:  # nothing before this step: DuckDB counts the source itself
+        aggregate = aggregate_table(
+            source, needed, engine="duckdb", memory_limit=memory_limit, temp_directory=temp_directory
+        ).frame
+    explicit = {}
+    for name, spec in columns.items():
+        if not isinstance(spec, Mapping) or "hierarchy" not in spec:
+            raise ParameterError(f"Step 'generalize', column '{name}': give a 'level' and a 'hierarchy'.")
+        hierarchy = Hierarchy.from_dict(spec["hierarchy"], aggregate[str(name)])
+        explicit[name] = {**spec, "hierarchy": {"rows": hierarchy.matrix().tolist()}}
+    cellwise = Step("generalize", {"columns": explicit})
+    if targets is None:
+        return _Stage(cellwise), int(bool(stages))
+    generalized = apply_step(aggregate.drop(columns=[COUNT]), cellwise).data.reset_index(drop=True)
+    generalized[COUNT] = aggregate[COUNT].to_numpy()
+    removed = violating_combinations(generalized, qis, COUNT, targets)
+    return _Stage(cellwise, removed), int(bool(stages))
+
+
+def _aggregate_through(
+    reader: _Reader, stages: list[_Stage], columns: list[str], secrets: Mapping[str, Any] | None
+) -> pd.DataFrame:
+    """The aggregate of ``columns`` after ``stages``, counted batch by batch (one pass over the source)."""
+    parts: list[pd.DataFrame] = []
+    for batch in reader.batches():
+        transformed, _ = _run_stages(batch, stages, secrets)
+        parts.append(transformed.groupby(columns, dropna=False, sort=False).size().rename(COUNT).reset_index())
+        if len(parts) > 16:  # keep the running aggregate small
+            parts = [_combine(parts, columns)]
+    if not parts:
+        return pd.DataFrame({**{name: pd.Series(dtype=object) for name in columns}, COUNT: pd.Series(dtype=np.int64)})
+    return _combine(parts, columns)
+
+
+def _combine(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    together = pd.concat(parts, ignore_index=True)
+    return together.groupby(columns, dropna=False, sort=False)[COUNT].sum().reset_index()
+
+
+def _run_stages(
+    batch: pd.DataFrame, stages: Sequence[_Stage], secrets: Mapping[str, Any] | None
+) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
+    """The batch after every stage, and per stage (cells changed, records removed)."""
+    effects = []
+    data = batch
+    for stage in stages:
+        result = apply_step(data, stage.step, secrets=secrets)
+        data = result.data
+        removed = 0
+        if stage.removed is not None and len(stage.removed):
+            keep = without_combinations(data, stage.removed)
+            removed = int((~keep).sum())
+            data = data.loc[keep]
+        effects.append((_cells_changed(result.summary), removed))
+    return data, effects
+
+
+def _cells_changed(summary: Mapping[str, Any]) -> int:
+    total = 0
+    for key in ("cells_changed", "cells_top_coded", "cells_bottom_coded", "cells_masked"):
+        value = summary.get(key)
+        if isinstance(value, int):
+            total += value
+    return total
+
+
+# --- writing -------------------------------------------------------------------------------------------------------
+
+
+def _write(
+    reader: _Reader,
+    stages: list[_Stage],
+    target: Path,
+    kind: str,
+    secrets: Mapping[str, Any] | None,
+    escape: bool,
+) -> tuple[int, int, int, list[dict[str, Any]]]:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    target.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
+    os.close(handle)
+    rows_in = rows_out = batches = 0
+    totals = np.zeros((len(stages), 2), dtype=np.int64)
+    writer: Any = None
+    schema: Any = None
+    text_out = None if kind == "parquet" else open(temporary, "w", encoding="utf-8", newline="")  # noqa: SIM115
+    try:
+        for batch in reader.batches():
+            batches += 1
+            rows_in += len(batch)
+            data, effects = _run_stages(batch, stages, secrets)
+            totals += np.asarray(effects, dtype=np.int64).reshape(len(stages), 2)
+            rows_out += len(data)
+            data = data.reset_index(drop=True)
+            if text_out is None:
+                try:
+                    table = pa.Table.from_pandas(data, preserve_index=False, schema=schema)
+                except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+                    raise ParameterError(
+                        f"Batch {batches} has other column types than the first batch ({_first_line(exc)}); "
+                        "write CSV instead, or apply the recipe in memory."
+                    ) from exc
+                if writer is None:
+                    schema = table.schema
+                    writer = pq.ParquetWriter(temporary, schema)
+                writer.write_table(table)
+            else:
+                frame = escape_formulas(data) if escape else data
+                frame.to_csv(text_out, index=False, header=batches == 1, sep="\t" if kind == "tsv" else ",")
+        if text_out is None and writer is None:  # an empty source still gets a file with its columns
+            empty = pd.DataFrame({name: pd.Series(dtype=object) for name in reader.names})
+            pq.write_table(pa.Table.from_pandas(empty, preserve_index=False), temporary)
+        if writer is not None:
+            writer.close()
+            writer = None
+        if text_out is not None:
+            text_out.close()
+        os.replace(temporary, target)
+    except BaseException:
+        if writer is not None:
+            writer.close()
+        if text_out is not None:
+            text_out.close()
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    per_step = [
+        {"kind": stage.step.kind, "cells_changed": int(totals[i, 0]), "records_suppressed": int(totals[i, 1])}
+        for i, stage in enumerate(stages)
+    ]
+    return rows_in, rows_out, batches, per_step
