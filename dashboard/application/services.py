@@ -16,6 +16,7 @@ from dashboard.application.cache import BoundedCache
 from dashboard.application.links import LinkStore
 from dashboard.application.postcodes import PostcodeReference
 from dashboard.application.settings import READ_LIMIT_VARIABLES, Settings
+from dashboard.application.sources import SOURCE_PREFIX, ServerSource, SourceError, load_sources, preview
 from dashboard.application.state import (
     DATASET_ID,
     StateError,
@@ -41,6 +42,8 @@ from dashboard.core.measure.diagnose import Diagnosis, diagnose
 __all__ = ["DEMO_PREFIX", "LoadedDataset", "Services", "clean_filename", "too_large_message"]
 
 DEMO_PREFIX = "demo:"
+#: Rows of a server-side source read for its preview and role suggestions.
+PREVIEW_ROWS = 5_000
 #: Ordinal columns may list at most this many values (the order editor shows them all).
 MAX_ORDINAL_VALUES = 200
 
@@ -65,6 +68,18 @@ class LoadedDataset:
     sheets: tuple[str, ...] = ()
     #: What the reader reported about the file (e.g. which sheet of several it read).
     notes: tuple[str, ...] = ()
+    #: For a server-side source: where it lives. ``frame`` then holds only a preview of its first rows, and the
+    #: numbers are computed by the source's engine (:meth:`Services.diagnosis`).
+    source: ServerSource | None = None
+
+    def require_rows(self, action: str) -> None:
+        """Raise :class:`SourceError` when ``action`` needs every row in memory and this is a server-side source."""
+        if self.source is not None:
+            raise SourceError(
+                f"{action} needs every row in the server's memory; '{self.title}' is a server-side source that is "
+                "diagnosed where it lives. Fix it out of core with: privdash anonymize SOURCE --engine duckdb ... "
+                "-o fixed.parquet"
+            )
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -90,14 +105,23 @@ class Services:
         #: diagnoses, per-class tables, fix runs, postcode reference data. Keys start with a namespace and name the
         #: dataset by its id and version, never by ``id()`` of an object.
         self.cache = BoundedCache(256, max_bytes=settings.cache_bytes)
+        #: Server-side sources the administrator allows (``PRIVDASH_SOURCES``), by name.
+        self.sources = load_sources(settings.sources_file)
         #: The Postcodes page's census populations, polygons and mappings, kept in :attr:`cache`.
         self.postcodes = PostcodeReference(settings.data_dir, self.cache, polygon_cache=settings.geo_cache_dir)
 
     # --- datasets ---------------------------------------------------------------------------------------------------
 
     def demo_choices(self) -> list[dict[str, str]]:
-        """The built-in datasets for a picker: ``value`` is the dataset id, ``label`` its title."""
-        return [{"value": DEMO_PREFIX + name, "label": demo.title} for name, demo in demo_datasets().items()]
+        """The built-in datasets and the server-side sources for a picker: ``value`` is the dataset id, ``label`` its
+        title."""
+        builtin = demo_datasets(self.settings.data_dir)
+        demos = [{"value": DEMO_PREFIX + name, "label": demo.title} for name, demo in builtin.items()]
+        sources = [
+            {"value": source.dataset_id, "label": f"{source.title} (server source: {source.describe()})"}
+            for source in self.sources.values()
+        ]
+        return demos + sources
 
     def dataset(self, dataset_id: str) -> LoadedDataset:
         """The dataset with this id; raises :class:`DatasetNotFound` with a message for the page.
@@ -108,6 +132,8 @@ class Services:
             raise DatasetNotFound("This link does not name a valid dataset; open one from the Data page.")
         if dataset_id.startswith(DEMO_PREFIX):
             return self._demo(dataset_id)
+        if dataset_id.startswith(SOURCE_PREFIX):
+            return self._source(dataset_id)
         info = self.store.info(dataset_id)
         frame = self.store.load(dataset_id)
         try:
@@ -129,7 +155,7 @@ class Services:
 
     def _demo(self, dataset_id: str) -> LoadedDataset:
         name = dataset_id[len(DEMO_PREFIX) :]
-        demos = demo_datasets()
+        demos = demo_datasets(self.settings.data_dir)
         if name not in demos:
             raise DatasetNotFound(f"There is no built-in dataset '{name[:80]}'; pick one from the list.")
         demo = demos[name]
@@ -142,6 +168,29 @@ class Services:
             )
 
         loaded: LoadedDataset = self.cache.get_or_build(("demo", dataset_id), build)
+        return loaded
+
+    def _source(self, dataset_id: str) -> LoadedDataset:
+        name = dataset_id[len(SOURCE_PREFIX) :]
+        source = self.sources.get(name)
+        if source is None:
+            raise DatasetNotFound(f"There is no server-side source '{name[:80]}'; pick one from the list.")
+
+        def build() -> LoadedDataset:
+            frame = preview(source, PREVIEW_ROWS)
+            suggestions = suggest_roles(frame)
+            return LoadedDataset(
+                id=dataset_id,
+                title=source.title,
+                frame=frame,
+                contract=contract_from_suggestions(frame, suggestions),
+                reasons={s.name: s.reason for s in suggestions},
+                version="source",
+                notes=(f"Preview of the first {len(frame):,} rows; every number is computed over the whole source.",),
+                source=source,
+            )
+
+        loaded: LoadedDataset = self.cache.get_or_build(("source", dataset_id), build)
         return loaded
 
     def ingest(
@@ -239,6 +288,15 @@ class Services:
         )
 
         def build() -> Diagnosis:
+            if loaded.source is not None:  # counted where the source lives; only the aggregate comes back
+                return diagnose(
+                    loaded.source.location,
+                    contract=contract,
+                    missing=state.missing,
+                    max_risk=state.max_risk,
+                    k_values=ks,
+                    **loaded.source.engine_options(),
+                )
             return diagnose(
                 loaded.frame, contract=contract, missing=state.missing, max_risk=state.max_risk, k_values=ks
             )

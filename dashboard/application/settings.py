@@ -53,6 +53,10 @@ variable                           meaning                                      
                                    rest wait in a queue
 ``PRIVDASH_JOB_ABANDON_SECONDS``   a background job whose page stopped asking for it    ``10``
                                    for 3 polling intervals plus this long is stopped
+``PRIVDASH_SOURCES``               JSON file of server-side sources (Parquet folders,   none
+                                   PostgreSQL tables, Spark) that users may open and
+                                   diagnose in place (:mod:`~dashboard.application.
+                                   sources`)
 =================================  ===================================================  =========================
 
 The reading limits are sized for a server with 24 GiB of memory and 4 workers (about 6 GiB each, of which the
@@ -174,6 +178,8 @@ class Settings:
         The app is served over HTTPS: the session cookie is marked ``Secure``.
     trusted_proxies
         Reverse proxies in front of the app whose ``X-Forwarded-For/Proto/Host`` headers are trusted (0: none).
+    sources_file
+        The JSON file listing server-side sources (``PRIVDASH_SOURCES``), or None.
     job_seconds, job_memory_bytes, jobs_per_server, job_abandon_seconds
         Background jobs: wall time of one job; memory one job may allocate (0: half the physical memory divided by
         ``jobs_per_server``); jobs running at once on the server; seconds past three polling intervals without a
@@ -206,6 +212,7 @@ class Settings:
     job_memory_bytes: int = 0
     jobs_per_server: int = field(default_factory=cpu_cores)
     job_abandon_seconds: float = 10.0
+    sources_file: Path | None = None
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -256,6 +263,7 @@ class Settings:
             data_dir=Path(data).expanduser().resolve() if data else default.data_dir,
             geo_cache_dir=geo_cache_dir,
             pseudonym_key=values.get("PRIVDASH_PSEUDONYM_KEY"),
+            sources_file=Path(values["PRIVDASH_SOURCES"]).expanduser() if "PRIVDASH_SOURCES" in values else None,
             host=values.get("HOST", default.host),
             port=port,
             sweep_interval=parse_duration(sweep) if sweep else default.sweep_interval,

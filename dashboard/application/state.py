@@ -42,7 +42,7 @@ _VERSION = 1
 _MAX_ENCODED = 64_000
 #: The form of a dataset id: a built-in dataset (``demo:<name>``) or an upload's 128-bit random token. Anything else
 #: in a link (a path, a very long text, control characters) is refused while the link is read.
-DATASET_ID = re.compile(r"demo:[A-Za-z0-9_-]{1,64}|[A-Za-z0-9_-]{22}")
+DATASET_ID = re.compile(r"(?:demo|source):[A-Za-z0-9_-]{1,64}|[A-Za-z0-9_-]{22}")
 
 _ROLE_CODE = {
     ColumnRole.IDENTIFIER: "i",

@@ -41,7 +41,18 @@ from dashboard.core.data.tables import (
     read_table_with_info,
     write_table,
 )
-from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, Aggregate, Engine, aggregate_table, resolve_engine
+from dashboard.core.engines.aggregate import (
+    AUTO_DUCKDB_BYTES,
+    COUNT,
+    Aggregate,
+    DatabaseSource,
+    Engine,
+    SparkTable,
+    aggregate_table,
+    resolve_engine,
+    sample_rows,
+)
+from dashboard.core.engines.streaming import STREAMABLE_STEPS, StreamedRecipe, apply_recipe_streaming
 from dashboard.core.errors import (
     ColumnError,
     ContractError,
@@ -139,6 +150,7 @@ from dashboard.core.utility.metrics import (
 
 __all__ = [
     "AUTO_DUCKDB_BYTES",
+    "COUNT",
     "DEFAULT_MAX_RISK",
     "DEFAULT_POPULATION_THRESHOLD",
     "DEFAULT_READ_LIMITS",
@@ -146,6 +158,7 @@ __all__ = [
     "MIN_KEY_BYTES",
     "MISSING_LABEL",
     "RULE_SETTINGS",
+    "STREAMABLE_STEPS",
     "TOP",
     "Aggregate",
     "AttackerRisk",
@@ -157,6 +170,7 @@ __all__ = [
     "ContractError",
     "DataContract",
     "DataReadError",
+    "DatabaseSource",
     "Diagnosis",
     "Engine",
     "EquivalenceClasses",
@@ -180,14 +194,17 @@ __all__ = [
     "RiskSummary",
     "SearchResult",
     "SensitiveModels",
+    "SparkTable",
     "StatisticalType",
     "Step",
     "Strategy",
+    "StreamedRecipe",
     "TargetCheck",
     "TransformResult",
     "Verdict",
     "aggregate_table",
     "apply_recipe",
+    "apply_recipe_streaming",
     "apply_step",
     "build_hierarchy",
     "canonical_text",
@@ -240,6 +257,7 @@ __all__ = [
     "resolve_engine",
     "risk_summary",
     "run_job_file",
+    "sample_rows",
     "search_hierarchy",
     "sensitive_models",
     "suggest_contract",

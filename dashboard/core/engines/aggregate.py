@@ -31,20 +31,34 @@ import glob
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from dashboard.core.choices import Choice
-from dashboard.core.data.tables import infer_numeric_columns, read_table, sniff_delimited
+from dashboard.core.data.tables import read_table, sniff_delimited
+from dashboard.core.engines.common import (
+    COUNT,
+    PANDAS_NA_VALUES,
+    Aggregate,
+    DatabaseSource,
+    Engine,
+    SparkTable,
+    is_database_url,
+    source_paths,
+    type_like_the_reader,
+)
+from dashboard.core.engines.common import first_line as _first_line
+from dashboard.core.engines.common import is_spark_frame as _is_spark_frame
+from dashboard.core.engines.common import quote_identifier as _quote
+from dashboard.core.engines.common import source_kind as _kind
+from dashboard.core.engines.common import sql_literal as _literal
 from dashboard.core.errors import ColumnError, DataReadError, ParameterError
 
 __all__ = [
     "AUTO_DUCKDB_BYTES",
     "COUNT",
+    "PANDAS_NA_VALUES",
     "Aggregate",
     "DatabaseSource",
     "Engine",
@@ -52,143 +66,15 @@ __all__ = [
     "aggregate_table",
     "is_database_url",
     "resolve_engine",
+    "sample_rows",
     "source_paths",
     "type_like_the_reader",
 ]
 
-#: Name of the count column of an aggregate.
-COUNT = "__privdash_count"
 #: ``engine="auto"`` hands files larger than this (and every Parquet glob) to DuckDB.
 AUTO_DUCKDB_BYTES = 256 * 1024 * 1024
-#: pandas' default missing-value markers (``pandas.read_csv(keep_default_na=True)``), applied to CSV text.
-PANDAS_NA_VALUES = frozenset(
-    {
-        "",
-        "#N/A",
-        "#N/A N/A",
-        "#NA",
-        "-1.#IND",
-        "-1.#QNAN",
-        "-NaN",
-        "-nan",
-        "1.#IND",
-        "1.#QNAN",
-        "<NA>",
-        "N/A",
-        "NA",
-        "NULL",
-        "NaN",
-        "None",
-        "n/a",
-        "nan",
-        "null",
-    }
-)
 _DUCKDB_ENCODINGS = {"utf-8": "utf-8", "utf_8": "utf-8", "utf-16": "utf-16", "utf_16": "utf-16", "latin-1": "latin-1"}
 _LATIN_1 = {"latin_1", "iso8859_1", "iso-8859-1", "latin-1", "cp819"}
-_PARQUET = {".parquet", ".pq"}
-_TEXT = {".csv", ".tsv", ".txt", ".dat", ".tab"}
-
-
-class Engine(Choice, label="engine"):
-    """Where the aggregate is computed."""
-
-    PANDAS = "pandas"
-    DUCKDB = "duckdb"
-    SPARK = "spark"
-    POSTGRESQL = "postgresql"
-    AUTO = "auto"
-
-
-@dataclass(frozen=True)
-class DatabaseSource:
-    """A table or a query in a SQL database, diagnosed in place (the GROUP BY runs in the database).
-
-    Attributes
-    ----------
-    url
-        Connection URL, e.g. ``postgresql://user@host:5432/db``. Its password never appears in messages
-        (:func:`redact_url`).
-    table
-        A table or view name (optionally ``schema.table``); exactly one of ``table`` and ``query``.
-    query
-        A ``SELECT`` whose rows are the records.
-    """
-
-    url: str
-    table: str | None = None
-    query: str | None = None
-
-
-@dataclass(frozen=True)
-class SparkTable:
-    """A table registered in the Spark catalog (``spark.table(name)``), counted by the Spark engine."""
-
-    name: str
-
-
-@dataclass(frozen=True, eq=False)
-class Aggregate:
-    """One row per distinct combination of ``columns`` with its number of records.
-
-    Attributes
-    ----------
-    frame
-        The combinations (typed as :func:`~dashboard.core.data.tables.read_table` types them) and :data:`COUNT`.
-    columns
-        The grouped columns, in order.
-    rows
-        Records in the source (the sum of the counts).
-    engine
-        The engine that computed it.
-    seconds
-        Wall time of the computation, reading included.
-    """
-
-    frame: pd.DataFrame
-    columns: tuple[str, ...]
-    rows: int
-    engine: Engine
-    seconds: float
-
-
-def source_paths(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]]) -> list[Path]:
-    """The files a source names: a path, a glob (``data/*.parquet``) or a list of paths; sorted, checked to exist."""
-    items = [source] if isinstance(source, str | os.PathLike) else list(source)
-    paths: list[Path] = []
-    for item in items:
-        text = os.fspath(item)
-        if glob.has_magic(text):
-            matched = sorted(Path(p) for p in glob.glob(text))
-            if not matched:
-                raise DataReadError(f"No file matches {text}.")
-            paths.extend(matched)
-        else:
-            path = Path(text)
-            if not path.exists():
-                raise DataReadError(f"File not found: {path}.")
-            if path.is_dir():
-                parquet = sorted(path.glob("*.parquet"))
-                if not parquet:
-                    raise DataReadError(f"{path} is a folder without Parquet files.")
-                paths.extend(parquet)
-            else:
-                paths.append(path)
-    kinds = {_kind(path) for path in paths}
-    if len(kinds) > 1:
-        raise DataReadError("A source must be files of one format: all Parquet or one delimited text file.")
-    if kinds == {"text"} and len(paths) > 1:
-        raise DataReadError("Give one CSV file at a time (several files are supported for Parquet).")
-    return paths
-
-
-def _kind(path: Path) -> str:
-    suffix = path.suffix.lower()
-    if suffix in _PARQUET:
-        return "parquet"
-    if suffix in _TEXT:
-        return "text"
-    return "other"
 
 
 def resolve_engine(engine: str | Engine, source: Any) -> Engine:
@@ -212,16 +98,6 @@ def resolve_engine(engine: str | Engine, source: Any) -> Engine:
     if len(paths) > 1 or sum(path.stat().st_size for path in paths) > AUTO_DUCKDB_BYTES:
         return Engine.DUCKDB
     return Engine.PANDAS
-
-
-def is_database_url(text: str) -> bool:
-    """Whether ``text`` is a database connection URL rather than a path."""
-    return text.startswith(("postgresql://", "postgres://", "postgresql+psycopg://"))
-
-
-def _is_spark_frame(source: Any) -> bool:
-    # pyspark is optional: a Spark DataFrame is recognised by its class, without importing pyspark.
-    return any(cls.__module__.startswith("pyspark.") and cls.__name__ == "DataFrame" for cls in type(source).__mro__)
 
 
 def aggregate_table(
@@ -262,6 +138,45 @@ def aggregate_table(
     return Aggregate(result, tuple(names), rows, chosen, time.perf_counter() - started)
 
 
+def sample_rows(
+    source: Any,
+    rows: int,
+    *,
+    engine: str | Engine = Engine.AUTO,
+    spark_master: str | None = None,
+) -> pd.DataFrame:
+    """The first ``rows`` rows of ``source``, read where it lives (a preview: typed from these rows only, so a CSV
+    column may type differently than over the whole file; no number is computed from it)."""
+    if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+        raise ParameterError(f"rows must be a whole number >= 0, got {rows!r}.")
+    chosen = resolve_engine(engine, source)
+    if isinstance(source, pd.DataFrame):
+        return source.head(rows)
+    if chosen == Engine.SPARK:
+        from dashboard.core.engines.spark import spark_sample
+
+        return spark_sample(source, rows, master=spark_master)
+    if chosen == Engine.POSTGRESQL:
+        from dashboard.core.engines.database import database_sample
+
+        return database_sample(source, rows)
+    import duckdb
+
+    connection = duckdb.connect()
+    try:
+        _, text = _relation(connection, source)
+        try:
+            frame = connection.sql(f"SELECT * FROM src LIMIT {rows}").df()
+        except duckdb.Error as exc:
+            raise DataReadError(f"DuckDB could not read the source: {_first_line(exc)}") from exc
+    finally:
+        connection.close()
+    if text:
+        names = [str(c) for c in frame.columns]
+        frame = type_like_the_reader(frame.apply(lambda column: column.str.lstrip(" ")), names)
+    return frame
+
+
 def _read_with_pandas(source: Any) -> pd.DataFrame:
     paths = source_paths(source)
     if len(paths) == 1:
@@ -283,14 +198,6 @@ def _pandas_aggregate(frame: pd.DataFrame, names: list[str]) -> pd.DataFrame:
 
 
 # --- DuckDB --------------------------------------------------------------------------------------------------------
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _literal(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
 
 
 def _duckdb_aggregate(
@@ -338,11 +245,6 @@ def _set(connection: Any, option: str, value: str) -> None:
         connection.execute(f"SET {option} = {_literal(str(value))}")
     except duckdb.Error as exc:
         raise ParameterError(f"Invalid {option} {value!r}: {_first_line(exc)}") from exc
-
-
-def _first_line(exc: Exception) -> str:
-    text = str(exc).strip().splitlines()
-    return (text[0] if text else type(exc).__name__).rstrip(".") + "."
 
 
 def _relation(connection: Any, source: Any) -> tuple[Any, bool]:
@@ -426,25 +328,3 @@ def _check_parquet(relation: Any) -> None:
     ]
     if nested:
         raise DataReadError(f"Nested columns cannot be analysed as values: {', '.join(nested)}.")
-
-
-def type_like_the_reader(result: pd.DataFrame, names: list[str]) -> pd.DataFrame:
-    """Apply :func:`read_table`'s missing markers and numeric typing to the text aggregate.
-
-    The reader's decisions depend only on a column's set of distinct values and on whether it has missing values,
-    so each column is typed through its distinct values (a handful, however long the aggregate) and mapped back.
-    """
-    frame = result.copy()
-    for name in names:
-        codes, uniques = pd.factorize(frame[name], use_na_sentinel=True)
-        values = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
-        values = values.where(~values.isin(PANDAS_NA_VALUES), None)
-        missing = bool((codes < 0).any()) or bool(values.isna().any())
-        if missing:
-            values = pd.concat([values, pd.Series([None], dtype=object)], ignore_index=True)
-            codes = np.where(codes < 0, len(values) - 1, codes)
-        typed = infer_numeric_columns(values.rename(name).to_frame())[name]
-        if pd.api.types.is_float_dtype(typed):
-            typed = typed.astype(np.float64)
-        frame[name] = typed.take(codes).reset_index(drop=True)
-    return frame
