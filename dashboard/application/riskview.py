@@ -14,7 +14,7 @@ Nothing here imports Dash.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -259,10 +259,15 @@ def missing_effect(diagnosis: Diagnosis) -> str:
 
 @dataclass(frozen=True, eq=False)
 class ClassTable:
-    """The per-class table behind the grid: one row per class, with the columns' grid ids and titles."""
+    """The per-class table behind the grid: one row per class, with the columns' grid ids and titles.
+
+    ``orders`` keeps the row order of each sort the grid asked for (column, direction, violating only), so that the
+    blocks of one sorted view are cut from one sort instead of sorting a million classes per block.
+    """
 
     frame: pd.DataFrame
     titles: Mapping[str, str]
+    orders: dict[tuple[str, str, bool], np.ndarray] = field(default_factory=dict, compare=False, repr=False)
 
 
 def class_table(diagnosis: Diagnosis, state: ViewState) -> ClassTable:
@@ -271,13 +276,13 @@ def class_table(diagnosis: Diagnosis, state: ViewState) -> ClassTable:
     ``fails`` names the targets a class misses (k, l, t), from the core's per-class comparisons.
     """
     classes = diagnosis.classes
-    keys = classes.keys()
     columns: dict[str, Any] = {}
     titles: dict[str, str] = {}
     for i, name in enumerate(diagnosis.quasi_identifiers):
-        column = keys[name]
-        columns[f"q{i}"] = (
-            column.astype(object).where(column.notna(), None).map(lambda v: v if v is None else str(v)).to_numpy()
+        # Text of each distinct value once, shared by the classes through their codes (-1: missing). The codes
+        # follow the core's sorted categories, so sorting the column sorts numbers as numbers.
+        columns[f"q{i}"] = pd.Categorical.from_codes(
+            classes.class_codes[:, i], categories=pd.Index(classes.categories[i].astype(str), dtype=object)
         )
         titles[f"q{i}"] = name
     columns["size"] = classes.sizes
@@ -296,10 +301,9 @@ def class_table(diagnosis: Diagnosis, state: ViewState) -> ClassTable:
         titles[f"t{i}"] = f"t ({name})"
         fails_l |= ~models.l_distinct.class_satisfies(state.l)
         fails_t |= ~models.t_closeness.class_satisfies(state.t)
-    labels = np.full(classes.n_classes, "", dtype=object)
-    for flag, text in ((fails_k, "k"), (fails_l, "l"), (fails_t, "t")):
-        labels = np.where(flag, np.where(labels == "", text, labels + ", " + text), labels)
-    columns["fails"] = labels
+    failed = fails_k.astype(np.int8) + 2 * fails_l.astype(np.int8) + 4 * fails_t.astype(np.int8)
+    names = [", ".join(t for bit, t in ((1, "k"), (2, "l"), (4, "t")) if code & bit) for code in range(8)]
+    columns["fails"] = pd.Categorical.from_codes(failed, categories=pd.Index(names, dtype=object))
     titles["fails"] = "fails"
     return ClassTable(pd.DataFrame(columns), titles)
 
@@ -318,17 +322,27 @@ def class_rows(table: ClassTable, request: Mapping[str, Any] | None, *, violatin
     """The block of the per-class table an infinite grid asked for, sorted by its ``sortModel`` (JSON values)."""
     request = request or {}
     frame = table.frame
-    positions = np.arange(len(frame))
-    if violating_only:
-        positions = positions[frame["fails"].to_numpy() != ""]
     sort_model = request.get("sortModel") or []
-    if sort_model and sort_model[0].get("colId") in frame.columns:
-        column = frame[sort_model[0]["colId"]].iloc[positions]
-        key = column.astype(str) if column.dtype == object else column
-        order = np.argsort(key.to_numpy(), kind="stable")
-        if sort_model[0].get("sort") == "desc":
-            order = order[::-1]
-        positions = positions[order]
+    column_id = str(sort_model[0].get("colId")) if sort_model else ""
+    direction = "desc" if sort_model and sort_model[0].get("sort") == "desc" else "asc"
+    if column_id not in frame.columns:
+        column_id, direction = "", "asc"
+    view = (column_id, direction, violating_only)
+    positions = table.orders.get(view)
+    if positions is None:
+        positions = np.arange(len(frame))
+        if violating_only:
+            positions = positions[frame["fails"].to_numpy() != ""]
+        if column_id:
+            column = frame[column_id].iloc[positions]
+            key: np.ndarray
+            if isinstance(column.dtype, pd.CategoricalDtype):
+                key = column.cat.codes.to_numpy()  # the categories' own order; missing first
+            else:
+                key = (column.astype(str) if column.dtype == object else column).to_numpy()
+            order = np.argsort(key, kind="stable")
+            positions = positions[order[::-1] if direction == "desc" else order]
+        table.orders[view] = positions
     start = max(int(request.get("startRow", 0) or 0), 0)
     end = max(int(request.get("endRow", start + 100) or start + 100), start)
     block = frame.iloc[positions[start:end]]
@@ -369,6 +383,7 @@ def run_combinations(
     text))`` reports each stage. Wildcard missing values are analysed as values (the analysis has no wildcards)."""
     progress((5, "Loading the table ..."))
     loaded = services.dataset(str(state.dataset))
+    loaded.require_rows("The QI-combination analysis")
     qis = [name for name in loaded.columns if state.roles.get(name) == ColumnRole.QUASI_IDENTIFIER]
     policy = MissingPolicy.VALUE if state.missing == MissingPolicy.WILDCARD else state.missing
     progress((15, f"Grouping records on all {2 ** len(qis) - 1:,} combinations of {len(qis)} QIs ..."))

@@ -173,7 +173,7 @@ def sample_rows(
         connection.close()
     if text:
         names = [str(c) for c in frame.columns]
-        frame = type_like_the_reader(frame.apply(lambda column: column.str.lstrip(" ")), names)
+        frame = type_like_the_reader(frame, names)
     return frame
 
 
@@ -216,11 +216,8 @@ def _duckdb_aggregate(
         unknown = [name for name in names if name not in available]
         if unknown:
             raise ColumnError(f"Unknown column(s): {', '.join(unknown)}; the source has {', '.join(available)}.")
-        if text:
-            # The pandas reader strips leading spaces after the delimiter (skipinitialspace).
-            select = ", ".join(f"ltrim({_quote(name)}, ' ') AS {_quote(name)}" for name in names)
-        else:
-            select = ", ".join(_quote(name) for name in names)
+        # CSV text is grouped as read; leading spaces are removed on the distinct values (type_like_the_reader).
+        select = ", ".join(_quote(name) for name in names)
         query = f"SELECT {select}, COUNT(*) AS {COUNT} FROM src GROUP BY ALL"
         try:
             result = connection.sql(query).df()

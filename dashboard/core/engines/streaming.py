@@ -204,10 +204,7 @@ class _Reader:
         self._rows = rows
 
     def batches(self) -> Iterator[pd.DataFrame]:
-        if self._text:
-            select = ", ".join(f"ltrim({_quote(n)}, ' ') AS {_quote(n)}" for n in self.names)
-        else:
-            select = ", ".join(_quote(n) for n in self.names)
+        select = ", ".join(_quote(n) for n in self.names)
         reader = self._connection.sql(f"SELECT {select} FROM src").to_arrow_reader(self._rows)
         for batch in reader:
             frame = batch.to_pandas()
@@ -230,7 +227,7 @@ def _column_typing(connection: Any, names: list[str]) -> dict[str, tuple[pd.Inde
     """Per CSV column: its distinct texts and their values as the reader types the column (a missing value last)."""
     typing = {}
     for name in names:
-        distinct = connection.execute(f"SELECT DISTINCT ltrim({_quote(name)}, ' ') AS v FROM src").df()["v"]
+        distinct = connection.execute(f"SELECT DISTINCT {_quote(name)} AS v FROM src").df()["v"]
         texts = distinct.dropna().astype(object)
         frame = pd.DataFrame({name: pd.Series([*texts.tolist(), None], dtype=object)})
         typed = type_like_the_reader(frame, [name])[name]
