@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -88,6 +89,11 @@ class SensitiveDistribution:
     def n_values(self) -> int:
         """m: the number of distinct values of the attribute over all records in scope."""
         return len(self.labels)
+
+    @cached_property
+    def class_starts(self) -> np.ndarray:
+        """Position of each class's first entry (every class has at least one), computed once for all models."""
+        return np.searchsorted(self.class_index, np.arange(self.n_classes))
 
     @property
     def overall_frequency(self) -> np.ndarray:

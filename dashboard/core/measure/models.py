@@ -288,8 +288,7 @@ def _sparse(classes: EquivalenceClasses, name: str) -> _Sparse:
     cls = np.asarray(dist.class_index, dtype=np.int64)
     count = np.asarray(dist.counts, dtype=np.int64)
     overall = np.asarray(dist.overall, dtype=np.int64)[dist.value_index]
-    starts = np.searchsorted(cls, np.arange(classes.n_classes))
-    return _Sparse(dist, sizes, total, starts, cls, count, overall, sizes[cls])
+    return _Sparse(dist, sizes, total, dist.class_starts, cls, count, overall, sizes[cls])
 
 
 def _per_class_max(sparse: _Sparse, values: np.ndarray) -> np.ndarray:
@@ -429,12 +428,15 @@ def recursive_cl_diversity(classes: EquivalenceClasses, name: str, *, l: int = 2
     """
     level = check_positive_int(l, "l")
     sparse = _sparse(classes, name)
-    order = np.lexsort((-sparse.count, sparse.cls))
-    count = sparse.count[order]
-    rank = np.arange(len(count)) - sparse.starts[sparse.cls]  # entries stay grouped by class after the sort
-    head = np.bincount(sparse.cls, weights=np.where(rank < level - 1, count, 0), minlength=classes.n_classes)
+    largest = _per_class_max(sparse, sparse.count)
+    if level <= 2:  # the head is the largest count alone (or nothing): no sort needed
+        head = largest if level == 2 else np.zeros(classes.n_classes, dtype=np.int64)
+    else:
+        order = np.lexsort((-sparse.count, sparse.cls))
+        count = sparse.count[order]
+        rank = np.arange(len(count)) - sparse.starts[sparse.cls]  # entries stay grouped by class after the sort
+        head = np.bincount(sparse.cls, weights=np.where(rank < level - 1, count, 0), minlength=classes.n_classes)
     tail = sparse.sizes - head.astype(np.int64)
-    largest = count[sparse.starts]
     with np.errstate(divide="ignore"):
         ratio = np.where(tail > 0, largest / np.maximum(tail, 1), np.inf)
     per_class_c = np.where(tail > 0, largest // np.maximum(tail, 1) + 1, np.inf)
