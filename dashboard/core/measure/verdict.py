@@ -181,8 +181,11 @@ def check_targets(diagnosis: Diagnosis, targets: PrivacyTargets) -> Verdict:
         if value is None:
             continue
         if not models or unmeasured:
-            missing = ", ".join(unmeasured) if unmeasured else "no sensitive attribute"
-            reason = f"{target} cannot be judged: {missing} was not diagnosed as a sensitive attribute"
+            if unmeasured:
+                names = ", ".join(unmeasured)
+                reason = f"{target} cannot be judged: {names} was not diagnosed as a sensitive attribute"
+            else:
+                reason = f"{target} cannot be judged: no sensitive attribute was diagnosed"
             checks.append(TargetCheck(target, float(value), float("nan"), False, 0, None, reason))
             continue
         if target == "l":
