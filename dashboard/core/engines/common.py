@@ -6,7 +6,7 @@ from __future__ import annotations
 import glob
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -89,7 +89,7 @@ class DatabaseSource:
         A ``SELECT`` whose rows are the records.
     """
 
-    url: str
+    url: str = field(repr=False)  # may hold a password
     table: str | None = None
     query: str | None = None
 
