@@ -117,6 +117,7 @@ def write_corpus(folder: str | os.PathLike[str]) -> list[Case]:
     cases += _limit_cases(root)
     cases += _excel_cases(root)
     cases += _parquet_cases(root)
+    cases += _statistical_cases(root)
     cases += _path_cases(root)
     names = [case.name for case in cases]
     assert len(names) == len(set(names)), "case names must be unique"
@@ -874,6 +875,152 @@ def _parquet_cases(root: Path) -> list[Case]:
             _write(root, "text.parquet", b"a,b\n1,2\n"),
             "CSV text with a .parquet name",
             error=r"not a Parquet file .*plain text",
+        ),
+    ]
+
+
+# ------------------------------------------------------------------------------------------- SPSS, Stata and SAS
+
+
+def _statistical(write: str, frame: pd.DataFrame, **options: object) -> bytes:
+    """The bytes of ``frame`` written by ``pyreadstat.<write>`` (it writes to a path only)."""
+    import tempfile
+
+    import pyreadstat
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "file"
+        getattr(pyreadstat, write)(frame, str(path), **options)
+        return path.read_bytes()
+
+
+def _statistical_cases(root: Path) -> list[Case]:
+    import numpy as np
+
+    # Codes with value labels (9 is a user-defined missing code), an unlabelled code (3), ages with a missing range
+    # (98-99) and a system-missing value, texts with labels and an empty text.
+    people = pd.DataFrame(
+        {
+            "region": [1.0, 2.0, 1.0, 3.0, 9.0, 1.0],
+            "age": [30.0, 41.0, 30.0, 99.0, 52.0, np.nan],
+            "sex": ["f", "m", "f", "", "m", "f"],
+        }
+    )
+    labelled = _statistical(
+        "write_sav",
+        people,
+        variable_value_labels={"region": {1: "north", 2: "south", 9: "refused"}, "sex": {"f": "female", "m": "male"}},
+        missing_ranges={"region": [9], "age": [{"lo": 98, "hi": 99}]},
+    )
+    labelled_path = _write(root, "labelled.sav", labelled)
+    # Stata's extended missing values are written as their letter in a numeric column.
+    counties = pd.DataFrame({"county": [1, 2, 2, "a", 1], "income": [1200.5, np.nan, 800.0, 950.0, "b"]}, dtype=object)
+    tagged = _statistical(
+        "write_dta",
+        counties,
+        variable_value_labels={"county": {1: "Kent", 2: "Essex"}},
+        missing_user_values={"county": ["a"], "income": ["b"]},
+    )
+    xport = _statistical("write_xport", pd.DataFrame({"a": [1.0, 2.0, 2.0], "b": ["x", "y", "x"]}))
+    # The first variable's type (offset 180) made a string of 32,512 bytes: ReadStat crashes on it (a segmentation
+    # fault in pyreadstat 1.3), or a later version refuses it.
+    crash = bytearray(labelled)
+    crash[181] = 0x7F
+    # A zlib-compressed SPSS file whose header declares 1,900,000 rows of 608 bytes (a 600-character text and a
+    # number): 1.16 GB, refused from the header before anything is decompressed; its 1.9 million rows are within
+    # the server's default row and cell limits.
+    wide = bytearray(
+        _statistical("write_sav", pd.DataFrame({"id": [1.0, 2.0], "text": ["x" * 600, "y"]}), compress=True)
+    )
+    wide[80:84] = (1_900_000).to_bytes(4, "little")
+    settings = {"max_rows": "PRIVDASH_MAX_ROWS", "max_seconds": "PRIVDASH_MAX_READ_SECONDS"}
+    return [
+        Case(
+            "spss_labels_and_missing",
+            labelled_path,
+            "an SPSS file with value labels, user-defined missing values and ranges, system missing, an empty text",
+            shape=(6, 3),
+            columns=("region", "age", "sex"),
+            values={
+                "region": ("north", "south", "north", "3", None, "north"),
+                "age": (30.0, 41.0, 30.0, None, 52.0, None),
+                "sex": ("female", "male", "female", None, "male", "female"),
+            },
+            k=1,
+            classes=4,
+            note=(
+                r"4 values the file marks as missing were read as missing: 1 system-missing value \(\.\) in 'age' "
+                r"\(1\); 2 user-defined missing values in 'region' \(1\), 'age' \(1\); 1 empty text in 'sex' \(1\)"
+            ),
+        ),
+        Case(
+            "spss_rows_limited",
+            labelled_path,
+            "6 rows against a limit of 3, refused from the file's metadata",
+            error=r"has 6 rows, over the limit of 3 rows \(PRIVDASH_MAX_ROWS\)",
+            limits=ReadLimits(max_rows=3, setting_names=settings),
+        ),
+        Case(
+            "spss_time_limited",
+            labelled_path,
+            "a time limit shorter than the parse (the parser's process is stopped)",
+            error=r"took more than 1e-06 seconds, the limit \(PRIVDASH_MAX_READ_SECONDS\)",
+            limits=ReadLimits(max_seconds=1e-6, setting_names=settings),
+        ),
+        Case(
+            "stata_extended_missing",
+            _write(root, "tagged.dta", tagged),
+            "a Stata file with value labels and the extended missing values .a and .b",
+            shape=(5, 2),
+            values={"county": ("Kent", "Essex", "Essex", None, "Kent"), "income": (1200.5, None, 800.0, 950.0, None)},
+            k=1,
+            classes=3,
+            note=r"2 extended missing values \(\.a to \.z\) in 'county' \(1\), 'income' \(1\)",
+        ),
+        Case(
+            "sas_transport",
+            _write(root, "transport.xpt", xport),
+            "a SAS transport (XPORT) file",
+            shape=(3, 2),
+            columns=("a", "b"),
+            values={"a": (1, 2, 2), "b": ("x", "y", "x")},
+            k=1,
+            classes=2,
+        ),
+        Case(
+            "spss_truncated",
+            _write(root, "truncated.sav", labelled[: len(labelled) // 2]),
+            "the first half of an SPSS file",
+            error=r"could not be read as an SPSS data file: it is truncated or damaged",
+        ),
+        Case(
+            "spss_parser_crash",
+            _write(root, "crash.sav", bytes(crash)),
+            "an SPSS file whose damaged header crashes the C parser",
+            error=r"could not be read as an SPSS data file: (the file is damaged|it is truncated or damaged)",
+        ),
+        Case(
+            "zsav_declared_rows",
+            _write(root, "declared_rows.zsav", bytes(wide)),
+            "a compressed SPSS file declaring rows that expand to 1.16 GB",
+            error=r"expands to 1\.16 GB when decompressed, over the limit of 1\.07 GB",
+        ),
+        Case(
+            "stata_named_text",
+            _write(root, "text.dta", b"county,income\nKent,1200\nEssex,800\n"),
+            "CSV text with a .dta name",
+            error=r"not a Stata data file \(it does not start with a Stata header\); its content is plain text",
+        ),
+        Case("sas7bdat_empty", _write(root, "empty.sas7bdat", b""), "an empty .sas7bdat file", error=r"is empty"),
+        Case(
+            "spss_named_csv",
+            _write(root, "labelled_spss.csv", labelled),
+            "an SPSS file with a .csv name",
+            shape=(6, 3),
+            values={"region": ("north", "south")},
+            k=1,
+            classes=4,
+            note=r"is an SPSS data file despite its extension '\.csv'; it was read as an SPSS data file",
         ),
     ]
 

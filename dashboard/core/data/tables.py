@@ -1,10 +1,12 @@
-"""Reading tables from CSV, Excel and Parquet, with clear errors for files that are not tables.
+"""Reading tables from CSV, Excel, Parquet, SPSS, Stata and SAS files, with clear errors for files that are not
+tables.
 
 Rules (applied the same way by the CLI, the Python API and the dashboard):
 
 * **Format** from the content when it has a signature (``PAR1`` is Parquet, a ZIP archive holding a workbook is
-  Excel), else from the file name's extension (``.csv``, ``.tsv``, ``.txt``, ``.xlsx``, ``.xlsm``, ``.parquet``,
-  ``.pq``); anything else is delimited text. A ``.csv`` that is really a workbook is read as one (with a note in
+  Excel; SPSS, Stata and SAS files have theirs), else from the file name's extension (``.csv``, ``.tsv``, ``.txt``,
+  ``.xlsx``, ``.xlsm``, ``.parquet``, ``.pq``, ``.sav``, ``.zsav``, ``.dta``, ``.sas7bdat``, ``.xpt``); anything else
+  is delimited text. A ``.csv`` that is really a workbook is read as one (with a note in
   :class:`TableInfo`); a ``.xlsx`` or ``.parquet`` whose content is not one is refused with a message saying what
   it looks like. Old ``.xls`` (and password-protected) workbooks, gzip files and other ZIP archives are refused.
 * **Encoding** of delimited text: a UTF-16 or UTF-32 byte-order mark, else UTF-8 (a byte-order mark is dropped),
@@ -41,16 +43,35 @@ Rules (applied the same way by the CLI, the Python API and the dashboard):
   being read as missing values or placeholder zeros.
 * **Parquet**: read as typed. Nested columns (list, struct, map) and duplicate column names are refused with a
   message naming them.
+* **SPSS, Stata, SAS** (``.sav``, ``.zsav``, ``.dta``, ``.sas7bdat``, ``.xpt``; recognised by their signatures, read
+  with pyreadstat): read as typed, the way statistical offices' users read them (sdcMicro, haven's ``as_factor``):
+
+  - a variable with **value labels** holds its labels in place of its codes (``1`` -> ``"Male"``), as text; a code
+    without a label is kept as it is (as text: ``3``). A note names the labelled columns, and says when two codes
+    became one value (two codes with one label). A variable whose present values have no label stays numeric;
+  - **missing values** the file declares are missing: system missing (``.``), SPSS user-defined missing values
+    and ranges, Stata's ``.a`` to ``.z``, SAS's ``.A`` to ``.Z`` and ``._``, and empty texts (Stata's rule for
+    strings); a note counts them by kind and column;
+  - numbers are float64, or int64 when every value is whole and none is missing (the rule for delimited text);
+    texts stay text (no conversion to numbers: the file has typed them); dates and date-times are datetime64, times
+    of day are ``datetime.time`` values (as Excel cells are read);
+  - **encoding**: the one the file declares (Stata before version 14: Windows-1252). Text that is not valid in it
+    is read as Windows-1252 with a note; ``encoding`` names another (an iconv name, e.g. ``ISO-8859-15``).
+
+  pyreadstat parses in a child process (a damaged file can crash its C parser; the crash ends that process only
+  and becomes a :class:`~dashboard.core.errors.DataReadError`), which ``max_seconds`` stops when its time is up.
 * Input files are only ever opened for reading.
 
 Reading limits (:class:`ReadLimits`) are checked **before or while** parsing, never after a full parse: the
-number of columns from the CSV header, the Parquet metadata or the worksheet rows; the number of rows and cells
-while the rows are read (CSV: at most ``max_rows + 1`` rows are parsed; Excel: rows are streamed and counted);
-the declared uncompressed sizes of a workbook's ZIP entries and of a Parquet file's row groups before anything
-is decompressed; the reading time between chunks (see :class:`ReadLimits`). Going over one raises
-:class:`~dashboard.core.errors.ReadLimitError`, whose message names the limit, the value found and, when the
-caller says which setting controls it, that setting. An Excel sheet holding more rows (1,048,576) or columns
-(16,384) than Excel allows is refused in any case: it is damaged or built to exhaust memory.
+number of columns from the CSV header, the Parquet metadata, the worksheet rows or the variables of a statistical
+file; the number of rows and cells while the rows are read (CSV: at most ``max_rows + 1`` rows are parsed; Excel:
+rows are streamed and counted; SPSS, Stata, SAS: from the file's metadata, and no more rows than the limits allow
+are parsed); the declared uncompressed sizes of a workbook's ZIP entries and of a Parquet file's row groups, and
+the rows times the row width of a compressed statistical file, before anything is decompressed; the reading time
+between chunks (see :class:`ReadLimits`). Going over one raises :class:`~dashboard.core.errors.ReadLimitError`,
+whose message names the limit, the value found and, when the caller says which setting controls it, that setting.
+An Excel sheet holding more rows (1,048,576) or columns (16,384) than Excel allows is refused in any case: it is
+damaged or built to exhaust memory.
 
 Writing (:func:`write_table`, :func:`csv_text`) makes exports safe to open in a spreadsheet: a text cell (or a
 column name) that starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return is written with a leading
@@ -62,6 +83,8 @@ stays a number. Machine consumers that need the raw text pass ``escape_formulas=
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import csv
 import io
 import math
@@ -69,6 +92,7 @@ import operator
 import os
 import re
 import struct
+import threading
 import time
 import warnings
 import zipfile
@@ -153,17 +177,20 @@ class ReadLimits:
     ----------
     max_rows
         Data rows (the header excluded). CSV: at most ``max_rows + 1`` rows are parsed; Excel: rows are counted
-        as they are streamed; Parquet: the row count of the file's metadata.
+        as they are streamed; Parquet: the row count of the file's metadata; SPSS, Stata, SAS: the row count of
+        the file's metadata when it has one, and at most ``max_rows + 1`` rows are parsed.
     max_columns
         Columns. CSV: the fields of the header, before the data is parsed; Excel: the widest row so far;
-        Parquet: the schema.
+        Parquet: the schema; SPSS, Stata, SAS: the variables of the metadata.
     max_cells
-        Rows times columns. CSV and Excel: checked as rows are read; Parquet: from the metadata. For Excel, the
-        number of cells holding a value is also counted from the sheet's XML before parsing.
+        Rows times columns. CSV and Excel: checked as rows are read; Parquet, SPSS, Stata, SAS: from the metadata
+        (and no more rows than the limit allows are parsed). For Excel, the number of cells holding a value is also
+        counted from the sheet's XML before parsing.
     max_decompressed_bytes
-        The uncompressed size of a workbook's ZIP entries (from the ZIP directory) or of a Parquet file's row
-        groups (from its metadata), before anything is decompressed. 1 GiB unless set otherwise (``None``: no
-        limit): this is the protection against decompression bombs. Python's ``zipfile`` never produces more than
+        The uncompressed size of a workbook's ZIP entries (from the ZIP directory), of a Parquet file's row
+        groups (from its metadata) or of a compressed SPSS or SAS file's rows (rows times the row width of the
+        metadata), before anything is decompressed. 1 GiB unless set otherwise (``None``: no limit): this is the
+        protection against decompression bombs. Python's ``zipfile`` never produces more than
         an entry's declared size, so an entry cannot lie its way past the check.
     max_seconds
         Reading time, from the start of :func:`read_table` to the end of the numeric conversion. It is checked
@@ -171,7 +198,8 @@ class ReadLimits:
         2,000 worksheet rows, every megabyte of a sheet's XML scanned, between Parquet row groups, between batches
         of about 1,000,000 cells converted to numbers. One step is not interrupted (a single Parquet row group,
         openpyxl opening a workbook and its shared strings), so reading may overrun the limit by about one step;
-        the other limits bound the size of a step.
+        the other limits bound the size of a step. An SPSS, Stata or SAS file is parsed in a child process,
+        stopped when the time is up.
     setting_names
         Limit name -> the name of the setting that controls it (e.g. ``{"max_cells": "PRIVDASH_MAX_CELLS"}``),
         cited in the error message so that the reader knows what to raise.
@@ -266,9 +294,9 @@ class TableInfo:
     Attributes
     ----------
     format
-        ``csv``, ``excel`` or ``parquet``.
+        ``csv``, ``excel``, ``parquet``, ``spss``, ``stata``, ``sas7bdat`` or ``xport``.
     encoding, delimiter
-        Of delimited text (None otherwise).
+        Of delimited text (None otherwise); the encoding of an SPSS, Stata or SAS file's text, when known.
     n_bytes
         Size of the file.
     sheet
@@ -297,8 +325,10 @@ def read_table(
     max_bytes: int | None = None,
     sheet: str | int | None = None,
     limits: ReadLimits | None = None,
+    encoding: str | None = None,
 ) -> pd.DataFrame:
-    """Read a CSV, Excel or Parquet table into a DataFrame (see the module docstring for the rules).
+    """Read a CSV, Excel, Parquet, SPSS, Stata or SAS table into a DataFrame (see the module docstring for the
+    rules).
 
     Parameters
     ----------
@@ -312,17 +342,23 @@ def read_table(
         Excel only: the sheet to read, by name or 0-based position (default: the first).
     limits
         Bounds on rows, columns, cells, decompressed size and time (default :data:`DEFAULT_READ_LIMITS`).
+    encoding
+        SPSS, Stata and SAS files only: the encoding of their text (an iconv name such as ``WINDOWS-1252``), in
+        place of the one the file declares (default: the declared one, else Windows-1252 with a note).
 
     Raises
     ------
     DataReadError
         With a specific message: empty file, binary content, unknown encoding, size over the limit,
         a single column, no data rows, every value missing, unreadable Excel or Parquet, an unknown sheet,
-        formulas without saved values, nested or duplicate Parquet columns, inconsistent rows.
+        formulas without saved values, nested or duplicate Parquet columns, inconsistent rows, a damaged or
+        truncated statistical file, text not valid in its encoding.
     ReadLimitError
         When a limit of ``limits`` is passed (a :class:`DataReadError` too).
     """
-    return read_table_with_info(source, filename=filename, max_bytes=max_bytes, sheet=sheet, limits=limits)[0]
+    return read_table_with_info(
+        source, filename=filename, max_bytes=max_bytes, sheet=sheet, limits=limits, encoding=encoding
+    )[0]
 
 
 def read_table_with_info(
@@ -332,6 +368,7 @@ def read_table_with_info(
     max_bytes: int | None = None,
     sheet: str | int | None = None,
     limits: ReadLimits | None = None,
+    encoding: str | None = None,
 ) -> tuple[pd.DataFrame, TableInfo]:
     """Like :func:`read_table`, also returning how the file was read."""
     limits = DEFAULT_READ_LIMITS if limits is None else limits
@@ -343,6 +380,8 @@ def read_table_with_info(
     kind, notes = _detect_format(raw, name, label)
     if sheet is not None and kind != "excel":
         raise DataReadError(f"{label} is not an Excel workbook, so it has no sheet to choose ('{sheet}' was asked).")
+    if encoding is not None and kind not in _STATISTICAL_FORMATS:
+        raise DataReadError(_encoding_not_applicable(label, encoding))
     info: TableInfo
     all_missing = None
     if kind == "parquet":
@@ -354,6 +393,10 @@ def read_table_with_info(
         notes += sheet_read.notes
         info = TableInfo("excel", None, None, len(raw), sheet_read.name, sheet_read.sheets, tuple(notes))
         label = f"{label} (sheet '{sheet_read.name}')" if len(sheet_read.sheets) > 1 else label
+    elif kind in _STATISTICAL_FORMATS:
+        statistical = _read_statistical(raw, kind, label, limits, deadline, encoding)
+        frame = statistical.frame
+        info = TableInfo(kind, statistical.encoding, None, len(raw), notes=tuple(notes + statistical.notes))
     else:
         text, encoding = _decode(raw, label)
         deadline.check()
@@ -481,8 +524,12 @@ _GZIP = b"\x1f\x8b"
 
 
 def _detect_format(raw: bytes, name: str | None, label: str) -> tuple[str, list[str]]:
-    """``parquet``, ``excel`` or ``text``, and a note when the content says otherwise than the extension."""
+    """``parquet``, ``excel``, ``text`` or a statistical format (``spss``...), and a note when the content says
+    otherwise than the extension."""
     suffix = Path(name).suffix.lower() if name else ""
+    statistical = _detect_statistical(raw, suffix, label)
+    if statistical is not None:
+        return statistical
     if raw.startswith(_OLE2):
         raise DataReadError(
             f"{label} is an old Excel .xls workbook or a password-protected workbook, which cannot be read; "
@@ -1408,6 +1455,714 @@ def _read_parquet(raw: bytes, label: str, limits: ReadLimits, deadline: _Deadlin
     return frame
 
 
+# ------------------------------------------------------------------------------------------- SPSS, Stata and SAS
+
+#: Format -> how messages name it.
+_STATISTICAL_FORMATS = {
+    "spss": "an SPSS data file",
+    "stata": "a Stata data file",
+    "sas7bdat": "a SAS data set (.sas7bdat)",
+    "xport": "a SAS transport file (XPORT)",
+}
+_STATISTICAL_EXTENSIONS = {
+    ".sav": "spss", ".zsav": "spss", ".dta": "stata", ".sas7bdat": "sas7bdat", ".xpt": "xport", ".xport": "xport",
+}  # fmt: skip
+#: What a file of each format starts with, for the messages on files that do not.
+_STATISTICAL_SIGNATURES = {
+    "spss": "$FL2 or $FL3",
+    "stata": "a Stata header",
+    "sas7bdat": "the SAS7BDAT signature",
+    "xport": "a SAS transport library header",
+}
+_SAS7BDAT_MAGIC = bytes.fromhex("000000000000000000000000c2ea8160b31411cfbd92080009c7318c181f1011")
+_XPORT_HEADERS = (
+    b"HEADER RECORD*******LIBRARY HEADER RECORD!!!!!!!",
+    b"HEADER RECORD*******LIBV8   HEADER RECORD!!!!!!!",
+)
+_CPORT = b"**COMPRESSED** **COMPRESSED**"
+#: The pyreadstat function of each format.
+_PYREADSTAT_READERS = {"spss": "read_sav", "stata": "read_dta", "sas7bdat": "read_sas7bdat", "xport": "read_xport"}
+#: What pyreadstat reports (ReadStat's messages, or Python's decoding error) when text is not valid in its encoding.
+_ENCODING_FAILURES = ("Unable to convert string to the requested encoding", "codec can't decode")
+_UNKNOWN_ENCODING = "unsupported character set"
+#: Read when the text is not valid in the declared encoding: the usual encoding of files written on Windows.
+_FALLBACK_ENCODING = "WINDOWS-1252"
+#: SPSS stores dates as seconds since 14 October 1582 (the eve of the Gregorian calendar).
+_SPSS_EPOCH = np.datetime64("1582-10-14T00:00:00", "us")
+#: How the notes name the missing values of each kind (one, several).
+_MISSING_KINDS = {
+    "system": ("system-missing value (.)", "system-missing values (.)"),
+    "user": ("user-defined missing value", "user-defined missing values"),
+    "tagged_stata": ("extended missing value (.a to .z)", "extended missing values (.a to .z)"),
+    "tagged_sas": ("special missing value (.A to .Z, ._)", "special missing values (.A to .Z, ._)"),
+    "empty": ("empty text", "empty texts"),
+}
+
+
+def _statistical_signature(raw: bytes) -> str | None:
+    """The statistical format whose signature ``raw`` starts with (None for none)."""
+    if raw[:4] in (b"$FL2", b"$FL3"):
+        return "spss"
+    # Stata 13 and later (format 117-119) start with an XML-like tag; versions 104-115 with a binary header: the
+    # format's version, the byte order (1 or 2), the file type (1) and a zero byte.
+    if raw.startswith(b"<stata_dta>") or (
+        len(raw) >= 4 and 104 <= raw[0] <= 115 and raw[1] in (1, 2) and raw[2] == 1 and raw[3] == 0
+    ):
+        return "stata"
+    if raw.startswith(_SAS7BDAT_MAGIC):
+        return "sas7bdat"
+    if raw.startswith(_XPORT_HEADERS):
+        return "xport"
+    return None
+
+
+def _detect_statistical(raw: bytes, suffix: str, label: str) -> tuple[str, list[str]] | None:
+    """The statistical format of ``raw`` and a note when its extension says otherwise; None when it is not one.
+
+    A file whose extension is statistical but whose content is not is refused, unless it has another signature
+    (Parquet, ZIP, gzip, OLE2), which the general rules then handle.
+    """
+    kind = _statistical_signature(raw)
+    expected = _STATISTICAL_EXTENSIONS.get(suffix)
+    if kind is not None:
+        if expected == kind or not suffix:
+            return kind, []
+        what = _STATISTICAL_FORMATS[kind]
+        return kind, [f"{label} is {what} despite its extension '{suffix}'; it was read as {what}."]
+    if expected is None or raw.startswith((b"PAR1", *_ZIP, _OLE2, _GZIP)):
+        return None
+    if raw.startswith(_CPORT):
+        raise DataReadError(
+            f"{label} is a SAS CPORT file (written by PROC CPORT), which cannot be read; export the data set as a "
+            "transport file with the XPORT engine (or PROC EXPORT to CSV) instead."
+        )
+    raise DataReadError(
+        f"{label} is not {_STATISTICAL_FORMATS[expected]} (it does not start with "
+        f"{_STATISTICAL_SIGNATURES[expected]}){_looks_like(raw)}."
+    )
+
+
+def _encoding_not_applicable(label: str, encoding: str) -> str:
+    return (
+        f"{label} is not an SPSS, Stata or SAS file, so encoding='{encoding}' does not apply; the encoding of a "
+        "delimited text file is detected from its content."
+    )
+
+
+@dataclass(frozen=True)
+class _Statistical:
+    """A statistical file read: the table, the notes about it, the encoding of its text (when known)."""
+
+    frame: pd.DataFrame
+    notes: list[str]
+    encoding: str | None
+
+
+def _read_statistical(
+    raw: bytes, kind: str, label: str, limits: ReadLimits, deadline: _Deadline, encoding: str | None
+) -> _Statistical:
+    """Read the metadata, check the limits on it, read no more rows than the limits allow, then type the columns.
+
+    pyreadstat runs in a worker process (:mod:`dashboard.core.data._readstat_worker`): a crash of its C parser on a
+    damaged file, or the time limit, ends that process only.
+    """
+    if encoding is not None and (not isinstance(encoding, str) or not encoding.strip()):
+        raise ParameterError(f"encoding must be the name of a character encoding, got {encoding!r}.")
+    options: dict[str, Any] = {}
+    if kind != "xport":  # XPORT has no user-defined or tagged missing values to keep
+        options["user_missing"] = True
+    with _Readstat(raw, kind, label, limits, deadline) as readstat:
+        given = encoding is not None
+        _, meta, used, notes = _readstat_read(readstat, encoding, given=given, metadataonly=True, **options)
+        # The data is read as the header was: in the encoding given, or in the fallback when the declared one failed.
+        chosen = encoding if encoding is not None or not notes else _FALLBACK_ENCODING
+        names = [str(name) for name in (meta["column_names"] or [])]
+        limits.check("max_columns", len(names), label)
+        repeated = [f"'{name}' ({count} times)" for name, count in Counter(names).items() if count > 1]
+        if repeated:
+            raise DataReadError(f"{label} has duplicate variable names: {', '.join(repeated[:8])}.")
+        if not names:
+            return _Statistical(pd.DataFrame(), notes, used)
+        widths = meta["variable_storage_width"] or {}
+        row_bytes = sum(max(int(widths.get(name) or 8), 1) for name in names)
+        declared = meta["number_rows"]
+        known = isinstance(declared, int) and declared >= 0
+        if not known and kind in ("stata", "sas7bdat"):  # their headers always give it (SPSS's and XPORT's may not)
+            raise DataReadError(f"{label} does not declare a valid number of rows: it is truncated or damaged.")
+        if known:
+            if declared * _smallest_row(raw, kind, len(names)) > len(raw):
+                raise DataReadError(
+                    f"{label} declares {declared:,} rows, more than its {len(raw):,} bytes can hold: it is truncated "
+                    "or damaged."
+                )
+            limits.check("max_rows", declared, label)
+            limits.check("max_cells", declared * len(names), label)
+            if declared * row_bytes > len(raw):  # compressed: its rows expand to more than the file
+                limits.check("max_decompressed_bytes", declared * row_bytes, label)
+        caps = _row_caps(limits, len(names), row_bytes, len(raw))
+        row_limit = min(caps.values()) if caps else 0
+        # pyreadstat makes room for as many rows as it may read: no more than the file declares (one more shows a
+        # file holding more than it declares).
+        read_limit = min(row_limit or declared + 1, declared + 1) if known else row_limit
+        data, meta, used, more_notes = _readstat_read(readstat, chosen, given=given, row_limit=read_limit, **options)
+    notes += [note for note in more_notes if note not in notes]
+    n_rows = len(next(iter(data.values()))) if data else 0
+    if row_limit and n_rows >= row_limit:
+        limit = next(name for name, cap in caps.items() if cap == row_limit)
+        if limit == "max_decompressed_bytes":
+            raise limits.exceeded(limit, label, n_rows * row_bytes)
+        raise limits.exceeded(limit, label, None, more=True)
+    if list(data) != names or any(len(values) != n_rows for values in data.values()):
+        raise DataReadError(f"{label} is damaged: its variables are not the ones its metadata lists.")
+    frame, frame_notes = _statistical_frame(data, meta, kind, label, n_rows)
+    return _Statistical(frame, notes + frame_notes, used)
+
+
+def _smallest_row(raw: bytes, kind: str, n_columns: int) -> int:
+    """The fewest bytes a row of ``n_columns`` variables takes in the file; 0 when its data may be compressed without
+    bound (zlib in .zsav, SAS's compression). A Stata or SAS value takes at least a byte; an SPSS value 8 bytes, or
+    one byte (its code) under SPSS's bytecode compression, which the header's compression field (offset 72) says.
+    A compressed SAS data set names its method (``SASYZCRL``, ``SASYZCR2``) in its metadata."""
+    if kind == "stata" or (kind == "sas7bdat" and b"SASYZCR" not in raw):
+        return n_columns
+    if kind == "spss" and len(raw) >= 76:
+        little = raw[64:68] in (b"\x02\x00\x00\x00", b"\x03\x00\x00\x00")
+        compression = int.from_bytes(raw[72:76], "little" if little else "big")
+        return {0: 8 * n_columns, 1: n_columns}.get(compression, 0)
+    return 0
+
+
+def _row_caps(limits: ReadLimits, n_columns: int, row_bytes: int, n_bytes: int) -> dict[str, int]:
+    """Limit name -> the number of rows whose reading shows that the limit is passed (one over it)."""
+    caps = {}
+    if limits.max_rows is not None:
+        caps["max_rows"] = limits.max_rows + 1
+    if limits.max_cells is not None:
+        caps["max_cells"] = limits.max_cells // n_columns + 1
+    if limits.max_decompressed_bytes is not None:
+        # An uncompressed file's rows fit in the file: only compressed rows can pass the larger of the two.
+        caps["max_decompressed_bytes"] = max(limits.max_decompressed_bytes, n_bytes) // row_bytes + 1
+    return caps
+
+
+class _ReaderFailure(Exception):
+    """A pyreadstat call raised: the exception's type name and message (it was raised in the worker process)."""
+
+    def __init__(self, name: str, message: str) -> None:
+        super().__init__(message)
+        self.name = name
+        self.message = message
+
+
+#: Idle worker processes, kept for the next reads (at most ``_MAX_IDLE_WORKERS``; reads running at the same time
+#: start more, which end after their read).
+_IDLE_WORKERS: list[_Worker] = []
+_WORKERS_LOCK = threading.Lock()
+_MAX_IDLE_WORKERS = 2
+#: A worker that read a file up to this size is kept for the next read (a larger read's memory is returned).
+_REUSE_BYTES = 8 << 20
+
+
+class _Worker:
+    """A worker process running :mod:`dashboard.core.data._readstat_worker`, with a thread that collects its
+    answers (so that waiting for one can time out, and the worker never blocks writing a large answer)."""
+
+    def __init__(self) -> None:
+        import queue
+        import subprocess
+        import sys
+
+        from dashboard.core.data import _readstat_worker
+
+        if not sys.executable:
+            raise OSError("no Python executable to start a worker process with")
+        # -P: the script's folder (this package's) is not put on the worker's module path, so no module of the
+        # package can stand in for one the worker imports.
+        self.process = subprocess.Popen(
+            [sys.executable, "-P", _readstat_worker.__file__],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+        )
+        self.owner = os.getpid()  # a forked copy of this process must not share the worker's pipes
+        self.answers: queue.Queue[bytes | None] = queue.Queue()
+        threading.Thread(target=self._collect, daemon=True).start()
+
+    def _collect(self) -> None:
+        from dashboard.core.data._readstat_worker import read_frame
+
+        assert self.process.stdout is not None
+        while True:
+            try:
+                payload = read_frame(self.process.stdout)
+            except (OSError, ValueError):  # the pipe was closed by stop()
+                payload = None
+            self.answers.put(payload)
+            if payload is None:
+                return
+
+    def request(self, value: object, timeout: float | None) -> tuple[Any, ...] | None:
+        """The worker's answer to ``value``; None when it ended (crashed) before answering. Raises TimeoutError."""
+        import queue
+
+        from dashboard.core.data._readstat_worker import write_frame
+
+        assert self.process.stdin is not None
+        try:
+            write_frame(self.process.stdin, value)
+        except OSError:  # a broken pipe: the worker has ended
+            return None
+        try:
+            payload = self.answers.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError from None
+        if payload is None:
+            return None
+        try:
+            return _worker_answer(payload)
+        except Exception:  # not an answer the worker writes: it is not to be trusted any more
+            self.stop()
+            return None
+
+    def exit_code(self) -> int | None:
+        import subprocess
+
+        try:
+            return self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:  # still running after its output ended: it is stopped anyway
+            return None
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        for stream in (self.process.stdin, self.process.stdout):
+            if stream is not None:
+                with contextlib.suppress(OSError):
+                    stream.close()
+
+
+def _stop_idle_workers() -> None:
+    with _WORKERS_LOCK:
+        workers = list(_IDLE_WORKERS)
+        _IDLE_WORKERS.clear()
+    for worker in workers:
+        worker.stop()
+
+
+atexit.register(_stop_idle_workers)
+
+
+def _worker_answer(payload: bytes) -> tuple[Any, ...]:
+    """Unpickle a worker's answer, allowing only the types it sends (plain values, numpy arrays, dates), so that a
+    worker subverted by a malicious file cannot have this process run code."""
+    import pickle
+
+    allowed = {
+        ("collections", "OrderedDict"),
+        ("datetime", "date"),
+        ("datetime", "datetime"),
+        ("datetime", "time"),
+        ("numpy", "dtype"),
+        ("numpy", "ndarray"),
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy.core.numeric", "_frombuffer"),
+        ("numpy._core.numeric", "_frombuffer"),
+    }
+
+    class Unpickler(pickle.Unpickler):
+        def find_class(self, module: str, name: str) -> Any:
+            if (module, name) not in allowed:
+                raise pickle.UnpicklingError(f"unexpected {module}.{name} in a worker's answer")
+            return super().find_class(module, name)
+
+    answer = Unpickler(io.BytesIO(payload)).load()
+    assert isinstance(answer, tuple)
+    return answer
+
+
+class _Readstat:
+    """pyreadstat calls on one file's bytes, in a worker process (in this process when none can be started)."""
+
+    def __init__(self, raw: bytes, kind: str, label: str, limits: ReadLimits, deadline: _Deadline) -> None:
+        self.raw = raw
+        self.kind = kind
+        self.label = label
+        self.limits = limits
+        self.deadline = deadline
+        self.worker: _Worker | None = None
+        self.healthy = False
+
+    def __enter__(self) -> _Readstat:
+        self.deadline.check()
+        with _WORKERS_LOCK:
+            idle = _IDLE_WORKERS.pop() if _IDLE_WORKERS else None
+        if idle is not None and idle.owner != os.getpid():  # started by the process this one was forked from
+            idle = None
+        # An idle worker that has ended since is replaced by a new one; a new one that ends before it has read
+        # anything cannot run here (no Python, or no pyreadstat, for it): then the file is read in this process.
+        for worker in (idle, None):
+            try:
+                worker = worker or _Worker()
+            except OSError:
+                return self
+            try:
+                answer = worker.request(("open", self.raw), self._remaining())
+            except TimeoutError:
+                worker.stop()
+                raise self.limits.exceeded("max_seconds", self.label, None) from None
+            if answer is not None:
+                self.worker, self.healthy = worker, True
+                return self
+            worker.stop()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        worker, self.worker = self.worker, None
+        if worker is None:
+            return
+        if self.healthy and len(self.raw) <= _REUSE_BYTES and worker.process.poll() is None:
+            with _WORKERS_LOCK:
+                if len(_IDLE_WORKERS) < _MAX_IDLE_WORKERS:
+                    _IDLE_WORKERS.append(worker)
+                    return
+        worker.stop()
+
+    def call(self, **options: Any) -> tuple[Mapping[str, Any], dict[str, Any]]:
+        """The data and metadata pyreadstat reads with ``options``; raises :class:`_ReaderFailure` when it fails."""
+        from dashboard.core.data._readstat_worker import call
+
+        reader = _PYREADSTAT_READERS[self.kind]
+        # The time left is checked before and after each call: a call that ends as the time is up stops reading too
+        # (a worker's answer may be there before the wait for it starts).
+        self.deadline.check()
+        answer = call(self.raw, reader, options) if self.worker is None else self._ask(("call", reader, options))
+        self.deadline.check()
+        if answer[0] == "error":
+            raise _ReaderFailure(str(answer[1]), str(answer[2]))
+        data, meta = answer[1], answer[2]
+        assert isinstance(data, Mapping) and isinstance(meta, dict)
+        return data, meta
+
+    def _remaining(self) -> float | None:
+        end = self.deadline.end
+        return None if end is None else max(end - time.monotonic(), 0.0)
+
+    def _ask(self, request: object) -> tuple[Any, ...]:
+        assert self.worker is not None
+        try:
+            answer = self.worker.request(request, self._remaining())
+        except TimeoutError:
+            self.healthy = False
+            raise self.limits.exceeded("max_seconds", self.label, None) from None
+        if answer is None:
+            self.healthy = False
+            code = self.worker.exit_code()
+            signal = f" with signal {-code}" if code is not None and code < 0 else ""
+            raise DataReadError(
+                f"{self.label} could not be read as {_STATISTICAL_FORMATS[self.kind]}: the file is damaged (its "
+                f"parser stopped on its content{signal})."
+            )
+        return answer
+
+
+def _readstat_read(
+    readstat: _Readstat, encoding: str | None, *, given: bool, **options: Any
+) -> tuple[Mapping[str, Any], dict[str, Any], str | None, list[str]]:
+    """The data and metadata of one read, the encoding of the text, and a note when ``encoding`` is None (the
+    declared one) and failed, and Windows-1252 was used instead. ``given``: the caller chose ``encoding`` (else it
+    is None, or the fallback that the header needed). Every failure of the parser is a :class:`DataReadError` with a
+    specific message."""
+    label = readstat.label
+    what = _STATISTICAL_FORMATS[readstat.kind]
+    try:
+        data, meta = _readstat_call(readstat, encoding, options)
+        return data, meta, encoding or meta["file_encoding"], []
+    except _EncodingFailure as failure:
+        if given:
+            raise DataReadError(
+                f"{label}: its text is not valid {encoding}, the encoding given ({failure.reason}); give the "
+                "encoding it was written in."
+            ) from None
+        reason = failure.reason
+    except _UnknownEncoding:
+        if given:
+            raise ParameterError(
+                f"encoding='{encoding}' is not a character encoding the reader knows; use an iconv name such as "
+                "'UTF-8', 'WINDOWS-1252' or 'ISO-8859-15'."
+            ) from None
+        raise DataReadError(
+            f"{label} declares a character encoding the reader does not know; give its encoding (encoding=...)."
+        ) from None
+    except _ParserFailure as failure:
+        raise DataReadError(f"{label} could not be read as {what}: {failure.reason}.") from None
+    declared = _declared_encoding(readstat) or "UTF-8"
+    if encoding is None:
+        try:
+            data, meta = _readstat_call(readstat, _FALLBACK_ENCODING, options)
+        except (_EncodingFailure, _UnknownEncoding) as failure:
+            reason = str(failure)
+        except _ParserFailure as failure:
+            raise DataReadError(f"{label} could not be read as {what}: {failure.reason}.") from None
+        else:
+            note = (
+                f"{label}: its text is not valid {declared}, the encoding it declares; it was read as Windows-1252. "
+                "If names or labels look wrong, give the encoding it was written in (encoding=...)."
+            )
+            return data, meta, _FALLBACK_ENCODING, [note]
+    raise DataReadError(
+        f"{label}: its text is valid neither in {declared}, the encoding it declares, nor in Windows-1252 "
+        f"({reason}); give the encoding it was written in (encoding=...)."
+    )
+
+
+class _EncodingFailure(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _UnknownEncoding(Exception):
+    pass
+
+
+class _ParserFailure(Exception):
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def _readstat_call(
+    readstat: _Readstat, encoding: str | None, options: Mapping[str, Any]
+) -> tuple[Mapping[str, Any], dict[str, Any]]:
+    """One pyreadstat call, its failures sorted: text not valid in the encoding, an unknown encoding, or a parser
+    failure worded for the user."""
+    try:
+        return readstat.call(encoding=encoding, **options)
+    except _ReaderFailure as failure:
+        text = _reason(failure)
+        if failure.name == "MemoryError":
+            raise DataReadError(f"{readstat.label} is too large to read into memory.") from None
+        if failure.name == "UnicodeDecodeError" or any(marker in text for marker in _ENCODING_FAILURES):
+            raise _EncodingFailure(text) from None
+        if _UNKNOWN_ENCODING in text:
+            raise _UnknownEncoding(text) from None
+        if failure.name == "OverflowError":
+            raise _ParserFailure(
+                f"it holds a date outside the years 1 to 9999, which cannot be represented, or it is damaged ({text})"
+            ) from None
+        if failure.name in ("ReadstatError", "PyreadstatError"):
+            raise _ParserFailure(f"it is truncated or damaged ({text})") from None
+        raise _ParserFailure(f"it is damaged ({failure.name}: {text})") from None
+
+
+def _declared_encoding(readstat: _Readstat) -> str | None:
+    """The encoding the file declares, from its header read with every text taken as Windows-1252 (where any byte
+    is valid, so the header reads whatever its text)."""
+    try:
+        meta = readstat.call(metadataonly=True, encoding=_FALLBACK_ENCODING)[1]
+    except _ReaderFailure:  # the header itself is damaged: the message does without the declared encoding
+        return None
+    declared = meta["file_encoding"]
+    return str(declared) if declared and str(declared).upper() != _FALLBACK_ENCODING else None
+
+
+def _statistical_frame(
+    data: Mapping[str, Any], meta: Mapping[str, Any], kind: str, label: str, n_rows: int
+) -> tuple[pd.DataFrame, list[str]]:
+    """The typed columns of a statistical file's values (see the module docstring), and the notes on what changed.
+
+    ``data`` maps each variable to its values: a float64 array (numbers, NaN for missing values), or the objects
+    pyreadstat gives (texts, dates, times, numbers, the tags of missing values, None for missing values).
+    """
+    types = meta["readstat_variable_types"] or {}
+    ranges = meta["missing_ranges"] or {}
+    tags = meta["missing_user_values"] or {}
+    value_labels = meta["variable_value_labels"] or {}
+    tagged_kind = "tagged_sas" if kind in ("sas7bdat", "xport") else "tagged_stata"
+    counts: dict[str, list[tuple[str, int]]] = {name: [] for name in _MISSING_KINDS}
+    labelled: list[str] = []
+    kept: list[tuple[str, int]] = []
+    merged: list[str] = []
+    columns: dict[int, Any] = {}
+    for position, (name, values) in enumerate(data.items()):  # one pass per column, vectorized within it
+        numeric = isinstance(values, np.ndarray) and values.dtype == np.float64
+        column = values.copy() if numeric else np.asarray(values, dtype=object)
+        found: dict[str, np.ndarray] = {}
+        if name in tags:
+            found[tagged_kind] = pd.Series(column, dtype=object).isin(list(tags[name])).to_numpy(dtype=bool)
+            column[found[tagged_kind]] = None
+        absent = pd.isna(column)
+        if types.get(name) == "string" and not numeric:
+            found["system"] = absent
+            found["empty"] = column == ""
+            found["user"] = _user_missing_texts(column, ranges.get(name, ()))
+            column[found["empty"] | found["user"]] = None
+            typed: Any = column
+            codes: Any = column
+        else:
+            found["system"] = absent & ~found.get(tagged_kind, np.zeros(n_rows, dtype=bool))
+            typed, codes, user = _typed_values(column, ranges.get(name, ()))
+            found["user"] = user
+        for missing_kind, mask in found.items():
+            count = int(np.count_nonzero(mask))
+            if count:
+                counts[missing_kind].append((name, count))
+        labels = value_labels.get(name)
+        if labels:
+            applied = _apply_labels(codes, labels)
+            if applied is not None:
+                typed, unlabelled, merge = applied
+                labelled.append(name)
+                if unlabelled:
+                    kept.append((name, unlabelled))
+                if merge:
+                    merged.append(f"in '{name}', {merge}")
+        columns[position] = typed
+    frame = pd.DataFrame(columns, index=pd.RangeIndex(n_rows))
+    names, notes = _column_names(list(data), label)
+    frame.columns = pd.Index(names)
+    notes += _statistical_notes(label, counts, labelled, kept, merged)
+    return frame, notes
+
+
+def _user_missing_texts(column: np.ndarray, ranges: Sequence[Mapping[str, Any]]) -> np.ndarray:
+    """The texts that SPSS declares missing (a string variable's missing values are single values)."""
+    texts = {bound for limits in ranges for bound in (limits.get("lo"), limits.get("hi")) if isinstance(bound, str)}
+    if not texts:
+        return np.zeros(len(column), dtype=bool)
+    return np.asarray(pd.Series(column, dtype=object).isin(sorted(texts)), dtype=bool)
+
+
+def _typed_values(column: np.ndarray, ranges: Sequence[Mapping[str, Any]]) -> tuple[Any, Any, np.ndarray]:
+    """A numeric, date or time variable's values (tagged missing values already removed): the typed column, the
+    codes that value labels apply to (the numbers; None for dates and times), and the user-defined missing values
+    (SPSS's ranges, compared with the stored numbers: seconds for dates and times)."""
+    inferred = "floating" if column.dtype == np.float64 else pd.api.types.infer_dtype(column, skipna=True)
+    bounds = [
+        (float(limits["lo"]), float(limits["hi"]))
+        for limits in ranges
+        if isinstance(limits.get("lo"), int | float) and isinstance(limits.get("hi"), int | float)
+    ]
+    if inferred in ("floating", "integer", "mixed-integer-float", "empty"):
+        numbers = column.astype(np.float64)
+        stored = numbers
+    elif inferred in ("date", "datetime", "datetime64"):
+        dates = pd.to_datetime(pd.Series(column, dtype=object)).astype("datetime64[us]")
+        stored = ((dates.to_numpy() - _SPSS_EPOCH) / np.timedelta64(1, "s")).astype(np.float64)
+        numbers = None
+    elif inferred == "time":
+        present = ~pd.isna(column)
+        stored = np.full(len(column), np.nan)
+        times = pd.Series(column[present], dtype=object).astype(str)
+        stored[present] = pd.to_timedelta(times).dt.total_seconds().to_numpy()
+        numbers = None
+    else:
+        raise DataReadError(f"a variable holds values of mixed types ({inferred}); the file is damaged")
+    user = np.zeros(len(column), dtype=bool)
+    for low, high in bounds:
+        user |= (stored >= low) & (stored <= high)
+    if numbers is not None:
+        numbers[user] = np.nan
+        complete = not np.isnan(numbers).any()
+        with np.errstate(invalid="ignore"):  # infinities: not whole
+            whole = complete and bool(((np.mod(numbers, 1) == 0) & (np.abs(numbers) < 2.0**63)).all())
+        if whole and len(numbers):
+            return numbers.astype(np.int64), numbers, user
+        return numbers, numbers, user
+    if inferred == "time":
+        column[user] = None
+        return column, None, user
+    moments = dates.to_numpy(copy=True)
+    moments[user] = np.datetime64("NaT")
+    return moments, None, user
+
+
+def _apply_labels(codes: Any, labels: Mapping[Any, Any]) -> tuple[np.ndarray, int, str] | None:
+    """``codes`` (numbers, or texts) with their labels in place of them, as text; None when no present code has a
+    label. Also: the number of values without a label (kept, as text), and a description of the codes that became
+    one value (two codes with one label, or a label equal to an unlabelled code), empty when none did."""
+    if codes is None:
+        return None
+    series = pd.Series(codes)
+    numeric = pd.api.types.is_float_dtype(series.dtype)
+    mapping: dict[Any, str]
+    if numeric:
+        mapping = {float(code): str(text) for code, text in labels.items() if isinstance(code, int | float)}
+    else:
+        mapping = {code: str(text) for code, text in labels.items() if isinstance(code, str)}
+    named = series.map(mapping)
+    present = series.notna().to_numpy()
+    has_label = named.notna().to_numpy()
+    if not has_label.any():
+        return None
+    out = named.to_numpy(dtype=object)
+    unlabelled = present & ~has_label
+    if unlabelled.any():
+        out[unlabelled] = _code_texts(series[unlabelled].to_numpy()) if numeric else series[unlabelled].to_numpy()
+    pairs = pd.DataFrame({"code": series[present].to_numpy(), "value": out[present]}).drop_duplicates()
+    shared = pairs[pairs["value"].duplicated(keep=False)]
+    merge = ""
+    if len(shared):
+        value = shared["value"].iloc[0]
+        joined = format_values([_code_text(code) for code in shared.loc[shared["value"] == value, "code"]])
+        merge = f"the codes {joined} became the one value '{value}'"
+        others = shared["value"].nunique() - 1
+        if others:
+            merge += f" (and {others} more value{'s' if others > 1 else ''} likewise)"
+    return out, int(np.count_nonzero(unlabelled)), merge
+
+
+def _code_texts(numbers: np.ndarray) -> np.ndarray:
+    """Numbers as texts: whole numbers without a decimal point (``3``), others as their shortest form (``2.5``)."""
+    numbers = numbers.astype(np.float64)
+    with np.errstate(invalid="ignore"):  # infinities: not whole
+        whole = np.isfinite(numbers) & (np.mod(numbers, 1) == 0) & (np.abs(numbers) < 2.0**63)
+    texts = numbers.astype(str).astype(object)
+    texts[whole] = numbers[whole].astype(np.int64).astype(str)
+    return texts
+
+
+def _code_text(code: object) -> object:
+    return _code_texts(np.array([code]))[0] if isinstance(code, float) else code
+
+
+def _statistical_notes(
+    label: str,
+    counts: Mapping[str, list[tuple[str, int]]],
+    labelled: list[str],
+    kept: list[tuple[str, int]],
+    merged: list[str],
+) -> list[str]:
+    notes = []
+    if labelled:
+        note = (
+            f"{label}: the value labels of {format_values(labelled, 8)} were applied: "
+            f"{'that column holds' if len(labelled) == 1 else 'those columns hold'} the labels in place of the codes."
+        )
+        if kept:
+            note += f" Codes without a label were kept as they are, as text (values: {_column_counts(kept)})."
+        notes.append(note)
+    notes += [f"{label}: {text}." for text in merged]
+    parts = []
+    for kind, columns in counts.items():
+        count = sum(found for _, found in columns)
+        if count:
+            parts.append(f"{count:,} {_MISSING_KINDS[kind][count > 1]} in {_column_counts(columns)}")
+    if parts:
+        total = sum(count for columns in counts.values() for _, count in columns)
+        notes.append(f"{label}: {total:,} values the file marks as missing were read as missing: {'; '.join(parts)}.")
+    return notes
+
+
+def _column_counts(columns: list[tuple[str, int]], limit: int = 5) -> str:
+    """``'age' (3), 'sex' (1) and 2 more columns``."""
+    shown = ", ".join(f"'{name}' ({count:,})" for name, count in columns[:limit])
+    more = len(columns) - limit
+    return shown + (f" and {more} more column{'s' if more > 1 else ''}" if more > 0 else "")
+
+
 # ------------------------------------------------------------------------------------------------------------ shape
 
 
@@ -1427,7 +2182,7 @@ def _check_shape(frame: pd.DataFrame, label: str, info: TableInfo, all_missing: 
             f"{label} has a single column '{frame.columns[0]}'; a table needs at least two{hint}.{others}"
         )
     if frame.shape[0] == 0:
-        header = "a header" if info.format != "parquet" else "columns"
+        header = "a header" if info.format in ("csv", "excel") else "columns"
         raise DataReadError(f"{label} has {header} but no data rows.{others}")
     if frame.isna().all().all() if all_missing is None else all_missing:
         raise DataReadError(f"{label}: every value is missing.{others}")
