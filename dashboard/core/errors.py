@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from difflib import get_close_matches
 
+import numpy as np
 import pandas as pd
 
 __all__ = [
@@ -23,6 +24,7 @@ __all__ = [
     "ReadLimitError",
     "TooManyQuasiIdentifiersError",
     "check_columns",
+    "check_counts",
     "check_fraction",
     "check_positive_int",
     "check_threshold",
@@ -118,6 +120,16 @@ def check_columns(
         shown = ", ".join(available[:12]) + (" ..." if len(available) > 12 else "")
         raise ColumnError(f"Unknown {role}: {', '.join(hints)}. Available columns: {shown}.")
     return names
+
+
+def check_counts(data: pd.DataFrame, column: str) -> np.ndarray:
+    """The record counts of an aggregate (one row per distinct combination, ``column`` records each) as int64;
+    raises for a missing column or counts that are not whole numbers >= 0."""
+    check_columns(data, [column], role="count column")
+    values = pd.to_numeric(data[column], errors="coerce")
+    if values.isna().any() or (values < 0).any() or (values % 1 != 0).any():
+        raise ParameterError(f"The count column '{column}' must hold whole numbers >= 0.")
+    return values.to_numpy(dtype=np.int64)
 
 
 def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:

@@ -56,6 +56,7 @@ from dashboard.core.errors import (
     ParameterError,
     TooManyQuasiIdentifiersError,
     check_columns,
+    check_counts,
     check_positive_int,
 )
 from dashboard.core.measure.classes import MissingPolicy
@@ -109,10 +110,17 @@ class _Prepared:
     kept: np.ndarray | None
     n_input: int
     max_size: int
+    #: Records per row when the table is an aggregate (one row per combination), else None (one record per row).
+    weights: np.ndarray | None = None
+
+    @property
+    def rows(self) -> int:
+        return len(self.codes[0])
 
     @property
     def n(self) -> int:
-        return len(self.codes[0])
+        """Records in scope."""
+        return self.rows if self.weights is None else int(self.weights.sum())
 
     @property
     def d(self) -> int:
@@ -149,6 +157,7 @@ def _prepare(
     max_quasi_identifiers: int,
     max_subset_size: int | None,
     analysis: str,
+    counts: str | None = None,
 ) -> _Prepared:
     if not isinstance(data, pd.DataFrame):
         raise ParameterError(f"The {analysis} needs a pandas DataFrame, got {type(data).__name__}.")
@@ -207,7 +216,20 @@ def _prepare(
         codes.append(code.astype(np.int64) + shift)
         radices.append(max(column.cardinality + shift, 1))
     order = tuple(sorted(range(d), key=lambda i: (radices[i], i)))
-    return _Prepared(ordered, policy, tuple(codes), tuple(radices), order, kept, len(data), max_size)
+    if counts is None:
+        return _Prepared(ordered, policy, tuple(codes), tuple(radices), order, kept, len(data), max_size)
+    weights = check_counts(data, counts)
+    return _Prepared(
+        ordered,
+        policy,
+        tuple(codes),
+        tuple(radices),
+        order,
+        kept,
+        int(weights.sum()),
+        max_size,
+        weights if kept is None else weights[kept],
+    )
 
 
 # --- enumeration ---------------------------------------------------------------------------------------------------
@@ -222,18 +244,23 @@ def _subset_masks(d: int, max_size: int) -> list[int]:
 
 
 def _extend(
-    parent: np.ndarray, parent_classes: int, code: np.ndarray, radix: int, densify: bool
+    parent: np.ndarray,
+    parent_classes: int,
+    code: np.ndarray,
+    radix: int,
+    densify: bool,
+    weights: np.ndarray | None = None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, int]:
-    """Classes of ``parent`` refined by one more column: (per-record key, counts per key, dense classes, J).
+    """Classes of ``parent`` refined by one more column: (per-row key, counts per key, dense classes, J).
 
-    ``counts[key[i]]`` is the size of record i's class. With ``densify``, ``dense`` numbers the classes
-    0..J-1 (for further refinement); otherwise it is None.
+    ``counts[key[i]]`` is the size of row i's class (in records: with ``weights``, row i stands for ``weights[i]``
+    records). With ``densify``, ``dense`` numbers the classes 0..J-1 (for further refinement); otherwise it is None.
     """
     n = len(code)
     space = parent_classes * radix
     key = parent * radix + code
     if space <= max(_BINCOUNT_MIN, _BINCOUNT_FACTOR * n):
-        counts = np.bincount(key, minlength=space)
+        counts = _count(key, space, weights)
         if not densify:
             return key, counts, None, -1
         present = counts > 0
@@ -241,8 +268,15 @@ def _extend(
         classes = int(lookup[-1]) + 1 if space else 0
         return key, counts, lookup[key], classes
     dense, uniques = pd.factorize(key, sort=False)
-    counts = np.bincount(dense, minlength=len(uniques))
+    counts = _count(dense, len(uniques), weights)
     return dense, counts, dense, len(uniques)
+
+
+def _count(key: np.ndarray, space: int, weights: np.ndarray | None) -> np.ndarray:
+    """Records per key: rows, or the rows' weights summed (exact: integer weights, sums below 2^53)."""
+    if weights is None:
+        return np.bincount(key, minlength=space)
+    return np.bincount(key, weights=weights, minlength=space).astype(np.int64)
 
 
 def _walk(prepared: _Prepared, masks: Sequence[int]) -> Iterator[tuple[int, np.ndarray, np.ndarray]]:
@@ -251,8 +285,8 @@ def _walk(prepared: _Prepared, masks: Sequence[int]) -> Iterator[tuple[int, np.n
     ``counts[key[i]]`` is the size of record i's class over the subset; ``counts`` may hold zeros.
     """
     codes, radices = prepared.bit_codes(), prepared.bit_radices()
-    n, max_size = prepared.n, prepared.max_size
-    stack: list[tuple[int, np.ndarray, int]] = [(0, np.zeros(n, dtype=np.int64), 1 if n else 0)]
+    rows, max_size = prepared.rows, prepared.max_size
+    stack: list[tuple[int, np.ndarray, int]] = [(0, np.zeros(rows, dtype=np.int64), 1 if rows else 0)]
     for mask in masks:
         low = mask & -mask
         bit = low.bit_length() - 1
@@ -262,7 +296,9 @@ def _walk(prepared: _Prepared, masks: Sequence[int]) -> Iterator[tuple[int, np.n
         _, parent, parent_classes = stack[-1]
         # Only subsets with a free lower bit and room for one more QI are ever parents.
         densify = bit > 0 and mask.bit_count() < max_size
-        key, counts, dense, classes = _extend(parent, parent_classes, codes[bit], radices[bit], densify)
+        key, counts, dense, classes = _extend(
+            parent, parent_classes, codes[bit], radices[bit], densify, prepared.weights
+        )
         yield mask, key, counts
         if densify:
             assert dense is not None
@@ -272,13 +308,13 @@ def _walk(prepared: _Prepared, masks: Sequence[int]) -> Iterator[tuple[int, np.n
 def _group(prepared: _Prepared, mask: int) -> tuple[np.ndarray, np.ndarray]:
     """``(key, counts)`` of one subset, computed directly (for subsets outside the enumeration)."""
     codes, radices = prepared.bit_codes(), prepared.bit_radices()
-    n = prepared.n
-    key = dense = np.zeros(n, dtype=np.int64)
-    classes = 1 if n else 0
-    counts = np.full(1, n, dtype=np.int64) if n else np.zeros(0, dtype=np.int64)
+    rows, n = prepared.rows, prepared.n
+    key = dense = np.zeros(rows, dtype=np.int64)
+    classes = 1 if rows else 0
+    counts = np.full(1, n, dtype=np.int64) if rows else np.zeros(0, dtype=np.int64)
     for bit in range(prepared.d):
         if mask >> bit & 1:
-            key, counts, refined, classes = _extend(dense, classes, codes[bit], radices[bit], True)
+            key, counts, refined, classes = _extend(dense, classes, codes[bit], radices[bit], True, prepared.weights)
             assert refined is not None
             dense = refined
     return key, counts
@@ -386,6 +422,7 @@ def combination_risk(
     missing: str | MissingPolicy = MissingPolicy.VALUE,
     max_quasi_identifiers: int = DEFAULT_MAX_QUASI_IDENTIFIERS,
     max_subset_size: int | None = None,
+    counts: str | None = None,
 ) -> CombinationRisk:
     """Distinction, separation, k and uniques of every non-empty subset of the quasi-identifiers.
 
@@ -416,6 +453,10 @@ def combination_risk(
         Refuse more QIs than this (2^d - 1 subsets) with :class:`TooManyQuasiIdentifiersError`.
     max_subset_size
         Only subsets of at most this many QIs (default: all). The per-QI contributions always use the full set.
+    counts
+        ``data`` is an aggregate (one row per distinct combination of at least the QIs, as an engine returns it)
+        and this column holds its number of records: every subset's classes are counted in records, so the result
+        equals the analysis of the rows (the engines' seam for tables that do not fit in memory).
 
     Returns
     -------
@@ -426,13 +467,13 @@ def combination_risk(
     """
     threshold = check_positive_int(k_threshold, "k_threshold")
     prepared = _prepare(
-        data, quasi_identifiers, missing, max_quasi_identifiers, max_subset_size, "QI-combination analysis"
+        data, quasi_identifiers, missing, max_quasi_identifiers, max_subset_size, "QI-combination analysis", counts
     )
     n = prepared.n
     masks = _subset_masks(prepared.d, prepared.max_size)
     stats: dict[int, _Stats] = {}
-    for mask, _, counts in _walk(prepared, masks):
-        stats[mask] = _stats(counts, threshold)
+    for mask, _, class_sizes in _walk(prepared, masks):
+        stats[mask] = _stats(class_sizes, threshold)
     rows = []
     for mask in masks:
         s = stats[mask]

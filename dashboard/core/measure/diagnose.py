@@ -352,10 +352,6 @@ def diagnose(
         )
         rows, used, seconds = len(data), Engine.PANDAS, time.perf_counter() - started
     else:
-        if combinations:
-            raise ParameterError(
-                "The QI-combination analysis runs in memory: use engine='pandas' (or a DataFrame) for it."
-            )
         overlap = sorted(set(qis) & set(sensitive_names))
         if overlap:
             raise ColumnError(f"A column cannot be both quasi-identifier and sensitive: {', '.join(overlap)}.")
@@ -395,8 +391,11 @@ def diagnose(
     individual = individual_risk(classes, counts) if classes.weight_sums is not None else None
     combination = None
     if combinations:
-        assert isinstance(data, pd.DataFrame)
-        combination = combination_risk(data, qis, missing=classes.missing_policy)
+        if in_memory:
+            assert isinstance(data, pd.DataFrame)
+            combination = combination_risk(data, qis, missing=classes.missing_policy)
+        else:  # from the engine's aggregate: every subset's classes counted in records
+            combination = combination_risk(aggregate.frame, qis, missing=classes.missing_policy, counts=COUNT)
     return Diagnosis(
         rows=rows,
         quasi_identifiers=qis,

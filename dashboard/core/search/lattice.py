@@ -52,6 +52,7 @@ from dashboard.core.errors import (
     ColumnError,
     ParameterError,
     check_columns,
+    check_counts,
     check_fraction,
 )
 from dashboard.core.measure.classes import (
@@ -692,16 +693,6 @@ def _aggregate_result(
         lattice_size=lattice.size,
         transform=transform,
     )
-
-
-def check_counts(data: pd.DataFrame, column: str) -> np.ndarray:
-    """The record counts of an aggregate as int64; raises for a missing column or counts that are not whole
-    numbers >= 0."""
-    check_columns(data, [column], role="count column")
-    values = pd.to_numeric(data[column], errors="coerce")
-    if values.isna().any() or (values < 0).any() or (values % 1 != 0).any():
-        raise ParameterError(f"The count column '{column}' must hold whole numbers >= 0.")
-    return values.to_numpy(dtype=np.int64)
 
 
 def _normalize_loss(raw: float, domain: int) -> float:

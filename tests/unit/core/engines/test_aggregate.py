@@ -121,8 +121,6 @@ def test_engine_choice_and_errors(tmp_path: Path) -> None:
         aggregate_table(small, ["a", "zz"], engine="duckdb")
     with pytest.raises(ParameterError, match="Invalid memory_limit"):
         aggregate_table(small, ["a"], engine="duckdb", memory_limit="lots")
-    with pytest.raises(ParameterError, match="QI-combination analysis runs in memory"):
-        diagnose(small, ["a"], engine="duckdb", combinations=True)
     pd.DataFrame({"a": [1], "b": [2]}).to_parquet(tmp_path / "one.parquet")
     pd.DataFrame({"a": [1], "c": [2]}).to_parquet(tmp_path / "two.parquet")
     with pytest.raises(DataReadError):
@@ -137,3 +135,20 @@ def test_missing_markers_are_pandas_own() -> None:
     from dashboard.core.engines.aggregate import PANDAS_NA_VALUES
 
     assert set(STR_NA_VALUES) == PANDAS_NA_VALUES
+
+
+@pytest.mark.parametrize("missing", ["value", "drop"])
+@pytest.mark.parametrize("case", ["adult", "testdata", "cup"])
+def test_qi_combinations_from_the_aggregate_equal_those_of_the_rows(data_dir: Path, case: str, missing: str) -> None:
+    """Every subset's classes counted in records from the engine's aggregate (one row per combination)."""
+    relative, qis, sensitive, _ = CASES[case]
+    path = data_dir / relative
+    memory = diagnose(read_table(path), qis, sensitive=sensitive, missing=missing, combinations=True)
+    streamed = diagnose(path, qis, sensitive=sensitive, missing=missing, combinations=True, engine="duckdb")
+    assert memory.combinations is not None and streamed.combinations is not None
+    pd.testing.assert_frame_equal(streamed.combinations.table, memory.combinations.table)
+    pd.testing.assert_frame_equal(streamed.combinations.qi_contributions, memory.combinations.qi_contributions)
+    assert (streamed.combinations.n_records, streamed.combinations.n_dropped) == (
+        memory.combinations.n_records,
+        memory.combinations.n_dropped,
+    )
