@@ -45,6 +45,7 @@ when the list is applied; the resolved values end up in the recipe (:attr:`FixRu
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -61,18 +62,22 @@ from dashboard.core.transform.hierarchy import RULE_SETTINGS, TOP, Hierarchy, ca
 from dashboard.core.transform.hierarchy import build_hierarchy as core_build_hierarchy
 from dashboard.core.transform.identifiers import KEY_ENV, MIN_KEY_BYTES, key_fingerprint
 from dashboard.core.transform.microaggregation import types_from_contract
-from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_step
+from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
 from dashboard.core.utility.metrics import InformationLoss, Metric, information_loss
 
 __all__ = [
     "BUILDERS",
     "KINDS",
+    "SAMPLE_SCAN",
     "SLOW_KINDS",
     "FixError",
     "FixRun",
+    "RecipeOutcome",
+    "RowSample",
     "StepContext",
     "adapt_contract",
     "build_hierarchy",
+    "cheapest_fix",
     "check_rule",
     "check_spec",
     "compile_spec",
@@ -83,6 +88,8 @@ __all__ = [
     "is_slow",
     "key_status",
     "least_lossy_search",
+    "reapply_recipe",
+    "row_sample",
     "rule_from_text",
     "rule_text",
     "run_fixes",
@@ -362,6 +369,9 @@ class FixRun:
         For each generalized column, the hierarchy of its first generalization (for the information-loss metrics).
     error, failed
         Why the step at position ``failed`` of the requested list could not be applied (later steps were not tried).
+    reference_hierarchies
+        Hierarchies that come with the dataset (ARX's for the Adult demo): the least-lossy search uses them for a
+        quasi-identifier whose values are still their leaves, instead of the default of its type.
     """
 
     original: pd.DataFrame
@@ -375,11 +385,21 @@ class FixRun:
     hierarchies: Mapping[str, Hierarchy] = field(default_factory=dict)
     error: str | None = None
     failed: int | None = None
+    reference_hierarchies: Mapping[str, Hierarchy] = field(default_factory=dict)
 
     @property
     def recipe(self) -> Recipe:
-        """The recipe of the applied steps, every parameter resolved (``privdash anonymize --recipe``)."""
-        return Recipe(tuple(result.step for result in self.results))
+        """The recipe of the applied steps, every parameter resolved (``privdash anonymize --recipe``), with the
+        suppression limit the list was made with (:attr:`suppression_limit`)."""
+        return Recipe(tuple(result.step for result in self.results), max_suppression=self.suppression_limit)
+
+    @property
+    def suppression_limit(self) -> float | None:
+        """The share of the records the list may remove: the sum of the limits of its record suppression and
+        search steps (each removes at most its limit of the rows it receives), at most 1; None when no step
+        removes records."""
+        limits = [float(s["max_suppression"]) for s in self.specs if s["kind"] in ("suppress_records", "search")]
+        return min(sum(limits), 1.0) if limits else None
 
     @property
     def rows_removed(self) -> int:
@@ -461,9 +481,17 @@ def adapt_contract(contract: DataContract, data: pd.DataFrame, recoded: Sequence
     return DataContract(tuple(fields))
 
 
-def start_run(frame: pd.DataFrame, contract: DataContract, missing: MissingPolicy) -> FixRun:
-    """The empty step list on ``frame``."""
-    return FixRun(frame, contract, MissingPolicy.parse(missing), frame, contract)
+def start_run(
+    frame: pd.DataFrame,
+    contract: DataContract,
+    missing: MissingPolicy,
+    hierarchies: Mapping[str, Hierarchy] | None = None,
+) -> FixRun:
+    """The empty step list on ``frame``; ``hierarchies`` come with the dataset
+    (:attr:`FixRun.reference_hierarchies`)."""
+    return FixRun(
+        frame, contract, MissingPolicy.parse(missing), frame, contract, reference_hierarchies=dict(hierarchies or {})
+    )
 
 
 def extend_run(run: FixRun, spec: Mapping[str, Any], position: int | None = None, *, key: str | None = None) -> FixRun:
@@ -586,8 +614,22 @@ def step_context(run: FixRun, spec: Mapping[str, Any], *, key: str | None = None
         hierarchies[column] = build_hierarchy(spec["rule"], data[column])
     elif spec["kind"] == "search":
         for name in context.quasi_identifiers:
-            hierarchies[name] = search_hierarchy(data[name], contract[name].statistical_type, spec["k"])
+            given = _reference_hierarchy(run, name)
+            hierarchies[name] = given or search_hierarchy(data[name], contract[name].statistical_type, spec["k"])
     return replace(context, hierarchies=hierarchies)
+
+
+def _reference_hierarchy(run: FixRun, name: str) -> Hierarchy | None:
+    """The dataset's own hierarchy of ``name`` when its current values are all leaves of it (no earlier step
+    recoded them), else None."""
+    hierarchy = run.reference_hierarchies.get(name)
+    if hierarchy is None:
+        return None
+    try:
+        hierarchy.leaf_codes(run.data[name])
+    except PrivdashError:
+        return None
+    return hierarchy
 
 
 def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
@@ -797,3 +839,153 @@ def key_status(key: str | None) -> tuple[bool, str]:
         return True, f"Key from {KEY_ENV}, fingerprint {key_fingerprint(key)}."
     except PrivdashError as exc:
         return False, str(exc)
+
+
+# --- the verdict's fix sentence ------------------------------------------------------------------------------------
+
+
+def cheapest_fix(run: FixRun) -> str | None:
+    """What the last least-lossy search of the list found, in one sentence for the verdict ("The cheapest fix
+    found (least loss): generalize age (e.g. 39 → 20-39) and education, suppress 406 records (1.3%)."); None when
+    the list has no search that was applied. Columns whose level publishes every value as it is are not named."""
+    found: TransformResult | None = None
+    for spec, result in zip(run.specs, run.results, strict=True):
+        if spec["kind"] == "search":
+            found = result
+    if found is None:
+        return None
+    summary = found.summary.get("search", {})
+    generalized = []
+    mapping = found.mapping
+    for name, level in summary.get("levels", {}).items():
+        if int(level) <= 0 or mapping is None:
+            continue
+        block = mapping[mapping["column"] == name]
+        changed = block[np.asarray(_texts(block["original"])) != np.asarray(_texts(block["published"]))]
+        if len(changed):
+            example = changed.iloc[len(changed) // 2]
+            generalized.append(f"{name} (e.g. {example['original']} → {example['published']})")
+    suppressed = int(summary.get("suppressed", 0))
+    rows = len(run.original)
+    parts = []
+    if generalized:
+        parts.append("generalize " + _joined(generalized))
+    if suppressed:
+        parts.append(f"suppress {suppressed:,} records ({suppressed / rows:.1%})" if rows else "suppress records")
+    if not parts:
+        return "The cheapest fix found: none needed, the table meets the search's targets as it is."
+    metric = summary.get("metric", Metric.LOSS.value)
+    return f"The cheapest fix found (least {metric}): {', '.join(parts)}."
+
+
+def _joined(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+# --- a sample of rows before and after ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class RowSample:
+    """A few records of the original table and what the steps made of them, for the page to show side by side.
+
+    ``before`` and ``after`` have the same index (positions in the original table) and the same columns (the
+    quasi-identifiers, then the sensitive attributes, present in both tables); values are display text, missing
+    values None. ``suppressed`` flags the records the steps removed (their ``after`` row is all None) and
+    ``changed`` the cells whose published text differs from the original's.
+    """
+
+    before: pd.DataFrame
+    after: pd.DataFrame
+    suppressed: np.ndarray
+    changed: pd.DataFrame
+
+
+#: Records :func:`row_sample` looks at (the first ones of the table): enough to find a few changed ones, and a
+#: bounded cost on a table of millions of rows.
+SAMPLE_SCAN = 50_000
+
+
+def row_sample(run: FixRun, size: int = 8, columns: int = 8) -> RowSample:
+    """Up to ``size`` records among the first :data:`SAMPLE_SCAN`: those the steps changed first (then, when some
+    were removed, a few of those), in table order; at most ``columns`` columns (QIs first). Raises
+    :class:`FixError` when no column is left to show."""
+    contract = run.base_contract
+    names = [n for n in (*contract.quasi_identifiers, *contract.sensitive) if n in run.data.columns]
+    names = list(dict.fromkeys(names))[:columns]
+    if not names:
+        raise FixError("No quasi-identifier or sensitive attribute is left to show.")
+    n = min(len(run.original), SAMPLE_SCAN)
+    kept = np.arange(len(run.original)) if run.kept_rows is None else np.asarray(run.kept_rows, dtype=np.int64)
+    published = np.flatnonzero(kept < n)  # rows of the fixed table that come from the scanned records
+    removed = np.ones(n, dtype=bool)
+    removed[kept[published]] = False
+    before = _display(run.original[names].iloc[:n].reset_index(drop=True))
+    after = pd.DataFrame(None, index=before.index, columns=names, dtype=object)
+    after.iloc[kept[published]] = _display(run.data[names].iloc[published].reset_index(drop=True)).to_numpy()
+    # Missing in both is no change (None != None would count it as one).
+    differs = (before.ne(after) & ~(before.isna() & after.isna())) & ~removed[:, None]
+    touched = np.flatnonzero(differs.any(axis=1).to_numpy())
+    gone = np.flatnonzero(removed)
+    n_gone = min(len(gone), max(size // 4, 1)) if len(gone) else 0
+    chosen = np.concatenate([touched[: size - n_gone], gone[:n_gone]])
+    if len(chosen) < size:  # nothing (or little) changed: show the first records as they are
+        rest = np.setdiff1d(np.arange(n), chosen, assume_unique=True)
+        chosen = np.concatenate([chosen, rest[: size - len(chosen)]])
+    chosen = np.sort(chosen)
+    return RowSample(before.iloc[chosen], after.iloc[chosen], removed[chosen], differs.iloc[chosen])
+
+
+def _display(frame: pd.DataFrame) -> pd.DataFrame:
+    """Display text of every cell (numbers as written, no trailing ``.0`` on whole floats), missing as None."""
+    columns = {}
+    for name in frame.columns:
+        column = frame[name]
+        present = column.notna().to_numpy()
+        texts = np.full(len(column), None, dtype=object)
+        if present.any():
+            texts[present] = np.asarray(canonical_text(pd.Index(column[present])), dtype=object)
+        columns[name] = texts
+    return pd.DataFrame(columns, index=frame.index)
+
+
+# --- re-applying a recipe --------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class RecipeOutcome:
+    """A recipe re-applied to a table: the published table, what each step did, and the warning when it removed
+    more records than the limit the recipe was made with (:meth:`Recipe.suppression_excess`)."""
+
+    recipe: Recipe
+    data: pd.DataFrame
+    rows_in: int
+    steps: tuple[str, ...]
+    warning: str | None
+
+    @property
+    def rows_out(self) -> int:
+        return len(self.data)
+
+
+def reapply_recipe(frame: pd.DataFrame, text: str, *, key: str | None = None) -> RecipeOutcome:
+    """Apply the recipe in ``text`` (JSON, as the Fix page or ``privdash anonymize --save-recipe`` write it) to
+    ``frame``; ``key`` is the pseudonymization key of the settings. Raises ``PrivdashError`` with a message for the
+    page (not JSON, not a recipe, a step that does not fit the table)."""
+    try:
+        obj = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise FixError(f"This file is not a recipe: it is not JSON ({exc}).") from None
+    recipe = Recipe.from_dict(obj)
+    data, results = apply_recipe(frame, recipe, secrets={"key": key})
+    steps = tuple(
+        f"{result.step.kind}: {len(result.data):,} records out"
+        + (f" ({_rows_removed(result)})" if result.kept_rows is not None else "")
+        for result in results
+    )
+    return RecipeOutcome(recipe, data, len(frame), steps, recipe.suppression_excess(len(frame), len(data)))
+
+
+def _rows_removed(result: TransformResult) -> str:
+    removed = int(result.summary.get("rows_in", len(result.data))) - len(result.data)
+    return f"{removed:,} removed"

@@ -40,10 +40,11 @@ from dashboard.application.fixes import (
 from dashboard.application.services import LoadedDataset, Services, default_k_values
 from dashboard.application.state import StateError, ViewState
 from dashboard.core.data.contract import DataContract, StatisticalType
+from dashboard.core.data.demo import demo_datasets
 from dashboard.core.errors import PrivdashError
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
-from dashboard.core.transform.hierarchy import default_rule
+from dashboard.core.transform.hierarchy import Hierarchy, default_rule
 from dashboard.core.transform.identifiers import key_fingerprint
 
 __all__ = ["DISK_LIMIT", "FixRuns"]
@@ -101,6 +102,7 @@ class FixRuns:
         if not state.dataset:
             raise FixError("No dataset is open.")
         loaded = self.services.dataset(state.dataset)
+        loaded.require_rows("Previewing fixes")
         contract = self.services.contract(loaded, state)
         return loaded, contract, contract.to_json(indent=None)
 
@@ -125,7 +127,7 @@ class FixRuns:
 
         def build(n: int, specs: Sequence[Mapping[str, Any]], key: str) -> FixRun:
             if n == 0:
-                return start_run(loaded.frame, contract, state.missing)
+                return start_run(loaded.frame, contract, state.missing, self.reference_hierarchies(loaded))
             slow = is_slow(specs)
             stored = self.disk.get(key) if slow else None
             if isinstance(stored, FixRun):
@@ -139,6 +141,18 @@ class FixRuns:
             return run
 
         return prefix(len(state.fix))
+
+    def reference_hierarchies(self, loaded: LoadedDataset) -> Mapping[str, Hierarchy]:
+        """The hierarchies that come with a built-in dataset (ARX's for Adult, see
+        :func:`~dashboard.core.data.demo.demo_datasets`), kept in the cache; none for other datasets."""
+        if not loaded.is_demo:
+            return {}
+        demo = demo_datasets(self.services.settings.data_dir).get(loaded.id.split(":", 1)[1])
+        if demo is None or demo.hierarchies is None:
+            return {}
+        load = demo.hierarchies
+        given: Mapping[str, Hierarchy] = self.services.cache.get_or_build(("demo-hierarchies", loaded.id), load)
+        return given
 
     def ready(self, state: ViewState) -> bool:
         """True when the state's run can be shown at once: its list has no slow step, or its run is on disk (else

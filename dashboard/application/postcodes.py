@@ -55,7 +55,9 @@ from dashboard.core.geo.postcodes import (
     neighbours_from_doogal,
     population_counts,
     read_population,
+    recode_postcodes,
 )
+from dashboard.core.measure.classes import EquivalenceClasses
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 from dashboard.core.measure.population import PopulationCounts, PopulationSource
 from dashboard.core.measure.risk import RiskSummary, risk_summary
@@ -71,6 +73,7 @@ __all__ = [
     "RED",
     "SOURCES",
     "STATUS_LABELS",
+    "US_LEVELS",
     "ApplyResult",
     "GeoSettings",
     "GeoStateError",
@@ -84,15 +87,19 @@ __all__ = [
     "apply_mapping",
     "apply_to_dataset",
     "build_view",
+    "census_population",
     "failing_rows",
+    "level_options",
     "postcode_columns",
     "same_polygons",
     "settings_change",
     "settings_from_controls",
     "settings_from_state",
     "source_failing_rows",
+    "source_unit_counts",
     "summarize",
     "traffic_lights",
+    "view_title",
 ]
 
 DEFAULT_MARGIN = 25
@@ -140,6 +147,8 @@ SOURCES: dict[str, Source] = {
 }
 #: What the map can show: the source districts, the postcode areas, or the published units of the strategy.
 LEVELS = {"district": "Districts", "area": "Areas", "units": "Published units"}
+#: The same choice for US data, drawn as bars: the source ZIP3 areas or the published units (there are no areas).
+US_LEVELS = {"district": "ZIP3 areas", "units": "Published units"}
 
 
 class GeoStateError(StateError):
@@ -242,6 +251,8 @@ def settings_from_controls(
         source = "us" if chosen is Strategy.ZIP3 else (previous.source if previous.country == "uk" else "ew")
     elif chosen.country != SOURCES[source].country:
         chosen = Strategy.ZIP3 if SOURCES[source].country == "us" else Strategy.MIXED
+    if SOURCES[source].country == "us" and level == "area":
+        level = "district"  # US data has no postcode areas: its choices are ZIP3 areas or published units
     threshold_value = previous.threshold if threshold in (None, "") else round(float(threshold))
     margin_value = previous.margin if margin in (None, "") else round(float(margin))
     return GeoSettings.from_dict(
@@ -277,6 +288,27 @@ def settings_change(
     settings = settings_from_controls(previous, source, level, strategy, threshold, margin)
     new_state = state.updated(geo=settings.to_dict())
     return SettingsChange(previous, settings, new_state, new_state != state)
+
+
+def level_options(settings: GeoSettings) -> list[dict[str, Any]]:
+    """The choices of what to show: districts, areas or published units on a UK map; ZIP3 areas or published units
+    as bars for US data (areas shown, but disabled)."""
+    if settings.country == "us":
+        return [
+            {"value": "district", "label": US_LEVELS["district"]},
+            {"value": "area", "label": LEVELS["area"], "disabled": True},
+            {"value": "units", "label": US_LEVELS["units"]},
+        ]
+    return [{"value": key, "label": label} for key, label in LEVELS.items()]
+
+
+def view_title(settings: GeoSettings) -> str:
+    """The title of the map (UK) or of the bars (US) for the settings."""
+    if settings.level == "units":
+        return f"After: published units of the {settings.strategy.value} strategy, by their population"
+    if settings.country == "us":
+        return "Before: ZIP3 areas by their own population"
+    return f"Before: {LEVELS[settings.level].lower()} by their own population"
 
 
 def same_polygons(previous: GeoSettings | None, settings: GeoSettings) -> bool:
@@ -603,7 +635,13 @@ def source_failing_rows(result: PostcodeGeneralization) -> list[dict[str, Any]]:
 
 @dataclass(frozen=True, eq=False)
 class ApplyResult:
-    """The open dataset's diagnosis before and after recoding its postcode column with the page's mapping."""
+    """The open dataset's diagnosis before and after recoding its postcode column with the page's mapping.
+
+    ``before_risk`` and ``after_risk`` are measured alike, with census populations (:func:`census_population`):
+    before, each class's population comes from the census population of its postcode's source unit (district or
+    ZIP3); after, from that of its published unit. (The Risk page, without a census, takes the sample as the
+    population; comparing that with a census-based "after" would show a drop that no recoding caused.)
+    """
 
     column: str
     summary: Mapping[str, Any]
@@ -611,6 +649,7 @@ class ApplyResult:
     after: Diagnosis
     after_risk: RiskSummary
     strategy: Strategy = Strategy.MIXED
+    before_risk: RiskSummary | None = None
 
 
 def postcode_columns(state: ViewState) -> list[str]:
@@ -628,6 +667,7 @@ def apply_mapping(services: Services, state: ViewState, result: PostcodeGenerali
             f"Column '{column}' is not a quasi-identifier; mark it as one on the Data or Risk page to see its risk."
         )
     loaded = services.dataset(state.dataset)
+    loaded.require_rows("Recoding postcodes")
     before = services.diagnosis(state)
     recoded = result.recode(loaded.frame, column=column)
     contract = services.contract(loaded, state)
@@ -636,22 +676,61 @@ def apply_mapping(services: Services, state: ViewState, result: PostcodeGenerali
     )
     classes = after.classes
     counts = population_counts(classes, column=column, populations=result.populations)
-    total = float(result.total_population)
-    population = PopulationCounts(
-        counts=counts,
-        kind=PopulationSource.TABLE,
-        source=f"census populations of the published postcode units ({total:,.0f} people)",
-        population_size=total,
-        sampling_fraction=classes.n_records / total if total else None,
-    )
+    after_population = census_population(classes, counts, result, "published postcode units")
+    before_counts = source_unit_counts(before, column, result)
+    before_population = census_population(before.classes, before_counts, result, "postcodes' source units")
     return ApplyResult(
         column,
         recoded.summary,
         before,
         after,
-        risk_summary(classes, population, max_risk=state.max_risk),
+        risk_summary(classes, after_population, max_risk=state.max_risk),
         strategy=result.strategy,
+        before_risk=risk_summary(before.classes, before_population, max_risk=state.max_risk),
     )
+
+
+def census_population(
+    classes: EquivalenceClasses, counts: np.ndarray, result: PostcodeGeneralization, units: str
+) -> PopulationCounts:
+    """Population class sizes ``F_j`` (``counts``) from the census of ``result``, described for the page."""
+    total = float(result.total_population)
+    return PopulationCounts(
+        counts=counts,
+        kind=PopulationSource.TABLE,
+        source=f"census populations of the {units} ({total:,.0f} people)",
+        population_size=total,
+        sampling_fraction=classes.n_records / total if total else None,
+    )
+
+
+def source_unit_counts(diagnosis: Diagnosis, column: str, result: PostcodeGeneralization) -> np.ndarray:
+    """``F_j`` of the dataset's own classes, as loaded: ``F_j = f_j * Pop(u) / n_u`` with ``u`` the source unit
+    (district or ZIP3) of the class's postcode, ``Pop(u)`` its census population and ``n_u`` the records in it (the
+    rule of :func:`~dashboard.core.geo.postcodes.population_counts`, with the unit each postcode lies in instead of
+    the value itself). As there, ``F_j`` is never below ``f_j``, and a class whose postcode is missing or in no
+    unit of the census uses the overall fraction ``Pop / n``."""
+    classes = diagnosis.classes
+    position = classes.quasi_identifiers.index(column)
+    categories = pd.Series(np.asarray(classes.categories[position], dtype=object), dtype=object)
+    identity = {str(code): str(code) for code in result.mapping.index}
+    # The core's parser takes each postcode to its source unit (a unit postcode to its district, a ZIP to its ZIP3).
+    units = recode_postcodes(
+        pd.DataFrame({column: categories}), column=column, mapping=identity, country=result.country
+    )
+    unit_codes, unit_names = pd.factorize(units.data[column], use_na_sentinel=True)
+    codes = classes.class_codes[:, position].astype(np.int64)
+    class_unit = np.where(codes >= 0, unit_codes[np.maximum(codes, 0)], -1) if len(categories) else codes
+    placed = class_unit >= 0
+    records = np.asarray(classes.counts, dtype=np.float64)
+    n_unit = np.bincount(class_unit[placed], weights=records[placed], minlength=len(unit_names))
+    pop_unit = pd.to_numeric(result.original_populations, errors="coerce").reindex(unit_names).to_numpy(float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio_unit = np.where(n_unit > 0, pop_unit / n_unit, 1.0)
+    overall = float(result.total_population) / float(records.sum()) if records.sum() else 1.0
+    ratio = np.where(placed, ratio_unit[np.maximum(class_unit, 0)] if len(ratio_unit) else 1.0, overall)
+    ratio = np.where(np.isfinite(ratio), ratio, overall)
+    return np.asarray(classes.sizes, dtype=np.float64) * np.maximum(ratio, 1.0)
 
 
 def apply_to_dataset(services: Services, state: ViewState, column: str) -> ApplyResult:

@@ -1,5 +1,11 @@
 """``privdash anonymize``: the optimal generalization and record suppression meeting k / l / t / risk targets,
-or the re-application of a saved recipe to a new file."""
+or the re-application of a saved recipe to a new file.
+
+Without ``--hierarchies``, each quasi-identifier gets the hierarchy the dashboard's least-lossy search gives it: the
+default rule of its statistical type inferred from the values (:func:`default_hierarchies`). A recipe records the
+suppression limit it was made with; re-applied to data where it removes more records, the command warns on stderr,
+and with ``--strict`` it fails instead (exit 1, nothing written).
+"""
 
 from __future__ import annotations
 
@@ -11,11 +17,15 @@ from typing import Any
 
 import pandas as pd
 
+from dashboard.application.fixes import rule_text
 from dashboard.application.settings import Settings
+from dashboard.core.data.contract import infer_statistical_type
 from dashboard.core.data.tables import read_table_with_info, write_table
+from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, COUNT, Engine, aggregate_table, resolve_engine
+from dashboard.core.engines.streaming import apply_recipe_streaming
 from dashboard.core.errors import ParameterError
 from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
-from dashboard.core.transform.hierarchy import load_hierarchies
+from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies, search_hierarchy
 from dashboard.core.transform.jobs import run_job_file
 from dashboard.core.transform.steps import Recipe, TransformResult, apply_recipe
 from dashboard.core.utility.metrics import Metric, information_loss
@@ -33,7 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--max-suppression times the records. With --recipe, re-apply a saved recipe to FILE instead. With --config, "
         "run a batch job file: k-member microaggregation of the quasi-identifiers its data contract declares.",
     )
-    parser.add_argument("file", type=Path, nargs="?", help="CSV (any delimiter), Excel or Parquet table")
+    parser.add_argument(
+        "file", type=Path, nargs="?", help="CSV (any delimiter), Excel, Parquet, SPSS, Stata or SAS table"
+    )
     parser.add_argument(
         "--sheet", metavar="NAME", help="the sheet of an Excel workbook FILE to read (default: the first, with a note)"
     )
@@ -41,7 +53,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--hierarchies",
         type=Path,
-        help="folder of ARX hierarchy CSV files, one per QI, named '<column>.csv' or '<name>_hierarchy_<column>.csv'",
+        help="folder of ARX hierarchy CSV files, one per QI, named '<column>.csv' or '<name>_hierarchy_<column>.csv' "
+        "(default: the dashboard's hierarchy for each column's inferred type: intervals for numbers, month / quarter "
+        "/ year for dates, sector / district / area for postcodes, rare values grouped for text)",
     )
     parser.add_argument("--k", type=int, default=2, help="smallest class size (default 2)")
     parser.add_argument("--l", type=int, help="distinct l-diversity of each --sensitive column")
@@ -68,6 +82,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--save-recipe", type=Path, help="write the applied transformation as a JSON recipe")
     parser.add_argument("--recipe", type=Path, help="re-apply a saved JSON recipe to FILE instead of searching")
     parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="with --recipe: fail (exit 1, no output written) instead of warning when the recipe removes more "
+        "records than the suppression limit it was made with",
+    )
+    parser.add_argument(
         "--config",
         type=Path,
         help="run a batch job: JSON with source.path, target.path, contract and "
@@ -79,6 +99,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_false",
         help="write text cells that start with = + - @ as they are (default: prefix them with ' so that a "
         "spreadsheet shows them as text instead of running them as formulas)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=[Engine.PANDAS.value, Engine.DUCKDB.value, Engine.AUTO.value],
+        default=Engine.AUTO.value,
+        help="pandas: the table in memory; duckdb: out of core (the search runs on the per-class aggregate, the "
+        "fix is streamed in batches to -o, which is then required); auto (default): duckdb for Parquet datasets and "
+        f"files over {AUTO_DUCKDB_BYTES // 2**20} MiB",
+    )
+    parser.add_argument("--memory-limit", help="memory DuckDB may use before it spills to disk, e.g. 4GB")
+    parser.add_argument("--temp-dir", type=Path, help="folder DuckDB spills to (default: its own)")
+    parser.add_argument(
+        "--batch-rows", type=int, default=1_000_000, help="rows per batch when streaming (default 1,000,000)"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.set_defaults(handler=run)
@@ -92,15 +125,23 @@ def run(args: argparse.Namespace) -> int:
     inputs = [args.file]
     for path in (args.output, args.save_recipe):
         _refuse_overwrite(path, inputs + ([args.recipe] if args.recipe else []))
+    if resolve_engine(args.engine, str(args.file)) != Engine.PANDAS:
+        return _run_out_of_core(args)
     if args.recipe is not None:
         return _run_recipe(args)
     qis = split_columns(args.qi)
     if not qis:
         raise ParameterError("Give the quasi-identifiers with --qi (comma-separated column names).")
-    if args.hierarchies is None:
-        raise ParameterError("Give the folder of hierarchy files with --hierarchies DIR.")
     data = _read_input(args)
-    hierarchies = load_hierarchies(args.hierarchies, qis)
+    if args.hierarchies is not None:
+        hierarchies = load_hierarchies(args.hierarchies, qis)
+    else:
+        hierarchies = default_hierarchies(data, qis, args.k)
+        print(
+            "privdash anonymize: note: no --hierarchies given; using the default hierarchy of each column's type: "
+            + "; ".join(f"{name}: {_rule_text(hierarchies[name])}" for name in qis),
+            file=sys.stderr,
+        )
     started = time.perf_counter()
     result = optimal_generalization(
         data,
@@ -122,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     if args.output is not None:
         write_table(result.transform.data, args.output, overwrite_protect=inputs, escape_formulas=args.escape_formulas)
     if args.save_recipe is not None:
-        Recipe((result.transform.step,)).save(args.save_recipe)
+        result.recipe.save(args.save_recipe)
     if args.json:
         payload = result.summary()
         payload["metrics"] = {m.value: metrics.value(m) for m in Metric}
@@ -132,6 +173,21 @@ def run(args: argparse.Namespace) -> int:
         return 0
     _print_result(args, data, result, metrics.to_dict(), seconds)
     return 0
+
+
+def default_hierarchies(data: pd.DataFrame, quasi_identifiers: list[str], k: int) -> dict[str, Hierarchy]:
+    """The hierarchies the dashboard's least-lossy search uses: the default rule of each quasi-identifier's type,
+    inferred from its values (:func:`~dashboard.core.transform.hierarchy.search_hierarchy`)."""
+    missing = [name for name in quasi_identifiers if name not in data.columns]
+    if missing:
+        raise ParameterError(f"Unknown quasi-identifier column(s): {', '.join(missing)}.")
+    return {name: search_hierarchy(data[name], infer_statistical_type(data[name]), k) for name in quasi_identifiers}
+
+
+def _rule_text(hierarchy: Hierarchy) -> str:
+    """The rule of a default hierarchy as the Fix page shows it (``intervals 5, 10, 20``; ``rare 10``)."""
+    rule = hierarchy.rule or {}
+    return f"{rule.get('builder', 'table')} {rule_text(rule)}".strip()
 
 
 #: Options of the search that neither --recipe nor --config takes (argparse destinations).
@@ -157,6 +213,8 @@ def _read_input(args: argparse.Namespace) -> pd.DataFrame:
 
 def _run_job(args: argparse.Namespace) -> int:
     other = _given(args, ("file", "sheet", *_SEARCH_OPTIONS, "output", "save_recipe", "recipe"))
+    if args.strict:
+        other.append("--strict")
     if other:
         raise ParameterError(
             f"--config runs the job file as written (source, target, contract, k); drop {', '.join(other)}."
@@ -194,6 +252,12 @@ def _run_recipe(args: argparse.Namespace) -> int:
     data = _read_input(args)
     # A pseudonymize step gets the key of PRIVDASH_PSEUDONYM_KEY; the recipe holds only its fingerprint.
     published, results = apply_recipe(data, recipe, secrets={"key": Settings.from_env().pseudonym_key})
+    excess = recipe.suppression_excess(len(data), len(published))
+    if excess is not None:
+        if args.strict:
+            print(f"privdash anonymize: error: {excess} Nothing was written (--strict).", file=sys.stderr)
+            return 1
+        print(f"privdash anonymize: warning: {excess} Check the result, or use --strict to fail.", file=sys.stderr)
     if args.output is not None:
         write_table(
             published, args.output, overwrite_protect=[args.file, args.recipe], escape_formulas=args.escape_formulas
@@ -206,6 +270,8 @@ def _run_recipe(args: argparse.Namespace) -> int:
                 "rows_in": len(data),
                 "rows_out": len(published),
                 "steps": steps,
+                "max_suppression": recipe.max_suppression,
+                "suppression_exceeded": excess is not None,
                 "output": str(args.output) if args.output is not None else None,
             }
         )
@@ -219,6 +285,103 @@ def _run_recipe(args: argparse.Namespace) -> int:
         print(f"Wrote {len(published):,} rows to {args.output}.")
     else:
         print("No output written (use -o OUT).")
+    return 0
+
+
+def _run_out_of_core(args: argparse.Namespace) -> int:
+    """The search on DuckDB's per-class aggregate and the fix streamed to ``-o``: the table is never in memory."""
+    if args.sheet is not None:
+        raise ParameterError("--sheet chooses a sheet of an Excel workbook, which the duckdb engine does not read.")
+    source = str(args.file)
+    options = {"memory_limit": args.memory_limit, "temp_directory": args.temp_dir}
+    if args.recipe is not None:
+        search_options = _given(args, (*_SEARCH_OPTIONS, "save_recipe"))
+        if search_options:
+            raise ParameterError(
+                f"--recipe re-applies a saved recipe; it cannot be combined with {', '.join(search_options)}."
+            )
+        recipe = Recipe.load(args.recipe)
+        result = None
+    else:
+        qis = split_columns(args.qi)
+        if not qis:
+            raise ParameterError("Give the quasi-identifiers with --qi (comma-separated column names).")
+        if args.hierarchies is None:
+            raise ParameterError(
+                "Out of core, give --hierarchies: the default hierarchies are built from every record's value, which "
+                "the duckdb engine does not load. Or use --engine pandas."
+            )
+        sensitive = split_columns(args.sensitive)
+        aggregate = aggregate_table(source, [*qis, *sensitive], engine=Engine.DUCKDB, **options)
+        started = time.perf_counter()
+        result = optimal_generalization(
+            aggregate.frame,
+            load_hierarchies(args.hierarchies, qis),
+            quasi_identifiers=qis,
+            k=args.k,
+            l=args.l,
+            t=args.t,
+            sensitive=sensitive,
+            t_distance=args.t_distance,
+            max_risk=args.max_risk,
+            max_suppression=args.max_suppression,
+            metric=args.metric,
+            counts=COUNT,
+        )
+        seconds = aggregate.seconds + time.perf_counter() - started
+        recipe = result.recipe
+        if args.save_recipe is not None:
+            recipe.save(args.save_recipe)
+    streamed = None
+    refused: list[str] = []
+    if args.output is not None:
+
+        def accept(rows_in: int, rows_out: int) -> bool:
+            excess = recipe.suppression_excess(rows_in, rows_out) if result is None else None
+            if excess is not None:
+                refused.append(excess)
+            return not (refused and args.strict)
+
+        streamed = apply_recipe_streaming(
+            source,
+            recipe,
+            args.output,
+            secrets={"key": Settings.from_env().pseudonym_key},
+            batch_rows=args.batch_rows,
+            escape_formulas_in_csv=args.escape_formulas,
+            accept=accept,
+            **options,
+        )
+    elif result is None:
+        raise ParameterError("Out of core, a recipe is applied to a file: give -o OUT (.parquet, .csv or .tsv).")
+    for excess in refused:
+        if args.strict:
+            print(f"privdash anonymize: error: {excess} Nothing was written (--strict).", file=sys.stderr)
+            return 1
+        print(f"privdash anonymize: warning: {excess} Check the result, or use --strict to fail.", file=sys.stderr)
+    payload: dict[str, Any] = {"engine": Engine.DUCKDB.value}
+    if result is not None:
+        payload.update(result.summary())
+        payload["recipe"] = str(args.save_recipe) if args.save_recipe is not None else None
+    else:
+        payload["recipe"] = str(args.recipe)
+    payload["streamed"] = streamed.to_dict() if streamed is not None else None
+    if args.json:
+        print_json(payload)
+        return 0
+    if result is not None:
+        print(f"{args.file}: {result.classes.n_records + result.suppressed:,} records (counted by DuckDB)")
+        print(f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%}")
+        print(format_table(["column", "level"], [[c, v] for c, v in result.levels.items()], align="lr"))
+        print(f"Suppressed records: {result.suppressed:,}; {result.metric.value}: {result.value:.6g}")
+        print(f"Smallest class: {result.k}; searched {result.nodes_checked:,} nodes in {seconds:.2f} s")
+    if streamed is not None:
+        print(
+            f"Streamed {streamed.rows_in:,} rows in {streamed.batches} batch(es), {streamed.passes} pass(es): "
+            f"{streamed.rows_out:,} written to {args.output} in {streamed.seconds:.2f} s."
+        )
+    if args.save_recipe is not None:
+        print(f"Saved the recipe to {args.save_recipe}.")
     return 0
 
 
@@ -238,6 +401,20 @@ def _short(summary: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _example_text(result: SearchResult, column: str, level: int) -> str:
+    """Two original -> published values of a generalized column; for a column kept as it is, where its loss comes
+    from (the suppressed records, when there are any)."""
+    mapping = result.transform.mapping
+    block = mapping[mapping["column"] == column] if mapping is not None and level > 0 else None
+    # A level may publish every value present as it is (e.g. "rare values" when no value is rare).
+    if block is None or (block["original"].astype(str) == block["published"].astype(str)).all():
+        if result.suppressed:
+            return f"values unchanged; loss from the {result.suppressed:,} suppressed records"
+        return "values unchanged"
+    changed = block[block["original"].astype(str) != block["published"].astype(str)].head(2)
+    return ", ".join(f"{o} -> {p}" for o, p in zip(changed["original"], changed["published"], strict=True))
+
+
 def _print_result(
     args: argparse.Namespace, data: pd.DataFrame, result: SearchResult, metrics: dict[str, Any], seconds: float
 ) -> None:
@@ -252,13 +429,13 @@ def _print_result(
     per_column = {row["column"]: row for row in metrics["per_column"]}
     rows = []
     for column, level in result.levels.items():
-        example = result.transform.mapping
-        shown = "unchanged"
-        if example is not None and level > 0:
-            sample = example[example["column"] == column].head(2)
-            shown = ", ".join(f"{o} -> {p}" for o, p in zip(sample["original"], sample["published"], strict=True))
-        rows.append([column, level, per_column[column]["loss"], shown])
+        rows.append([column, level, per_column[column]["loss"], _example_text(result, column, level)])
     print(format_table(["column", "level", "loss", "examples"], rows, align="lrrl"))
+    if result.suppressed:
+        print(
+            "A suppressed record counts as fully generalized in every column, so a column whose values are unchanged "
+            "loses only through suppression."
+        )
     print()
     suppressed_share = result.suppressed / n if n else 0.0
     print(f"Suppressed records: {result.suppressed:,} ({suppressed_share:.2%})")

@@ -11,7 +11,8 @@ from typing import Any
 from dashboard.commands._common import format_table, print_json, split_columns
 from dashboard.core.data.contract import DataContract
 from dashboard.core.data.tables import read_table, read_table_with_info
-from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, Engine, resolve_engine
+from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, DatabaseSource, Engine, is_database_url, resolve_engine
+from dashboard.core.engines.database import redact_url
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 from dashboard.core.measure.risk import DEFAULT_MAX_RISK
@@ -36,10 +37,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "file",
-        help="CSV (any delimiter), Excel or Parquet table; or a glob or folder of Parquet files (a dataset)",
+        help="CSV (any delimiter), Excel, Parquet, SPSS, Stata or SAS table; or a glob or folder of Parquet files "
+        "(a dataset); or a postgresql://user@host/db URL with --table or --query (counted in the database)",
     )
     parser.add_argument(
         "--sheet", metavar="NAME", help="the sheet of an Excel workbook to read (default: the first, with a note)"
+    )
+    parser.add_argument(
+        "--table", metavar="NAME", help="with a postgresql:// source: the table or view to diagnose (schema.table)"
+    )
+    parser.add_argument(
+        "--query",
+        metavar="SQL",
+        help="with a postgresql:// source: a SELECT whose rows are the records (run read-only)",
     )
     parser.add_argument("--qi", help="quasi-identifier columns, comma-separated (default: the contract's)")
     parser.add_argument("--sensitive", help="sensitive columns, comma-separated (default: the contract's)")
@@ -87,11 +97,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         choices=[engine.value for engine in Engine],
         default=Engine.AUTO.value,
         help="where the classes are counted: pandas in memory, duckdb out of core (streams the file; only the "
-        "per-class aggregate is kept), or auto (default: duckdb for Parquet datasets and files over "
-        f"{AUTO_DUCKDB_BYTES // 2**20} MiB)",
+        "per-class aggregate is kept), spark (on --master), postgresql (in the database), or auto (default: duckdb "
+        f"for Parquet datasets and files over {AUTO_DUCKDB_BYTES // 2**20} MiB, postgresql for a postgresql:// URL)",
     )
     parser.add_argument("--memory-limit", help="memory DuckDB may use before it spills to disk, e.g. 4GB")
     parser.add_argument("--temp-dir", type=Path, help="folder DuckDB spills to (default: its own)")
+    parser.add_argument(
+        "--master", metavar="URL", help="Spark master for --engine spark, e.g. local[2] or spark://host:7077"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.set_defaults(handler=run)
 
@@ -101,14 +114,20 @@ def run(args: argparse.Namespace) -> int:
     max_risk = args.max_risk
     if max_risk is None:
         max_risk = targets.max_risk if targets is not None and targets.max_risk is not None else DEFAULT_MAX_RISK
-    engine = resolve_engine(args.engine, args.file)
-    data: Any = args.file
+    data: Any = _database_source(args) if is_database_url(args.file) else args.file
+    if not isinstance(data, DatabaseSource) and (args.table is not None or args.query is not None):
+        raise ParameterError("--table and --query name the records of a postgresql:// source, not of a file.")
+    engine = resolve_engine(args.engine, data)
     if engine == Engine.PANDAS:
         data, info = read_table_with_info(args.file, sheet=args.sheet)
         for note in info.notes:
             print(f"privdash diagnose: note: {note}", file=sys.stderr)
     elif args.sheet is not None:
-        raise ParameterError("--sheet chooses a sheet of an Excel workbook, which the duckdb engine does not read.")
+        raise ParameterError(
+            f"--sheet chooses a sheet of an Excel workbook, which the {engine.value} engine does not read."
+        )
+    if args.master is not None and engine != Engine.SPARK:
+        raise ParameterError(f"--master chooses the Spark master of --engine spark, not of the {engine.value} engine.")
     contract = DataContract.load(args.contract) if args.contract else None
     population: Any = None
     if args.population is not None:
@@ -130,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         engine=engine,
         memory_limit=args.memory_limit,
         temp_directory=args.temp_dir,
+        spark_master=args.master,
     )
     for warning in result.warnings:
         print(f"privdash diagnose: warning: {warning}", file=sys.stderr)
@@ -140,7 +160,7 @@ def run(args: argparse.Namespace) -> int:
             out["verdict"] = verdict.to_dict()
         print_json(out)
     else:
-        print(render_text(result, Path(args.file).name))
+        print(render_text(result, _source_name(data, args.file)))
         if verdict is not None:
             print("\n" + render_verdict(verdict))
     if verdict is not None and not verdict.passed:
@@ -163,6 +183,27 @@ def render_verdict(verdict: Verdict) -> str:
     ]
     table = format_table(["target", "required", "achieved", "status", "records failing"], rows)
     return f"verdict: {verdict.status.upper()}\n{verdict.sentence()}\n\n{table}"
+
+
+def _database_source(args: argparse.Namespace) -> DatabaseSource:
+    """The table or query of a postgresql:// source; nothing of it is read with pandas."""
+    shown = redact_url(args.file)
+    if args.sheet is not None:
+        raise ParameterError(f"--sheet chooses a sheet of an Excel workbook; {shown} is a database (use --table).")
+    if args.engine not in (Engine.AUTO.value, Engine.POSTGRESQL.value):
+        raise ParameterError(
+            f"{shown} is counted by the postgresql engine, in the database; --engine {args.engine} reads files."
+        )
+    if (args.table is None) == (args.query is None):
+        raise ParameterError(f"Name the records of {shown} with --table NAME or --query 'SELECT ...' (one of them).")
+    return DatabaseSource(args.file, table=args.table, query=args.query)
+
+
+def _source_name(data: Any, file: str) -> str:
+    """How the text output names the source: a file's name, or a database URL without its password."""
+    if isinstance(data, DatabaseSource):
+        return f"{redact_url(data.url)} " + (f"table {data.table}" if data.table is not None else "(query)")
+    return Path(file).name
 
 
 def _population_argument(text: str) -> Any:

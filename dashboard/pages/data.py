@@ -22,9 +22,11 @@ from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard.application.columns import ColumnEdit, current_order, edit_columns, state_with_order
 from dashboard.application.links import LINK_KEY
+from dashboard.application.presentations import presentation_links
 from dashboard.application.services import DEMO_PREFIX, LoadedDataset, Services, too_large_message
 from dashboard.application.state import QUERY_KEY, StateError, ViewState
 from dashboard.core.data.contract import ColumnRole, StatisticalType
+from dashboard.core.data.demo import demo_datasets
 from dashboard.core.errors import ContractError, PrivdashError
 from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title, progress_panel
 from dashboard.ui.pagestate import PAGE_STATE, SESSION_COOKIE, open_page, session_token, state_from_store, state_store
@@ -33,7 +35,7 @@ PATH = "/data"
 NAME = "Data"
 #: The dataset the site root opens on a first visit.
 HOME_DATASET = DEMO_PREFIX + "people"
-ACCEPT = ".csv,.tsv,.txt,.tab,.dat,.xlsx,.xlsm,.parquet,.pq"
+ACCEPT = ".csv,.tsv,.txt,.tab,.dat,.xlsx,.xlsm,.parquet,.pq,.sav,.zsav,.dta,.sas7bdat,.xpt"
 
 ROLE_OPTIONS = (
     (ColumnRole.IDENTIFIER, "ID"),
@@ -67,7 +69,7 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
         "data-accept": ACCEPT,
     }
     limit_mb = services.settings.max_upload_bytes / 1e6
-    demo_value = state.dataset if state.dataset and state.dataset.startswith("demo:") else None
+    demo_value = state.dataset if state.dataset and state.dataset.startswith(("demo:", "source:")) else None
     choices = services.demo_choices()
     return card(
         "Open a dataset",
@@ -79,7 +81,7 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
                             id="demo-select",
                             data=choices,
                             value=demo_value or (choices[0]["value"] if choices else None),
-                            label="Built-in dataset",
+                            label="Built-in dataset or server source" if services.sources else "Built-in dataset",
                             allowDeselect=False,
                             flex=1,
                         ),
@@ -91,7 +93,9 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
                 dmc.Divider(label="or upload a file", labelPosition="center"),
                 html.Div(
                     [
-                        dmc.Text("Drop a CSV, Excel or Parquet file here, or click to choose one", fw=500),
+                        dmc.Text(
+                            "Drop a CSV, Excel, Parquet, SPSS, Stata or SAS file here, or click to choose one", fw=500
+                        ),
                         dmc.Text(f"Up to {limit_mb:g} MB. The file stays on this server.", size="xs", c="dimmed"),
                     ],
                     className="upload-zone",
@@ -112,6 +116,28 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
             gap="sm",
         ),
     )
+
+
+def presentations_card(services: Services) -> Any:
+    """The classic cases, one click away: each built-in dataset on the page that tells its story."""
+    pages = {"/risk": "Risk", "/fix": "Fix", "/postcodes": "Postcodes"}
+    items = [
+        dmc.Stack(
+            [
+                dmc.Anchor(
+                    f"{link.title} → {pages.get(link.page, link.page)}",
+                    href=link.href,
+                    size="sm",
+                    fw=500,
+                    id={"type": "presentation", "name": link.name},
+                ),
+                dmc.Text(link.story, size="xs", c="dimmed"),
+            ],
+            gap=0,
+        )
+        for link in presentation_links(services)
+    ]
+    return card("Presentations", dmc.Stack(items, gap="xs"), description="Classic cases, each with its story.")
 
 
 def _dataset_query(dataset_id: str) -> str:
@@ -148,9 +174,14 @@ def upload_list(owned: Sequence[Any]) -> Any:
 def dataset_summary(loaded: LoadedDataset) -> Any:
     """Name, shape and origin of the open dataset; for a workbook, which sheet was read and a picker of the others."""
     rows, cols = loaded.frame.shape
-    badges = [dmc.Badge(f"{fmt_count(rows)} rows", id="dataset-rows"), dmc.Badge(f"{cols} columns")]
-    if loaded.is_demo:
-        badges.append(dmc.Badge("built-in, synthetic", color="teal"))
+    shown = f"preview of {fmt_count(rows)} rows" if loaded.source is not None else f"{fmt_count(rows)} rows"
+    badges = [dmc.Badge(shown, id="dataset-rows"), dmc.Badge(f"{cols} columns")]
+    if loaded.source is not None:
+        badges.append(dmc.Badge(f"server source: {loaded.source.describe()}", color="gray"))
+    elif loaded.is_demo:
+        # Adult is built in but real public data (read from the data folder), not generated.
+        synthetic = loaded.id.split(":", 1)[1] in demo_datasets()
+        badges.append(dmc.Badge("built-in, synthetic" if synthetic else "built-in, public data", color="teal"))
     elif loaded.expires is not None:
         badges.append(dmc.Badge("uploaded", color="gray"))
     head = dmc.Group([dmc.Text(loaded.title, fw=600, id="dataset-title"), *badges], gap="xs")
@@ -206,6 +237,7 @@ def preview_grid(loaded: LoadedDataset) -> Any:
             "maxBlocksInCache": 20,
             "infiniteInitialRowCount": min(len(loaded.frame), 100),
             "rowBuffer": 10,
+            "suppressContentVisibilityAuto": True,
         },
         style={"height": "360px"},
     )
@@ -276,6 +308,7 @@ def column_editor(loaded: LoadedDataset, state: ViewState, profile: Mapping[str,
                             data=[{"value": r.value, "label": label} for r, label in ROLE_OPTIONS],
                             value=ColumnRole(role).value,
                             size="xs",
+                            **{"aria-label": f"Role of {name}"},
                         )
                     ),
                     dmc.TableTd(
@@ -286,6 +319,7 @@ def column_editor(loaded: LoadedDataset, state: ViewState, profile: Mapping[str,
                             allowDeselect=False,
                             size="xs",
                             w=130,
+                            **{"aria-label": f"Type of {name}"},
                         )
                     ),
                     dmc.TableTd(dmc.Text(stats.get("missing", ""), size="sm"), ta="right"),
@@ -355,7 +389,12 @@ def order_editor(state: ViewState) -> Any:
                     columnDefs=[{"field": "value", "headerName": "Lowest first (drag to reorder)", "rowDrag": True}],
                     rowData=[],
                     columnSize="responsiveSizeToFit",
-                    dashGridOptions={"rowDragManaged": True, "animateRows": True},
+                    # Painted off screen too (AG Grid's content-visibility: auto leaves prints and screenshots empty).
+                    dashGridOptions={
+                        "rowDragManaged": True,
+                        "animateRows": True,
+                        "suppressContentVisibilityAuto": True,
+                    },
                     style={"height": "260px"},
                     className="order-grid",
                 ),
@@ -391,9 +430,9 @@ def layout(services: Services, **query: Any) -> Any:
     except OSError:
         owned = []
     body: list[Any] = [page_title("Data", "Pick a table and tell privdash what each column is."), *alerts]
-    left = source_card(services, state, owned)
+    left = dmc.Stack([source_card(services, state, owned), presentations_card(services)], gap="md")
     if loaded is None:
-        right = card("Dataset", no_dataset("Nothing is open yet."))
+        right = card("Dataset", no_dataset("Nothing is open yet.", on_data_page=True))
         body.append(dmc.Grid([dmc.GridCol(left, span={"base": 12, "md": 5}), dmc.GridCol(right, span="auto")]))
         body.append(state_store(state))
         return html.Div(body)
@@ -414,10 +453,13 @@ def layout(services: Services, **query: Any) -> Any:
             column_editor(loaded, state, services.profile(loaded)),
             dmc.Group(
                 [
+                    # A link drawn as a button (one Tab stop; a button inside a link would be two).
                     dmc.Anchor(
-                        dmc.Button("Check the risk", id="to-risk-button"),
+                        html.Span("Check the risk", id="to-risk-button"),
                         id="to-risk",
                         href=services.links.href(state, "/risk"),
+                        className="button-link",
+                        underline="never",
                     )
                 ],
                 justify="flex-end",

@@ -13,6 +13,7 @@ result the other callbacks read from the disk cache. Downloads (fixed data, valu
 
 from __future__ import annotations
 
+import base64
 import io
 import math
 import re
@@ -32,16 +33,21 @@ from dashboard.application.fixes import (
     KINDS,
     FixError,
     FixRun,
+    RecipeOutcome,
+    RowSample,
+    cheapest_fix,
     check_spec,
     describe_result,
     describe_spec,
     information_loss_pair,
     key_status,
+    reapply_recipe,
+    row_sample,
     rule_from_text,
     rule_text,
 )
 from dashboard.application.fixruns import FixRuns
-from dashboard.application.riskview import fix_headlines, size_bins
+from dashboard.application.riskview import fix_headlines, release_verdict, size_bins
 from dashboard.application.services import LoadedDataset, Services
 from dashboard.application.state import StateError, ViewState
 from dashboard.application.storage import parquet_safe
@@ -53,7 +59,7 @@ from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.measure.risk import records_at_risk_by_k
 from dashboard.core.transform.hierarchy import default_rule
 from dashboard.core.utility.metrics import Metric, cells_changed, classifier_accuracy, value_distributions
-from dashboard.ui.charts import size_histogram
+from dashboard.ui.charts import SIZE_COLUMNS, chart, size_histogram
 from dashboard.ui.components import (
     card,
     error_alert,
@@ -63,8 +69,11 @@ from dashboard.ui.components import (
     no_dataset,
     page_title,
     progress_panel,
+    verdict_banner,
 )
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
+from dashboard.ui.report import register as register_report
+from dashboard.ui.report import report_card
 from dashboard.ui.targets import headline_grid, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE, figure
 
@@ -217,8 +226,13 @@ def side_view(diagnosis: Diagnosis | None, state: ViewState, side: str, title: s
     return card(
         title,
         risk_cards(diagnosis, state, side),
-        dmc.Text("Class sizes", size="sm", fw=500, mt="md"),
-        dcc.Graph(figure=size_histogram(binned, state.k), config={"displaylogo": False}, id=f"fix-{side}-sizes"),
+        dmc.Space(h="md"),
+        chart(
+            dcc.Graph(figure=size_histogram(binned, state.k), config={"displaylogo": False}, id=f"fix-{side}-sizes"),
+            title=f"Class sizes {side}",
+            summary="Classes per size; hatched dark-red bars are below the target k.",
+            columns=SIZE_COLUMNS,
+        ),
         description=f"{fmt_count(diagnosis.n_records)} records in {fmt_count(diagnosis.classes.n_classes)} classes"
         + (" (missing cells match any value)" if diagnosis.missing_policy == MissingPolicy.WILDCARD else ""),
     )
@@ -268,6 +282,49 @@ def steps_table(run: FixRun) -> Any:
         return dmc.Text("No step yet: add one on the left. Before and after are the same.", size="sm", c="dimmed")
     head = dmc.TableThead(dmc.TableTr([dmc.TableTh("#"), dmc.TableTh("step"), dmc.TableTh("result")]))
     return dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-outcomes", striped=True)
+
+
+def sample_card(run: FixRun) -> Any:
+    """A few records as they were and as the steps publish them, so that "40-59" is seen in context."""
+    description = (
+        "Records the steps changed, as they were and as they are published (changed cells: before → after); "
+        "records the steps removed are struck out."
+    )
+    try:
+        sample = row_sample(run)
+    except PrivdashError as exc:
+        return card("Rows before and after", dmc.Text(str(exc), size="sm", c="dimmed"), description=description)
+    return card("Rows before and after", sample_table(sample), description=description)
+
+
+def _shown_value(value: Any) -> str:
+    return "–" if value is None else str(value)
+
+
+def sample_table(sample: RowSample) -> Any:
+    """The sample as a table: one row per record (its row number in the table), one column per attribute, and
+    whether the record is published."""
+    names = [str(name) for name in sample.before.columns]
+    head = dmc.TableThead(
+        dmc.TableTr([dmc.TableTh("row"), *(dmc.TableTh(name) for name in names), dmc.TableTh("published")])
+    )
+    rows = []
+    for i, position in enumerate(sample.before.index.tolist()):
+        removed = bool(sample.suppressed[i])
+        cells: list[Any] = [dmc.TableTd(f"{int(position) + 1:,}", c="dimmed")]
+        for j in range(len(names)):
+            before = _shown_value(sample.before.iat[i, j])
+            if removed or not bool(sample.changed.iat[i, j]):
+                cells.append(dmc.TableTd(before))
+            else:
+                after = _shown_value(sample.after.iat[i, j])
+                cells.append(dmc.TableTd([f"{before} → ", html.Strong(after)], className="sample-changed"))
+        cells.append(dmc.TableTd("removed", c="red.8") if removed else dmc.TableTd("yes"))
+        style = {"textDecoration": "line-through"} if removed else None
+        rows.append(dmc.TableTr(cells, className="sample-removed" if removed else "sample-row", style=style))
+    return dmc.TableScrollContainer(
+        dmc.Table([head, dmc.TableTbody(rows)], fz="sm", striped=True, id="fix-sample"), minWidth=480
+    )
 
 
 # --- builders: utility ---------------------------------------------------------------------------------------------
@@ -365,7 +422,7 @@ def distribution_figure(run: FixRun, column: str | None) -> go.Figure:
             col=col,
         )
     fig.update_layout(template=PLOTLY_TEMPLATE, height=320, yaxis_title="records")
-    fig.update_xaxes(type="category")
+    fig.update_xaxes(type="category", automargin=True)
     return fig
 
 
@@ -407,10 +464,16 @@ def utility_card(run: FixRun, state: ViewState) -> Any:
                                 allowDeselect=False,
                                 w=260,
                             ),
-                            dcc.Graph(
-                                figure=distribution_figure(run, first),
-                                config={"displaylogo": False},
-                                id="fix-dist-chart",
+                            chart(
+                                dcc.Graph(
+                                    figure=distribution_figure(run, first),
+                                    config={"displaylogo": False},
+                                    id="fix-dist-chart",
+                                ),
+                                title="Value distribution",
+                                summary="Records per value of the chosen column: before the steps (left, grey) and "
+                                "after (right, blue), the most frequent values.",
+                                columns=(("name", "side"), ("x", "value"), ("y", "records")),
                             ),
                         ],
                         gap=4,
@@ -481,8 +544,12 @@ def preview(runs: FixRuns, state: ViewState, progress: Callable[[int, str], None
         after = runs.fixed_diagnosis(run, state)
     except PrivdashError as exc:
         problem = str(exc)
+    if after is not None:
+        # The decision first, for the fixed table (the Risk page's banner, with what the search found).
+        parts.insert(0, verdict_banner(release_verdict(after, state), cheapest_fix(run), banner_id="fix-verdict"))
     parts += [
         card("Steps applied", steps_table(run)),
+        sample_card(run),
         dmc.Grid(
             [
                 dmc.GridCol(side_view(before, state, "before", "Before", None), span={"base": 12, "md": 6}),
@@ -492,11 +559,16 @@ def preview(runs: FixRuns, state: ViewState, progress: Callable[[int, str], None
         ),
         card(
             "Records suppressed to reach k",
-            dcc.Graph(
-                figure=suppression_curve(before, after, state.k), config={"displaylogo": False}, id="fix-k-curve"
+            chart(
+                dcc.Graph(
+                    figure=suppression_curve(before, after, state.k), config={"displaylogo": False}, id="fix-k-curve"
+                ),
+                title="Records suppressed to reach k",
+                summary="Share of the records in classes smaller than k: what record suppression would remove to "
+                "reach each k, before (dotted grey) and after the steps (solid blue); dashed line: the target k.",
+                columns=(("name", "series"), ("x", "k"), ("customdata", "records"), ("y", "share (%)")),
+                title_visible=False,
             ),
-            description="Share of the records in classes smaller than k: what record suppression would remove to "
-            "reach each k, before and after the steps (dashed line: the target k).",
         ),
         utility_card(run, state),
     ]
@@ -644,8 +716,9 @@ def technique_panels(
                 w=220,
             ),
             dmc.Text(
-                "Searches every combination of generalization levels of the QIs (default hierarchies per type) "
-                "for the one of least loss meeting the targets; runs in the background.",
+                "Searches every combination of generalization levels of the QIs (default hierarchies per type, or "
+                "those that come with the dataset, such as ARX's for Adult) for the one of least loss meeting the "
+                "targets; runs in the background.",
                 size="xs",
                 c="dimmed",
             ),
@@ -733,12 +806,112 @@ def controls(loaded: LoadedDataset, state: ViewState, pseudonym_key: str | None 
                 ),
                 dcc.Download(id="fix-download"),
                 html.Div(id="fix-download-message"),
-                dmc.Code("privdash anonymize --recipe recipe.json IN -o OUT", block=True, mt="sm"),
+                dmc.Code(
+                    "privdash anonymize --recipe recipe.json IN -o OUT",
+                    block=True,
+                    mt="sm",
+                    id="fix-recipe-command",
+                    # A narrow column wraps the command instead of cutting it off.
+                    style={"whiteSpace": "pre-wrap", "overflowWrap": "anywhere"},
+                ),
                 description="The recipe re-applies these steps to new data with the same columns:",
             ),
+            recipe_card(),
         ],
         gap="md",
     )
+
+
+#: Largest recipe file the page reads (a recipe with table hierarchies of a wide table stays far below).
+RECIPE_MAX_BYTES = 20_000_000
+
+
+def recipe_card() -> Any:
+    """Re-apply a saved recipe to the open dataset, with a warning (or a refusal) when it removes more records
+    than the limit it was made with."""
+    return card(
+        "Re-apply a recipe",
+        dcc.Upload(
+            dmc.Text("Drop a recipe (JSON) here, or click to choose one", size="sm"),
+            id="fix-recipe-upload",
+            accept=".json,application/json",
+            max_size=RECIPE_MAX_BYTES,
+            className="upload-zone",
+        ),
+        dmc.Checkbox(
+            id="fix-recipe-strict",
+            label="Fail instead of warning when it removes more records than its suppression limit",
+            checked=False,
+            mt="xs",
+            size="sm",
+        ),
+        html.Div(id="fix-recipe-result", style={"marginTop": "8px"}),
+        dmc.Button(
+            "Download the result (CSV)",
+            id="fix-recipe-download",
+            variant="light",
+            size="xs",
+            fullWidth=True,
+            mt="xs",
+            disabled=True,
+        ),
+        dcc.Download(id="fix-recipe-file"),
+        description="Apply a recipe saved here or by privdash anonymize to the open dataset, as "
+        "privdash anonymize --recipe does (the dataset itself is not changed).",
+    )
+
+
+def recipe_text(contents: str | None) -> str:
+    """The text of an uploaded file (a ``data:...;base64,...`` URL); raises :class:`FixError` when unreadable."""
+    if not contents or "," not in contents:
+        raise FixError("Choose a recipe file.")
+    try:
+        return base64.b64decode(contents.split(",", 1)[1], validate=True).decode("utf-8")
+    except (ValueError, UnicodeDecodeError):
+        raise FixError("The recipe file is not UTF-8 text.") from None
+
+
+def recipe_outcome(runs: FixRuns, state: ViewState, contents: str | None) -> RecipeOutcome:
+    """The uploaded recipe applied to the state's dataset; raises ``PrivdashError`` with a message for the page."""
+    if not state.dataset:
+        raise FixError("No dataset is open.")
+    loaded = runs.services.dataset(state.dataset)
+    return reapply_recipe(loaded.frame, recipe_text(contents), key=runs.services.settings.pseudonym_key)
+
+
+def recipe_view(outcome: RecipeOutcome, filename: str | None, *, strict: bool) -> Any:
+    """What re-applying the recipe did, and its warning, or the refusal when the user chose to fail."""
+    name = filename or "The recipe"
+    parts: list[Any] = [
+        dmc.Text(
+            f"{name}: {len(outcome.recipe.steps)} step(s) applied to the open dataset, "
+            f"{fmt_count(outcome.rows_in)} records in, {fmt_count(outcome.rows_out)} out.",
+            size="sm",
+            id="fix-recipe-summary",
+        ),
+        dmc.List([dmc.ListItem(dmc.Text(line, size="xs")) for line in outcome.steps], size="xs"),
+    ]
+    if outcome.warning and strict:
+        parts.insert(
+            0,
+            error_alert(
+                outcome.warning + " Nothing is offered for download: untick the box to accept the result anyway.",
+                title="Stopped: more records removed than the recipe allows",
+                alert_id="fix-recipe-failed",
+            ),
+        )
+    elif outcome.warning:
+        parts.insert(
+            0,
+            dmc.Alert(
+                outcome.warning + " Tick the box above to refuse such a result instead.",
+                title="Warning: more records removed than the recipe allows",
+                color="yellow",
+                variant="light",
+                id="fix-recipe-warning",
+            ),
+        )
+    return dmc.Stack(parts, gap=4)
 
 
 def running_box() -> Any:
@@ -773,13 +946,14 @@ def layout(services: Services, **query: Any) -> Any:
                             delay_show=300,
                             type="dot",
                         ),
-                        html.Div(id="fix-slow-results"),
+                        html.Div(None if ready else waiting_text(), id="fix-slow-results"),
                     ],
                     span={"base": 12, "lg": 9},
                 ),
             ],
             gutter="md",
         ),
+        report_card(),
         dcc.Store(id="fix-slow-request", data=None),
         dcc.Store(id="fix-initial-request", data=None if ready else state.to_dict()),
         state_store(state),
@@ -822,14 +996,20 @@ def _refresh(runs: FixRuns, state: ViewState, previous_request: Any) -> tuple[An
     steps = step_list(state)
     if runs.ready(state):
         return preview(runs, state), None, steps, (no_update if previous_request is None else None)
-    waiting = dmc.Text("Computing the preview in the background ...", size="sm", c="dimmed", id="fix-waiting")
-    return waiting, None, steps, state.to_dict()
+    # The waiting text goes where the background job's result will go, so that the result replaces it.
+    return None, waiting_text(), steps, state.to_dict()
+
+
+def waiting_text() -> Any:
+    """What the results column says while a background job computes the preview (replaced by its result)."""
+    return dmc.Text("Computing the preview in the background ...", size="sm", c="dimmed", id="fix-waiting")
 
 
 def register(app: Dash, services: Services) -> None:
     dash.register_page(
         __name__, path=PATH, name=NAME, title="privdash · Fix", order=2, layout=lambda **q: layout(services, **q)
     )
+    register_report(app, services)
     runs = FixRuns(services)
     control_ids = list(CONTROLS)
 
@@ -986,6 +1166,43 @@ def register(app: Dash, services: Services) -> None:
         return classifier_view(run, target)
 
     @app.callback(
+        Output("fix-recipe-result", "children"),
+        Output("fix-recipe-download", "disabled"),
+        Input("fix-recipe-upload", "contents"),
+        Input("fix-recipe-strict", "checked"),
+        State("fix-recipe-upload", "filename"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def recipe_check(contents: str | None, strict: bool | None, filename: str | None, data: Any) -> tuple[Any, bool]:
+        if not contents:
+            return None, True
+        try:
+            outcome = recipe_outcome(runs, state_from_store(data), contents)
+        except PrivdashError as exc:
+            return error_alert(str(exc), title="The recipe could not be applied", alert_id="fix-recipe-error"), True
+        return recipe_view(outcome, filename, strict=bool(strict)), bool(strict and outcome.warning)
+
+    @app.callback(
+        Output("fix-recipe-file", "data"),
+        Input("fix-recipe-download", "n_clicks"),
+        State("fix-recipe-upload", "contents"),
+        State("fix-recipe-strict", "checked"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def recipe_download(_clicks: int | None, contents: str | None, strict: bool | None, data: Any) -> Any:
+        state = state_from_store(data)
+        try:
+            outcome = recipe_outcome(runs, state, contents)
+        except PrivdashError:
+            return no_update
+        if strict and outcome.warning:
+            return no_update
+        stem = download_stem(runs.services.dataset(str(state.dataset)))
+        return {"content": csv_text(outcome.data), "filename": f"{stem}-recipe-applied.csv", "type": "text/csv"}
+
+    @app.callback(
         Output("fix-download", "data"),
         Output("fix-download-message", "children"),
         *[Input(f"fix-dl-{key}", "n_clicks") for key in DOWNLOADS],
@@ -1030,8 +1247,11 @@ __all__ = [
     "layout",
     "loss_table",
     "preview",
+    "recipe_outcome",
+    "recipe_view",
     "register",
     "risk_cards",
+    "sample_table",
     "spec_from_controls",
     "step_list",
     "suppression_curve",

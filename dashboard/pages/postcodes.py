@@ -35,7 +35,6 @@ from dashboard.application.postcodes import (
     AMBER,
     DEFAULT_SETTINGS,
     GREEN,
-    LEVELS,
     MAX_MARGIN,
     RED,
     SOURCES,
@@ -49,6 +48,7 @@ from dashboard.application.postcodes import (
     apply_to_dataset,
     build_view,
     failing_rows,
+    level_options,
     postcode_columns,
     same_polygons,
     settings_change,
@@ -56,12 +56,14 @@ from dashboard.application.postcodes import (
     source_failing_rows,
     summarize,
     traffic_lights,
+    view_title,
 )
 from dashboard.application.services import Services
 from dashboard.application.state import ViewState
 from dashboard.core.errors import PrivdashError
 from dashboard.core.geo import geography
 from dashboard.core.geo.postcodes import PostcodeGeneralization, Strategy
+from dashboard.ui.charts import chart
 from dashboard.ui.components import card, error_alert, fmt_count, fmt_share, page_title
 from dashboard.ui.pagestate import PAGE_STATE, state_from_query, state_from_store, state_store
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE
@@ -182,19 +184,27 @@ def recolour(units: MapUnits) -> Patch:
 
 
 def bar_figure(result: PostcodeGeneralization, settings: GeoSettings) -> go.Figure:
-    """The smallest ZIP3 areas as bars coloured by traffic light, with the threshold and the amber limit."""
-    original = result.original_populations
-    smallest = original.iloc[np.argsort(original.to_numpy(), kind="stable")[:BAR_COUNT]]
+    """The smallest ZIP3 areas (or, for the "published units" choice, the smallest units of the strategy) as bars
+    coloured by traffic light, with the threshold and the amber limit."""
+    units = settings.level == "units"
+    populations = result.populations if units else result.original_populations
+    smallest = populations.iloc[np.argsort(populations.to_numpy(), kind="stable")[:BAR_COUNT]]
     status = traffic_lights(smallest.to_numpy(), settings)
-    published = result.mapping.reindex(smallest.index).astype(str).to_numpy()
+    if units:
+        members = result.members
+        detail = np.asarray([f"{len(members.get(code, ())):,} ZIP3 areas" for code in smallest.index], dtype=object)
+        what, hover = "published units", "unit <b>%{x}</b><br>%{y:,} people<br>%{customdata[1]}<br>%{customdata[0]}"
+    else:
+        detail = result.mapping.reindex(smallest.index).astype(str).to_numpy()
+        what = "ZIP3 areas"
+        hover = "ZIP3 <b>%{x}</b><br>%{y:,} people<br>%{customdata[1]}<br>published as %{customdata[0]}"
     fig = go.Figure(
         go.Bar(
             x=[str(c) for c in smallest.index],
             y=smallest.to_numpy(),
             marker_color=[STATUS_COLORS[int(s)] for s in status],
-            customdata=np.stack([published, [STATUS_LABELS[int(s)] for s in status]], axis=-1),
-            hovertemplate="ZIP3 <b>%{x}</b><br>%{y:,} people<br>%{customdata[1]}<br>published as %{customdata[0]}"
-            "<extra></extra>",
+            customdata=np.stack([detail, [STATUS_LABELS[int(s)] for s in status]], axis=-1),
+            hovertemplate=hover + "<extra></extra>",
         )
     )
     fig.add_hline(y=settings.threshold, line_dash="dash", line_color=COLORS["danger"])
@@ -202,10 +212,11 @@ def bar_figure(result: PostcodeGeneralization, settings: GeoSettings) -> go.Figu
     fig.update_layout(
         template=PLOTLY_TEMPLATE,
         height=MAP_HEIGHT,
-        xaxis_title=f"the {len(smallest)} smallest ZIP3 areas",
+        xaxis_title=f"the {len(smallest)} smallest {what}",
         yaxis_title="people (2010 Census)",
     )
-    fig.update_xaxes(type="category")
+    # Sixty codes side by side: upright labels would overlap, so they stand on end, each under its bar.
+    fig.update_xaxes(type="category", tickangle=-90, tickfont={"size": 10}, automargin=True)
     return fig
 
 
@@ -286,7 +297,13 @@ def _grid(grid_id: str, columns: list[dict[str, Any]], rows: list[dict[str, Any]
         rowData=rows,
         defaultColDef={"resizable": True, "sortable": True},
         columnSize="responsiveSizeToFit",
-        dashGridOptions={"animateRows": False, "overlayNoRowsTemplate": "No unit fails the threshold."},
+        # The empty-table message as locale text: AG Grid would evaluate an overlay template, which dash-ag-grid
+        # blocks as unsafe (the user would see "No Rows To Show"); painted off screen too (prints, shared views).
+        dashGridOptions={
+            "animateRows": False,
+            "localeText": {"noRowsToShow": "No unit fails the threshold."},
+            "suppressContentVisibilityAuto": True,
+        },
         style={"height": "300px"},
     )
 
@@ -335,42 +352,48 @@ EMPTY_FIGURE: dict[str, Any] = {"data": [], "layout": {"template": PLOTLY_TEMPLA
 
 def apply_view(outcome: ApplyResult) -> Any:
     """k and the journalist / marketer risks before and after, and what the recoding changed."""
+    # Before and after on the same basis: census populations of the units the postcodes lie in.
     before, after, risk = outcome.before, outcome.after, outcome.after_risk
+    was = outcome.before_risk or before.risk
     rows = [
         ("k (smallest class)", fmt_count(before.k), fmt_count(after.k), "apply-k"),
         (
             "Journalist risk, highest",
-            fmt_share(before.risk.journalist.highest),
+            fmt_share(was.journalist.highest),
             fmt_share(risk.journalist.highest),
             "apply-journalist",
         ),
         (
             "Journalist risk, average",
-            fmt_share(before.risk.journalist.average),
+            fmt_share(was.journalist.average),
             fmt_share(risk.journalist.average),
             "apply-journalist-average",
         ),
         (
             f"Records above {fmt_share(risk.max_risk, 0)} (journalist)",
-            fmt_share(before.risk.journalist.records_at_risk),
+            fmt_share(was.journalist.records_at_risk),
             fmt_share(risk.journalist.records_at_risk),
             "apply-at-risk",
         ),
-        ("Marketer risk", fmt_share(before.risk.marketer.average), fmt_share(risk.marketer.average), "apply-marketer"),
+        ("Marketer risk", fmt_share(was.marketer.average), fmt_share(risk.marketer.average), "apply-marketer"),
     ]
     head = dmc.TableThead(
         dmc.TableTr(
             [
-                dmc.TableTh("Measure"),
-                dmc.TableTh("Before (population: the sample)", ta="right"),
-                dmc.TableTh(f"After {outcome.strategy.value} (census populations)", ta="right"),
+                dmc.TableTh("Measure (census populations)"),
+                dmc.TableTh("Before: the dataset as loaded", ta="right"),
+                dmc.TableTh(f"After the {outcome.strategy.value} strategy", ta="right"),
             ]
         )
     )
     body = dmc.TableTbody(
         [
             dmc.TableTr(
-                [dmc.TableTd(label), dmc.TableTd(b, ta="right"), dmc.TableTd(a, ta="right", id=row_id)],
+                [
+                    dmc.TableTd(label),
+                    dmc.TableTd(b, ta="right", id=f"{row_id}-before"),
+                    dmc.TableTd(a, ta="right", id=row_id),
+                ],
             )
             for label, b, a, row_id in rows
         ]
@@ -388,11 +411,13 @@ def apply_view(outcome: ApplyResult) -> Any:
                 id="apply-summary",
             ),
             dmc.Text(
-                "Before: the dataset as loaded, the sample standing for the population (F = f), as on the Risk "
-                "page. After: each class's population F = f · Pop(unit) / n(unit) from the census population of "
-                "its published postcode unit.",
+                "Both columns estimate each class's population from the census, F = f · Pop(unit) / n(unit): before, "
+                "with the unit each postcode lies in (its district or ZIP3); after, with its published unit. The "
+                "Risk page, without a census, takes the sample as the population (F = f), so its journalist risk is "
+                "higher than both.",
                 size="xs",
                 c="dimmed",
+                id="apply-basis",
             ),
         ],
         gap="xs",
@@ -458,6 +483,7 @@ def controls(settings: GeoSettings) -> Any:
                                 data=[s.value for s in Strategy],
                                 value=settings.strategy.value,
                                 size="xs",
+                                **{"aria-label": "Strategy"},
                             ),
                             dmc.Text(settings.strategy.description, size="xs", c="dimmed", id="pc-strategy-help"),
                         ],
@@ -468,12 +494,13 @@ def controls(settings: GeoSettings) -> Any:
                 dmc.GridCol(
                     dmc.Stack(
                         [
-                            dmc.Text("Map of", size="sm", fw=500),
+                            dmc.Text("Show", size="sm", fw=500),
                             dmc.SegmentedControl(
                                 id="pc-level",
-                                data=[{"value": k, "label": v} for k, v in LEVELS.items()],
+                                data=level_options(settings),
                                 value=settings.level,
                                 size="xs",
+                                **{"aria-label": "Map of"},
                             ),
                         ],
                         gap=4,
@@ -498,6 +525,7 @@ def controls(settings: GeoSettings) -> Any:
                                 marks=[{"value": v, "label": f"{v // 1000}k"} for v in (0, 20_000, 50_000, 100_000)],
                                 updatemode="mouseup",
                                 mb="md",
+                                thumbLabel="Threshold (people)",
                             ),
                         ],
                         gap=4,
@@ -524,9 +552,7 @@ def controls(settings: GeoSettings) -> Any:
 
 
 def map_title(settings: GeoSettings) -> str:
-    if settings.level == "units":
-        return f"After: published units of the {settings.strategy.value} strategy, by their population"
-    return f"Before: {LEVELS[settings.level].lower()} by their own population"
+    return view_title(settings)
 
 
 def _revision(settings: GeoSettings) -> str:
@@ -566,12 +592,32 @@ def results_layout(cache: BoundedCache, view: PostcodeView | None) -> Any:
                         id="pc-map-head",
                     ),
                     html.Div(
-                        dcc.Graph(id="pc-map", figure=map_fig, config={"displaylogo": False, "scrollZoom": True}),
+                        chart(
+                            dcc.Graph(id="pc-map", figure=map_fig, config={"displaylogo": False, "scrollZoom": True}),
+                            title="Traffic-light map",
+                            summary="Each unit is filled with its traffic light (see the key); the table lists every "
+                            "unit with its population and status.",
+                            columns=(("locations", "unit"), ("customdata.0", "people"), ("customdata.1", "status")),
+                            title_visible=False,
+                            modebar=("toImage", "zoomInMap", "zoomOutMap", "resetViewMap"),
+                        ),
                         id="pc-map-wrap",
                         style=_display(has_map),
                     ),
                     html.Div(
-                        dcc.Graph(id="pc-bars", figure=bars, config={"displaylogo": False}),
+                        chart(
+                            dcc.Graph(id="pc-bars", figure=bars, config={"displaylogo": False}),
+                            title="The smallest ZIP3 areas",
+                            summary="One bar per ZIP3 area, coloured by its traffic light; dashed line: the threshold, "
+                            "dotted: the amber limit.",
+                            columns=(
+                                ("x", "ZIP3"),
+                                ("y", "people"),
+                                ("customdata.1", "status"),
+                                ("customdata.0", "published as"),
+                            ),
+                            title_visible=False,
+                        ),
                         id="pc-bars-wrap",
                         style=_display(bool(view) and not has_map),
                     ),
@@ -676,6 +722,7 @@ def redraw(services: Services, state: ViewState, previous: GeoSettings | None) -
         map_head(settings),
         notes_view(view.notes),
         view.attribution,
+        level_options(settings),
     )
 
 
@@ -704,6 +751,7 @@ REDRAW_OUTPUTS: tuple[tuple[str, str], ...] = (
     ("pc-map-head", "children"),
     ("pc-notes", "children"),
     ("pc-attribution", "children"),
+    ("pc-level", "data"),
 )
 
 

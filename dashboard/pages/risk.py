@@ -39,8 +39,7 @@ from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.measure.combinations import CombinationRisk, MinimalSampleUniques
 from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.measure.risk import records_at_risk_by_k
-from dashboard.core.measure.verdict import Verdict
-from dashboard.ui.charts import size_histogram
+from dashboard.ui.charts import SIZE_COLUMNS, chart, size_histogram
 from dashboard.ui.components import (
     card,
     error_alert,
@@ -49,8 +48,11 @@ from dashboard.ui.components import (
     no_dataset,
     page_title,
     progress_panel,
+    verdict_banner,
 )
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
+from dashboard.ui.report import register as register_report
+from dashboard.ui.report import report_card
 from dashboard.ui.targets import headline_grid, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, figure
 
@@ -137,19 +139,6 @@ def headline_cards(items: Sequence[Headline]) -> Any:
     return headline_grid(items, card_prefix="card-", grid_id="headline-cards", cols={"base": 2, "sm": 3, "lg": 6})
 
 
-def verdict_banner(verdict: Verdict) -> Any:
-    """The decision first: one sentence and its status, in words as well as in colour."""
-    title = "Meets every target" if verdict.passed else "Not safe to release"
-    return dmc.Alert(
-        verdict.sentence(),
-        title=f"{'PASS' if verdict.passed else 'FAIL'}: {title}",
-        color="green" if verdict.passed else "red",
-        variant="light",
-        id="verdict",
-        **{"data-status": verdict.status},
-    )
-
-
 def summary_line(diagnosis: Diagnosis) -> Any:
     """Records, classes, uniques and the missing-value policy's effect, in one line of badges."""
     return dmc.Group(
@@ -192,7 +181,14 @@ def class_grid(table: ClassTable) -> Any:
         columnDefs=defs,
         rowModelType="infinite",
         defaultColDef={"resizable": True, "minWidth": 90},
-        dashGridOptions={"cacheBlockSize": 100, "maxBlocksInCache": 20, "rowBuffer": 10},
+        # AG Grid skips painting a grid outside the viewport (content-visibility: auto): screenshots, prints and
+        # a shared view scrolled elsewhere would show an empty box.
+        dashGridOptions={
+            "cacheBlockSize": 100,
+            "maxBlocksInCache": 20,
+            "rowBuffer": 10,
+            "suppressContentVisibilityAuto": True,
+        },
         getRowStyle={
             "styleConditions": [
                 {"condition": "params.data && params.data.fails", "style": {"backgroundColor": "#fff5f5"}}
@@ -260,16 +256,16 @@ def combinations_view(risk: CombinationRisk, msus: MinimalSampleUniques | None) 
             },
         ],
         defaultColDef={"sortable": True, "resizable": True, "filter": True},
+        dashGridOptions={"suppressContentVisibilityAuto": True},  # painted off screen too (see class_grid)
         style={"height": "320px"},
     )
     parts: list[Any] = [
-        dmc.Text(
-            "Unique records lost when one quasi-identifier is left out: the tallest bars are the attributes that "
-            "single people out.",
-            size="sm",
-            c="dimmed",
+        chart(
+            dcc.Graph(figure=bar, config={"displaylogo": False}, id="contribution-chart"),
+            title="Unique records lost without each quasi-identifier",
+            summary="Unique records lost when one quasi-identifier is left out: the tallest bars are the attributes "
+            "that single people out.",
         ),
-        dcc.Graph(figure=bar, config={"displaylogo": False}, id="contribution-chart"),
     ]
     if msus is not None:
         by_size = msus.counts_by_size()
@@ -331,6 +327,7 @@ def controls(loaded_columns: Sequence[str], state: ViewState) -> Any:
                                 data=[{"value": p.value, "label": label} for p, label in POLICY_OPTIONS],
                                 value=state.missing.value,
                                 size="xs",
+                                **{"aria-label": "Missing QI values"},
                             ),
                             dmc.Text(POLICY_HELP[state.missing], size="xs", c="dimmed", id="missing-help"),
                         ],
@@ -371,22 +368,34 @@ def results(services: Services, state: ViewState) -> Any:
                     dmc.GridCol(
                         card(
                             "Class-size histogram",
-                            dcc.Graph(
-                                figure=size_histogram(binned, state.k), config={"displaylogo": False}, id="size-chart"
+                            chart(
+                                dcc.Graph(
+                                    figure=size_histogram(binned, state.k),
+                                    config={"displaylogo": False},
+                                    id="size-chart",
+                                ),
+                                title="Class-size histogram",
+                                summary="Classes per size; hatched dark-red bars are below the target k.",
+                                columns=SIZE_COLUMNS,
+                                title_visible=False,
                             ),
-                            description="Classes per size; red bars are below the target k.",
                         ),
                         span={"base": 12, "lg": 4},
                     ),
                     dmc.GridCol(
                         card(
                             "Records at risk over k",
-                            dcc.Graph(
-                                figure=records_at_risk_figure(diagnosis, state.k),
-                                config={"displaylogo": False},
-                                id="risk-curve",
+                            chart(
+                                dcc.Graph(
+                                    figure=records_at_risk_figure(diagnosis, state.k),
+                                    config={"displaylogo": False},
+                                    id="risk-curve",
+                                ),
+                                title="Records at risk over k",
+                                summary="Share of records in classes smaller than k (dashed line: the target k).",
+                                columns=(("x", "k"), ("customdata", "records at risk"), ("y", "share (%)")),
+                                title_visible=False,
                             ),
-                            description="Share of records in classes smaller than k (dashed: target).",
                         ),
                         span={"base": 12, "lg": 4},
                     ),
@@ -447,6 +456,7 @@ def layout(services: Services, **query: Any) -> Any:
         controls(loaded.columns, state),
         dcc.Loading(html.Div(results(services, state), id="risk-results"), delay_show=300, type="dot"),
         combination_card(),
+        report_card(),
         dcc.Store(id="combo-request", data=combination_request(state)),
         dcc.Store(id="class-grid-version", data=0),
         state_store(state),
@@ -470,6 +480,7 @@ def register(app: Dash, services: Services) -> None:
     dash.register_page(
         __name__, path=PATH, name=NAME, title="privdash · Risk", order=1, layout=lambda **q: layout(services, **q)
     )
+    register_report(app, services)
 
     @app.callback(
         Output(PAGE_STATE, "data", allow_duplicate=True),

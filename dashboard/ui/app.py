@@ -114,6 +114,8 @@ def create_app(settings: Settings) -> Dash:
         on_error=callback_error,
     )
     app.server.extensions["privdash"] = services
+    # The page's language, for screen readers and hyphenation (WCAG 3.1.1).
+    app.index_string = app.index_string.replace("<html>", '<html lang="en">', 1)
     for page in pages.PAGES:
         page.register(app, services)
     app.layout = with_message_area(components.shell(dash.page_container))
@@ -287,6 +289,28 @@ def _register_shell_callbacks(app: Dash, services: Services) -> None:
         State("share-link", "value"),
         prevent_initial_call=True,
     )
+    # The Share button says whether its dialog is open (the popover reports "opened" on every change).
+    app.clientside_callback(
+        ClientsideFunction("privdash", "expanded"),
+        Output("share-button", "aria-expanded"),
+        Input("share-popover", "opened"),
+        prevent_initial_call=True,
+    )
+    # The menu button of narrow screens opens and closes the navigation; going to another page closes it.
+    app.clientside_callback(
+        ClientsideFunction("privdash", "navbar"),
+        Output("app-shell", "navbar"),
+        Output("nav-burger", "aria-expanded"),
+        Input("nav-burger", "opened"),
+        State("app-shell", "navbar"),
+        prevent_initial_call=True,
+    )
+    app.clientside_callback(
+        ClientsideFunction("privdash", "closeMenu"),
+        Output("nav-burger", "opened"),
+        Input("url", "pathname"),
+        prevent_initial_call=True,
+    )
 
 
 def header_title(services: Services, state: ViewState) -> tuple[str, str]:
@@ -337,7 +361,7 @@ def _register_routes(server: flask.Flask, services: Services) -> None:
             size = flask.request.content_length or 0
             return flask.jsonify(error=too_large_message(None, size, limit)), 413
         if file is None or not file.filename:
-            return flask.jsonify(error="No file was sent; choose a CSV, Excel or Parquet file."), 400
+            return flask.jsonify(error="No file was sent; choose a CSV, Excel, Parquet, SPSS, Stata or SAS file."), 400
         raw = file.read(limit + 1)
         try:
             info = services.ingest(raw, filename=file.filename, session=session, sheet=sheet)

@@ -2,18 +2,32 @@
 
 Builders are plain functions returning Dash components, so they are tested as data (no browser). The number formats
 (``fmt_count``, ``fmt_number``, ``fmt_share``) live in :mod:`dashboard.application.formats` and are re-exported here.
+
+Accessibility (WCAG 2.1 AA)
+    The shell starts with a skip link to the main content (:data:`MAIN_ID`), has header, navigation and main
+    landmarks and the page title as the one ``<h1>``; card titles are ``<h2>``. The share control is a dialog: the
+    button says it opens one and whether it is open (``aria-haspopup``, ``aria-expanded``, set by the shell's
+    callback), focus moves into the dialog and back to the button, Escape closes it. Verdict badges say "pass" or
+    "fail" with a sign beside the colour. Colours: :mod:`dashboard.ui.theme`; focus rings and the rest:
+    ``assets/privdash.css`` and ``assets/clientside.js``.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import dash_mantine_components as dmc
-from dash import dcc
+from dash import dcc, html
 
 from dashboard.application.formats import fmt_count, fmt_number, fmt_share
+from dashboard.ui.theme import THEME
+
+if TYPE_CHECKING:
+    from dashboard.core.measure.verdict import Verdict
 
 __all__ = [
+    "MAIN_ID",
+    "NAVBAR",
     "NAV_ITEMS",
     "card",
     "error_alert",
@@ -25,6 +39,7 @@ __all__ = [
     "progress_panel",
     "shell",
     "stat_card",
+    "verdict_banner",
 ]
 
 #: Navigation entries: (path, label, one-line description). Pages register at these paths.
@@ -34,6 +49,10 @@ NAV_ITEMS: tuple[tuple[str, str, str], ...] = (
     ("/fix", "Fix", "Generalise, suppress, aggregate"),
     ("/postcodes", "Postcodes", "Population per postcode area"),
 )
+#: The id of the ``<main>`` element, the target of the skip link.
+MAIN_ID = "main-content"
+#: The navigation column; below the ``sm`` breakpoint it is folded away until the menu button opens it.
+NAVBAR: dict[str, Any] = {"width": 240, "breakpoint": "sm", "collapsed": {"mobile": True, "desktop": False}}
 
 # --- shell -------------------------------------------------------------------------------------------------------
 
@@ -45,24 +64,44 @@ def shell(page_container: Any) -> Any:
             [
                 dmc.Group(
                     [
+                        # On a narrow screen (a phone, or a page zoomed to 400 %) the navigation folds into a menu.
+                        dmc.Burger(
+                            id="nav-burger",
+                            opened=False,
+                            hiddenFrom="sm",
+                            size="sm",
+                            **{"aria-label": "Pages", "aria-expanded": "false", "aria-controls": "nav-pages"},
+                        ),
                         dmc.Anchor(
-                            dmc.Text("privdash", fw=700, size="xl", c="blue.8"), href="/data", underline="never"
+                            dmc.Text("privdash", fw=700, size="xl", c="blue.8", span=True),
+                            href="/data",
+                            underline="never",
                         ),
                         dmc.Text("privacy risk diagnostics", size="sm", c="dimmed", visibleFrom="sm"),
                     ],
                     gap="sm",
+                    wrap="nowrap",
                 ),
                 dmc.Group(
                     [
-                        dmc.Badge("no dataset", id="header-dataset", size="lg", color="gray", variant="light", maw=420),
+                        dmc.Badge(
+                            "no dataset",
+                            id="header-dataset",
+                            size="lg",
+                            color="gray",
+                            variant="light",
+                            maw={"base": 150, "sm": 420},
+                        ),
                         share_control(),
                     ],
                     gap="sm",
+                    wrap="nowrap",
                 ),
             ],
             justify="space-between",
             h="100%",
             px="md",
+            wrap="nowrap",
         )
     )
     navbar = dmc.AppShellNavbar(
@@ -79,36 +118,61 @@ def shell(page_container: Any) -> Any:
             gap=4,
         ),
         p="sm",
+        id="nav-pages",
+        **{"aria-label": "Pages"},
     )
     return dmc.MantineProvider(
         [
+            # The first stop of the Tab key: past the header and the navigation (assets/clientside.js moves the focus
+            # without changing the address, which is the share link).
+            html.A("Skip to main content", href=f"#{MAIN_ID}", className="skip-link", id="skip-link"),
             dcc.Location(id="url", refresh=False),
             dcc.Location(id="redirect", refresh="callback-nav"),
             dmc.AppShell(
-                [header, navbar, dmc.AppShellMain(page_container)],
+                [header, navbar, dmc.AppShellMain(page_container, id=MAIN_ID, tabIndex=-1)],
                 header={"height": 60},
-                navbar={"width": 240, "breakpoint": "sm"},
+                navbar=NAVBAR,
                 padding="lg",
+                id="app-shell",
             ),
         ],
         id="mantine-provider",
+        theme=THEME,
+        forceColorScheme="light",
     )
 
 
 def share_control() -> Any:
-    """The share button: a popover with the current link, a copy button and what the link reveals."""
+    """The share button: a dialog with the current link, a copy button and what the link reveals.
+
+    Mantine's own roles would put ``aria-haspopup`` and ``aria-expanded`` on the wrapper around the button, where
+    they are not allowed (``withRoles=False``); the button carries them instead and the dropdown is the dialog.
+    Opening moves the focus to the link field and keeps it in the dialog; Escape or a click outside closes it and
+    the focus returns to the button.
+    """
     return dmc.Popover(
         [
-            dmc.PopoverTarget(dmc.Button("Share", id="share-button", variant="filled", size="sm")),
+            dmc.PopoverTarget(
+                dmc.Button(
+                    "Share",
+                    id="share-button",
+                    variant="filled",
+                    size="sm",
+                    **{"aria-haspopup": "dialog", "aria-expanded": "false"},
+                )
+            ),
             dmc.PopoverDropdown(
                 dmc.Stack(
                     [
-                        dmc.Text("Link to this view", fw=600, size="sm"),
-                        dmc.TextInput(id="share-link", readOnly=True, w=420, size="xs"),
+                        dmc.Text("Link to this view", fw=600, size="sm", id="share-title"),
+                        dmc.TextInput(
+                            id="share-link", readOnly=True, w=420, size="xs", **{"aria-labelledby": "share-title"}
+                        ),
                         dmc.Group(
                             [
                                 dmc.Button("Copy link", id="copy-link", size="xs", variant="light"),
-                                dmc.Text("", id="copy-status", size="xs", c="dimmed"),
+                                # Announced by screen readers when it changes ("Copied").
+                                dmc.Text("", id="copy-status", size="xs", c="dimmed", **{"aria-live": "polite"}),
                             ]
                         ),
                         dmc.Text(
@@ -127,6 +191,11 @@ def share_control() -> Any:
         withArrow=True,
         shadow="md",
         id="share-popover",
+        withRoles=False,
+        trapFocus=True,
+        returnFocus=True,
+        closeOnEscape=True,
+        attributes={"dropdown": {"role": "dialog", "aria-labelledby": "share-title"}},
     )
 
 
@@ -134,18 +203,18 @@ def share_control() -> Any:
 
 
 def page_title(title: str, description: str | None = None) -> Any:
-    """The title block at the top of a page."""
-    children: list[Any] = [dmc.Title(title, order=2)]
+    """The title block at the top of a page: the page's one ``<h1>`` (drawn at the size of an ``<h2>``)."""
+    children: list[Any] = [dmc.Title(title, order=1, size="h2")]
     if description:
         children.append(dmc.Text(description, c="dimmed", size="sm"))
     return dmc.Stack(children, gap=2, mb="md")
 
 
 def card(title: str | None, *children: Any, description: str | None = None, **props: Any) -> Any:
-    """A bordered card with an optional title and description."""
+    """A bordered card with an optional title (an ``<h2>``, for navigation by headings) and description."""
     head: list[Any] = []
     if title:
-        head.append(dmc.Text(title, fw=600, size="md"))
+        head.append(dmc.Title(title, order=2, fz="md", fw=600, className="card-title"))
     if description:
         head.append(dmc.Text(description, size="xs", c="dimmed"))
     body = [dmc.Stack(head, gap=0, mb="sm")] if head else []
@@ -160,7 +229,10 @@ def stat_card(
     detail: str | None = None,
     card_id: str | None = None,
 ) -> Any:
-    """A headline number with an optional pass / fail badge against its target and a detail line."""
+    """A headline number with an optional pass / fail badge against its target and a detail line.
+
+    The badge's word and sign (✓ / ✗) carry the verdict; the colour only repeats it.
+    """
     badge = None
     if passed is not None:
         badge = dmc.Badge(
@@ -169,17 +241,45 @@ def stat_card(
             variant="filled",
             size="sm",
             className="stat-status",
+            style={"flexShrink": 0},
+            # privdash.css draws a sign (✓ / ✗) before the word, hidden from screen readers (they read the word).
+            **{"data-verdict": "pass" if passed else "fail"},
         )
     props: dict[str, Any] = {"padding": "md", "className": "stat-card"}
     if card_id:
         props["id"] = card_id
     return dmc.Card(
         [
-            dmc.Group([dmc.Text(label, size="sm", c="dimmed", fw=500), badge], justify="space-between", gap="xs"),
+            # The badge keeps its place at the top right on every card; a long label wraps instead of pushing it
+            # onto a line of its own on some cards and not on others.
+            dmc.Group(
+                [dmc.Text(label, size="sm", c="dimmed", fw=500, className="stat-label", style={"minWidth": 0}), badge],
+                justify="space-between",
+                align="flex-start",
+                gap="xs",
+                wrap="nowrap",
+            ),
             dmc.Text(value, fz=28, fw=700, className="stat-value"),
             dmc.Text(detail or "", size="xs", c="dimmed", className="stat-detail"),
         ],
         **props,
+    )
+
+
+def verdict_banner(verdict: Verdict, fix: str | None = None, *, banner_id: str = "verdict") -> Any:
+    """The decision first: the core's verdict in one sentence and its status, in words as well as in colour; ``fix``
+    adds what the least-lossy search found (the Fix page)."""
+    title = "Meets every target" if verdict.passed else "Not safe to release"
+    children: list[Any] = [dmc.Text(verdict.sentence(), size="sm")]
+    if fix:
+        children.append(dmc.Text(fix, size="sm", mt=4, className="verdict-fix"))
+    return dmc.Alert(
+        children,
+        title=f"{'PASS' if verdict.passed else 'FAIL'}: {title}",
+        color="green" if verdict.passed else "red",
+        variant="light",
+        id=banner_id,
+        **{"data-status": verdict.status},
     )
 
 
@@ -191,29 +291,41 @@ def error_alert(message: str, *, title: str = "Something is wrong with the input
     return dmc.Alert(message, **props)
 
 
-def no_dataset(message: str | None = None) -> Any:
-    """What a page shows without a dataset: a pointer to the Data page."""
+def no_dataset(message: str | None = None, *, on_data_page: bool = False) -> Any:
+    """What a page shows without a dataset: a pointer to the Data page, or, on the Data page itself, to its
+    controls."""
+    pointer: Any = (
+        dmc.Text("Pick a built-in dataset or upload a file with the controls on the left.", id="no-dataset-hint")
+        if on_data_page
+        else dmc.Anchor("Open the Data page to pick a built-in dataset or upload a file.", href="/data")
+    )
     return dmc.Alert(
-        [
-            dmc.Text(message or "No dataset is open."),
-            dmc.Anchor("Open the Data page to pick a built-in dataset or upload a file.", href="/data"),
-        ],
+        [dmc.Text(message or "No dataset is open."), pointer],
         title="No data yet",
         color="blue",
         variant="light",
     )
 
 
-def progress_panel(prefix: str, *, status: str = "Waiting ...", dimmed: bool = True) -> Any:
+def progress_panel(
+    prefix: str, *, status: str = "Waiting ...", dimmed: bool = True, label: str = "Progress of the computation"
+) -> Any:
     """Progress bar, status line and cancel button of a background job: ids ``<prefix>-progress``,
-    ``<prefix>-status`` and ``<prefix>-cancel``."""
+    ``<prefix>-status`` and ``<prefix>-cancel``. The bar is named ``label``; screen readers announce the status
+    line as it changes."""
     text_props: dict[str, Any] = {"c": "dimmed"} if dimmed else {}
     return dmc.Stack(
         [
-            dmc.Progress(id=f"{prefix}-progress", value=0, striped=True, animated=True),
+            dmc.Progress(
+                id=f"{prefix}-progress",
+                value=0,
+                striped=True,
+                animated=True,
+                attributes={"section": {"aria-label": label}},
+            ),
             dmc.Group(
                 [
-                    dmc.Text(status, id=f"{prefix}-status", size="sm", **text_props),
+                    dmc.Text(status, id=f"{prefix}-status", size="sm", **text_props, **{"aria-live": "polite"}),
                     dmc.Button("Cancel", id=f"{prefix}-cancel", size="xs", variant="subtle", color="red"),
                 ],
                 justify="space-between",

@@ -16,12 +16,14 @@ import flask
 from dash import dcc
 
 from dashboard.application.links import LINK_KEY
-from dashboard.application.services import LoadedDataset, Services
+from dashboard.application.services import DEMO_PREFIX, LoadedDataset, Services
 from dashboard.application.state import QUERY_KEY, StateError, ViewState
+from dashboard.core.data.demo import DEFAULT_DEMO
 from dashboard.core.errors import PrivdashError
 from dashboard.ui.components import error_alert
 
 __all__ = [
+    "DEFAULT_DATASET",
     "PAGE_STATE",
     "SESSION_COOKIE",
     "open_page",
@@ -32,6 +34,8 @@ __all__ = [
 ]
 
 PAGE_STATE = "page-state"
+#: The dataset a page opens when its link names none (a first visit): the built-in demo.
+DEFAULT_DATASET = DEMO_PREFIX + DEFAULT_DEMO
 #: The cookie holding a browser's session token (which uploads are its own).
 SESSION_COOKIE = "privdash_session"
 
@@ -90,13 +94,16 @@ def state_store(state: ViewState) -> dcc.Store:
 def open_page(services: Services, query: Mapping[str, Any]) -> tuple[ViewState, LoadedDataset | None, list[Any]]:
     """What a page's ``layout(**query)`` starts from: the view state, its dataset, and alerts for what failed.
 
-    The dataset is None when the state names none or it cannot be opened (expired, unknown id); a state without
-    column roles takes the dataset's suggested ones.
+    A state that names no dataset opens the built-in demo (:data:`DEFAULT_DATASET`), so that a first visit has
+    something to show; the dataset is None when it cannot be opened (expired, unknown id) or the link could not be
+    read. A state without column roles takes the dataset's suggested ones.
     """
     state, problem = state_from_query(query, services)
     alerts: list[Any] = []
     if problem:
         alerts.append(error_alert(problem, title="This link could not be read", alert_id="state-error"))
+    elif not state.dataset:
+        state = state.updated(dataset=DEFAULT_DATASET)
     loaded = None
     if state.dataset:
         try:

@@ -1,35 +1,75 @@
-"""Demo datasets: a reproducible uniform categorical table and a realistic synthetic person table.
+"""Demo datasets: the dashboard's built-in tables, each the classic case of a story told in one line.
 
-Both are generated, never sampled from real people. ``uniform`` follows a published reference recipe exactly, so
-its tables can be regenerated anywhere; ``people`` is the dashboard's built-in demo: a customer table with direct
-identifiers, quasi-identifiers (including UK postcodes and an ordinal clothing size), sensitive attributes and a few
-missing values, shipped with its data contract.
+* ``people``: the dashboard's default, a synthetic customer table with direct identifiers, quasi-identifiers
+  (including UK postcodes and an ordinal clothing size), sensitive attributes and a few missing values.
+* ``uniform``: Mirador Analytics' k-anonymity exercise (Data Science Task Sheet, February 2021): 50,000 rows of eight
+  independent categorical columns with three levels each, made by the reference recipe :func:`uniform_table`, so it
+  can be regenerated anywhere.
+* ``mirador``: the exercise's worked example, eight rows of three such columns whose class-size table is the sheet's
+  Table 2 (one class of one record, two of two, one of three): :func:`uniform_table` with
+  :data:`MIRADOR_EXAMPLE_SEED`.
+* ``strm``: the ten purchases of STRM Privacy's k-member microaggregation example (age, hair colour, clothing size,
+  transaction amount; "K-Anonymity (K-Member Micro-Aggregations)", docs.strmprivacy.io), whose published result
+  for k = 3 the Fix page's microaggregation reproduces.
+* ``five``: the five-person example table of pandas tutorials (first and last name, age, pre- and post-test
+  score): every person is unique on the three numbers, so the table is 1-anonymous but not 2-anonymous.
+* ``postcodes``: 2,000 synthetic patients by full UK postcode, sex and diagnosis, for the Postcodes page.
+* ``adult`` (only when the shared data folder holds it): the ARX version of UCI Adult with ARX's generalization
+  hierarchies (:func:`adult_demo`), read, never copied.
+
+Everything but Adult is generated or typed in here, never sampled from real people.
 """
 
 from __future__ import annotations
 
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
+from dashboard.core.data.tables import read_table
 from dashboard.core.errors import ParameterError, check_fraction, check_positive_int
+from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies
 
 __all__ = [
+    "ADULT_QUASI_IDENTIFIERS",
     "CLOTHING_SIZES",
+    "DEFAULT_DEMO",
+    "MIRADOR_EXAMPLE_SEED",
     "DemoDataset",
+    "adult_demo",
     "demo_datasets",
+    "five_people_table",
     "people_contract",
     "people_table",
+    "postcode_patients_table",
+    "strm_table",
     "uniform_column_names",
     "uniform_table",
 ]
 
 UNIFORM_BASE_COLUMNS = ("A", "B", "C", "I", "J", "K", "X", "Y")
 CLOTHING_SIZES = ("XS", "S", "M", "L", "XL", "XXL")
+#: The built-in dataset a first visit opens.
+DEFAULT_DEMO = "people"
+#: The seed with which ``uniform_table(8, columns=3, seed=...)`` has the class sizes of Table 2 of Mirador's task
+#: sheet: one class of one record, two classes of two, one class of three (found by trying the seeds in order).
+MIRADOR_EXAMPLE_SEED = 975
+#: The quasi-identifiers of the Adult demo: ARX's example setting, with ``occupation`` the sensitive attribute.
+ADULT_QUASI_IDENTIFIERS = (
+    "sex",
+    "age",
+    "race",
+    "marital-status",
+    "education",
+    "native-country",
+    "workclass",
+    "salary-class",
+)
 
 
 def uniform_column_names(columns: int) -> tuple[str, ...]:
@@ -211,32 +251,190 @@ def people_contract() -> DataContract:
     )
 
 
+# --- the classic small examples -------------------------------------------------------------------------------------
+
+
+def strm_table() -> pd.DataFrame:
+    """The ten purchases of STRM Privacy's k-member microaggregation example (the "Before" table of their docs)."""
+    return pd.DataFrame(
+        {
+            "age": [30, 30, 26, 27, 27, 32, 28, 31, 28, 28],
+            "hairColor": ["blonde"] * 3 + ["brown"] * 3 + ["black"] * 4,
+            "size": ["XL", "XL", "XL", "S", "S", "S", "XL", "XL", "XL", "XL"],
+            "transactionAmount": [44, 19, 31, 220, 257, 233, 172, 209, 216, 167],
+        }
+    )
+
+
+def strm_contract() -> DataContract:
+    """STRM's data contract of the example: every column a quasi-identifier, size ordinal (XS < S < M < L < XL)."""
+    qi = ColumnRole.QUASI_IDENTIFIER
+    return DataContract(
+        (
+            FieldMetadata("age", qi, StatisticalType.NUMERICAL),
+            FieldMetadata("hairColor", qi, StatisticalType.NOMINAL),
+            FieldMetadata("size", qi, StatisticalType.ORDINAL, ("XS", "S", "M", "L", "XL")),
+            FieldMetadata("transactionAmount", qi, StatisticalType.NUMERICAL),
+        )
+    )
+
+
+def five_people_table() -> pd.DataFrame:
+    """The five-person example table of pandas tutorials: names, age, pre-test and post-test score."""
+    return pd.DataFrame(
+        {
+            "first_name": ["Jason", "Molly", "Tina", "Jake", "Amy"],
+            "last_name": ["Miller", "Jacobson", "Ali", "Milner", "Cooze"],
+            "age": [42, 52, 36, 24, 73],
+            "preTestScore": [4, 24, 31, 2, 3],
+            "postTestScore": [25, 94, 57, 62, 70],
+        }
+    )
+
+
+def postcode_patients_table(rows: int = 2_000, *, seed: int = 11) -> pd.DataFrame:
+    """Synthetic patients by full UK postcode: ``patient_id``, ``postcode``, ``sex``, ``age``, ``diagnosis`` (the
+    people table's distributions, so rural districts with few residents appear next to large urban ones)."""
+    people = people_table(rows, seed=seed)
+    return pd.DataFrame(
+        {
+            "patient_id": [f"P{i:05d}" for i in range(1, rows + 1)],
+            "postcode": people["postcode"],
+            "sex": people["sex"],
+            "age": people["age"],
+            "diagnosis": people["diagnosis"],
+        }
+    )
+
+
+# --- Adult, from the shared data folder ------------------------------------------------------------------------------
+
+
+def adult_demo(data_dir: Path | None) -> DemoDataset | None:
+    """The ARX version of UCI Adult (``<data_dir>/arx_adult/adult.csv``) with ARX's hierarchies (its
+    ``hierarchies`` folder) for the quasi-identifiers, or None when the folder does not hold it."""
+    if data_dir is None:
+        return None
+    folder = Path(data_dir) / "arx_adult"
+    table, hierarchies = folder / "adult.csv", folder / "hierarchies"
+    if not table.is_file() or not hierarchies.is_dir():
+        return None
+    qis = ADULT_QUASI_IDENTIFIERS
+
+    def contract() -> DataContract:
+        frame = read_table(table)
+        return DataContract.for_columns(frame, quasi_identifiers=qis, sensitive=("occupation",))
+
+    return DemoDataset(
+        "adult",
+        "UCI Adult with ARX's hierarchies (30,162 people)",
+        "The census extract every anonymization tool is measured on: 8 quasi-identifiers, occupation sensitive; "
+        "ARX's hierarchies drive the least-lossy search to k = 5.",
+        lambda: read_table(table),
+        contract,
+        hierarchies=lambda: load_hierarchies(hierarchies, qis),
+        synthetic=False,
+    )
+
+
+# --- the registry -------------------------------------------------------------------------------------------------
+
+
 @dataclass(frozen=True)
 class DemoDataset:
-    """A built-in dataset: a title and description for the picker, a loader and its contract."""
+    """A built-in dataset: a title and its story in one line for the picker, a loader and its contract.
+
+    ``hierarchies`` (optional) loads generalization hierarchies of its quasi-identifiers that the least-lossy
+    search uses instead of the defaults per type (ARX's for Adult); ``synthetic`` says whether it was generated.
+    """
 
     name: str
     title: str
     description: str
     load: Callable[[], pd.DataFrame]
     contract: Callable[[], DataContract]
+    hierarchies: Callable[[], Mapping[str, Hierarchy]] | None = None
+    synthetic: bool = True
 
 
-def demo_datasets() -> dict[str, DemoDataset]:
-    """The built-in demo datasets, by name (the first is the default)."""
-    return {
+def _qis_only(frame: Callable[[], pd.DataFrame], qis: tuple[str, ...]) -> Callable[[], DataContract]:
+    return lambda: DataContract.for_columns(frame(), quasi_identifiers=qis)
+
+
+def _postcode_contract() -> DataContract:
+    qi = ColumnRole.QUASI_IDENTIFIER
+    return DataContract(
+        (
+            FieldMetadata("patient_id", ColumnRole.IDENTIFIER, StatisticalType.NOMINAL),
+            FieldMetadata("postcode", qi, StatisticalType.POSTCODE),
+            FieldMetadata("sex", qi, StatisticalType.NOMINAL),
+            FieldMetadata("age", ColumnRole.INSENSITIVE, StatisticalType.NUMERICAL),
+            FieldMetadata("diagnosis", ColumnRole.SENSITIVE, StatisticalType.NOMINAL),
+        )
+    )
+
+
+def _five_contract() -> DataContract:
+    return DataContract.for_columns(
+        five_people_table(),
+        quasi_identifiers=("age", "preTestScore", "postTestScore"),
+        identifiers=("first_name", "last_name"),
+    )
+
+
+def demo_datasets(data_dir: Path | None = None) -> dict[str, DemoDataset]:
+    """The built-in demo datasets, by name (the first, :data:`DEFAULT_DEMO`, is the default); Adult is added when
+    ``data_dir`` holds it (:func:`adult_demo`)."""
+    demos = {
         "people": DemoDataset(
             "people",
             "Customers (synthetic, 5,000 people)",
-            "Direct identifiers, age, sex, UK postcode, clothing size, hair colour, purchases and a diagnosis.",
+            "A customer table as it leaves a shop: names, age, sex, UK postcode, clothing size, hair colour, "
+            "purchases and a diagnosis; most people are unique on their postcode.",
             people_table,
             people_contract,
         ),
         "uniform": DemoDataset(
             "uniform",
-            "Uniform categories (50,000 rows, 8 columns)",
-            "Eight independent columns with three levels each (numpy.random.seed(0) reference recipe).",
+            "Mirador's exercise (50,000 rows, 8 columns of 3 levels)",
+            "Eight independent three-level columns give 6,561 combinations for 50,000 rows: even uniform data "
+            "leaves classes of one and two (numpy.random.seed(0) reference recipe).",
             lambda: uniform_table(50_000, seed=0),
-            lambda: DataContract.for_columns(uniform_table(1), quasi_identifiers=UNIFORM_BASE_COLUMNS),
+            _qis_only(lambda: uniform_table(1), UNIFORM_BASE_COLUMNS),
+        ),
+        "mirador": DemoDataset(
+            "mirador",
+            f"Mirador's worked example (8 rows, 3 columns, seed {MIRADOR_EXAMPLE_SEED})",
+            "The task sheet's class-size table, reproduced: one class of one record, two of two, one of three.",
+            lambda: uniform_table(8, columns=3, seed=MIRADOR_EXAMPLE_SEED),
+            _qis_only(lambda: uniform_table(1, columns=3), UNIFORM_BASE_COLUMNS[:3]),
+        ),
+        "strm": DemoDataset(
+            "strm",
+            "STRM's microaggregation example (10 purchases)",
+            "Ten purchases by age, hair colour, size and amount; k-member microaggregation with k = 3 gives STRM's "
+            "published result (ages 28.67 and 28.75).",
+            strm_table,
+            strm_contract,
+        ),
+        "five": DemoDataset(
+            "five",
+            "Five test-takers (1- but not 2-anonymous)",
+            "Five people and three numbers (age, pre- and post-test score): drop the names and every person is "
+            "still unique, so the table is 1-anonymous but not 2-anonymous.",
+            five_people_table,
+            _five_contract,
+        ),
+        "postcodes": DemoDataset(
+            "postcodes",
+            "Patients by postcode (synthetic, 2,000 people)",
+            "Full postcodes single people out; districts such as ZE2 or TD9 have too few residents to publish: "
+            "the Postcodes page merges them.",
+            postcode_patients_table,
+            _postcode_contract,
         ),
     }
+    adult = adult_demo(data_dir)
+    if adult is not None:
+        demos["adult"] = adult
+    return demos

@@ -33,7 +33,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -74,7 +74,7 @@ class StreamedRecipe:
     Attributes
     ----------
     output
-        The file written.
+        The file written, or None when ``accept`` refused the result (nothing was written).
     rows_in, rows_out
         Records read from the source and written (the difference was suppressed).
     batches
@@ -87,7 +87,7 @@ class StreamedRecipe:
         Per step: its kind, and for the batches together the cells it changed and the records it removed.
     """
 
-    output: Path
+    output: Path | None
     rows_in: int
     rows_out: int
     batches: int
@@ -97,7 +97,7 @@ class StreamedRecipe:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "output": str(self.output),
+            "output": None if self.output is None else str(self.output),
             "rows_in": self.rows_in,
             "rows_out": self.rows_out,
             "records_suppressed": self.rows_in - self.rows_out,
@@ -126,13 +126,16 @@ def apply_recipe_streaming(
     memory_limit: str | None = None,
     temp_directory: str | os.PathLike[str] | None = None,
     escape_formulas_in_csv: bool = True,
+    accept: Callable[[int, int], bool] | None = None,
 ) -> StreamedRecipe:
     """Apply ``recipe`` to ``source`` (a CSV file, a Parquet file, glob or folder) batch by batch, writing
     ``output`` (``.parquet``, ``.csv`` or ``.tsv``) without holding the table in memory.
 
     The file written equals ``apply_recipe(read_table(source), recipe).data`` (see the module docstring); the source
     is never modified and the output appears only when complete (written beside it, then renamed). CSV cells that a
-    spreadsheet would run as formulas are escaped unless ``escape_formulas_in_csv`` is False.
+    spreadsheet would run as formulas are escaped unless ``escape_formulas_in_csv`` is False. ``accept(rows_in,
+    rows_out)``, when given, decides before the output appears whether to keep it (e.g. when a recipe removed more
+    records than its limit); refused, nothing is written and ``output`` is None.
 
     Raises :class:`ParameterError` for steps that need the whole table, a bad ``batch_rows`` or output name, and
     :class:`DataReadError` for sources that cannot be read.
@@ -172,13 +175,15 @@ def apply_recipe_streaming(
             stage, used_pass = _resolve(step, stages, reader, source, secrets, memory_limit, temp_directory)
             stages.append(stage)
             passes += used_pass
-        rows_in, rows_out, batches, per_step = _write(reader, stages, target, kind, secrets, escape_formulas_in_csv)
+        rows_in, rows_out, batches, per_step, kept = _write(
+            reader, stages, target, kind, secrets, escape_formulas_in_csv, accept
+        )
     except duckdb.Error as exc:
         raise DataReadError(f"DuckDB could not stream the source: {_first_line(exc)}") from exc
     finally:
         connection.close()
     return StreamedRecipe(
-        output=target,
+        output=target if kept else None,
         rows_in=rows_in,
         rows_out=rows_out,
         batches=batches,
@@ -337,7 +342,8 @@ def _write(
     kind: str,
     secrets: Mapping[str, Any] | None,
     escape: bool,
-) -> tuple[int, int, int, list[dict[str, Any]]]:
+    accept: Callable[[int, int], bool] | None,
+) -> tuple[int, int, int, list[dict[str, Any]], bool]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -380,7 +386,11 @@ def _write(
             writer = None
         if text_out is not None:
             text_out.close()
-        os.replace(temporary, target)
+        kept = accept is None or accept(rows_in, rows_out)
+        if kept:
+            os.replace(temporary, target)
+        else:
+            Path(temporary).unlink(missing_ok=True)
     except BaseException:
         if writer is not None:
             writer.close()
@@ -392,4 +402,4 @@ def _write(
         {"kind": stage.step.kind, "cells_changed": int(totals[i, 0]), "records_suppressed": int(totals[i, 1])}
         for i, stage in enumerate(stages)
     ]
-    return rows_in, rows_out, batches, per_step
+    return rows_in, rows_out, batches, per_step, kept

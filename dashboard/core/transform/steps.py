@@ -14,6 +14,7 @@ it cannot be applied (or be mistaken for a safe one).
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from typing import Any, Protocol
 
 import pandas as pd
 
-from dashboard.core.errors import ParameterError, PrivdashError
+from dashboard.core.errors import ParameterError, PrivdashError, check_fraction
 
 __all__ = [
     "RECIPE_VERSION",
@@ -139,12 +140,41 @@ def apply_step(data: pd.DataFrame, step: Step, *, secrets: Mapping[str, Any] | N
 
 @dataclass(frozen=True)
 class Recipe:
-    """An ordered list of steps that turns a raw table into the published one."""
+    """An ordered list of steps that turns a raw table into the published one.
+
+    ``max_suppression`` records the share of the records the fix was allowed to remove when it was made (the
+    suppression limit of its search or record suppression), or None. Re-applied to other data, the same steps may
+    remove more (classes that were large enough may be small there): :meth:`suppression_excess` says so.
+    """
 
     steps: tuple[Step, ...]
+    max_suppression: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.max_suppression is not None:
+            object.__setattr__(self, "max_suppression", check_fraction(self.max_suppression, "max_suppression"))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"privdash_recipe": RECIPE_VERSION, "steps": [s.to_dict() for s in self.steps]}
+        out: dict[str, Any] = {"privdash_recipe": RECIPE_VERSION, "steps": [s.to_dict() for s in self.steps]}
+        if self.max_suppression is not None:
+            out["max_suppression"] = self.max_suppression
+        return out
+
+    def suppression_excess(self, rows_in: int, rows_out: int) -> str | None:
+        """Why removing ``rows_in - rows_out`` of ``rows_in`` records exceeds the recorded limit, or None when it
+        does not (or no limit was recorded). The limit is a share of the input: ``floor(max_suppression * rows_in)``
+        records, as the search counts it."""
+        if self.max_suppression is None or rows_in <= 0:
+            return None
+        removed = rows_in - rows_out
+        allowed = math.floor(self.max_suppression * rows_in + 1e-9)
+        if removed <= allowed:
+            return None
+        return (
+            f"The recipe removed {removed:,} of {rows_in:,} records ({removed / rows_in:.1%}), more than the "
+            f"{self.max_suppression:.1%} suppression limit it was made with ({allowed:,} records): classes that "
+            "were large enough in the data it was made on are smaller in this data."
+        )
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2, ensure_ascii=False)
@@ -159,7 +189,8 @@ class Recipe:
         version = obj.get("privdash_recipe", RECIPE_VERSION)
         if version != RECIPE_VERSION:
             raise ParameterError(f"Recipe version {version!r} is not supported (expected {RECIPE_VERSION}).")
-        return cls(tuple(Step.from_dict(s) for s in obj["steps"]))
+        limit = obj.get("max_suppression")
+        return cls(tuple(Step.from_dict(s) for s in obj["steps"]), None if limit is None else limit)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Recipe:

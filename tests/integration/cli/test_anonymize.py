@@ -103,7 +103,7 @@ def test_errors_exit_2(
     shutil.copy(source, copy)
     cases = [
         (["--hierarchies", str(hierarchies)], "Give the quasi-identifiers with --qi"),
-        (["--qi", "sex"], "--hierarchies DIR"),
+        (["--qi", "sex,income"], "Unknown quasi-identifier column(s): income"),
         (["--qi", "sex,income", "--hierarchies", str(hierarchies)], "No hierarchy file for 'income'"),
         (["--qi", "sex", "--hierarchies", str(hierarchies), "--metric", "speed"], "Unknown metric 'speed'"),
         (["--qi", "sex", "--hierarchies", str(hierarchies), "--k", "100000"], "No generalization meets k=100000"),

@@ -72,9 +72,13 @@ def test_column_editor_shows_roles_types_and_reasons(services: Services) -> None
 
 
 def test_layout_without_dataset_points_to_the_sources(services: Services) -> None:
-    text = as_json(page.layout(services))
+    # A dataset that cannot be opened: the empty panel points to the controls beside it, not to this very page.
+    text = as_json(page.layout(services, s=ViewState(dataset="demo:nothing").encode()))
     assert "upload-zone" in text and "demo-select" in text and "No data yet" in text
+    assert "no-dataset-hint" in text and "Open the Data page" not in text
     assert '"data-max-bytes": "100000000"' in text
+    # No dataset named at all: the built-in demo opens.
+    assert "dataset-title" in as_json(page.layout(services))
 
 
 def test_layout_with_a_damaged_link_says_so(services: Services) -> None:
@@ -137,9 +141,9 @@ def test_importing_a_contract(services: Services) -> None:
 def test_site_root_opens_the_demo_dataset(services: Services) -> None:
     text = as_json(page.home(services))
     assert "Customers (synthetic, 5,000 people)" in text and "Nothing is open yet" not in text
-    # With a view state (a share link, or the user's own choice), the root shows exactly that state.
+    # A view state without a dataset opens the demo too; one that cannot be read never shows the demo instead.
     empty = as_json(page.home(services, s=""))
-    assert "Nothing is open yet" in empty
+    assert "Customers (synthetic, 5,000 people)" in empty and "Nothing is open yet" not in empty
     stored = as_json(page.home(services, l="A" * 22))  # a long state kept on the server: never the demo instead
     assert "expired or is unknown" in stored and "Nothing is open yet" in stored and "dataset-title" not in stored
 

@@ -328,7 +328,7 @@ def test_mapping_composes_steps(runs: FixRuns, base: ViewState) -> None:
 
 
 def test_layout_without_dataset_and_with_a_bad_link(services: Services) -> None:
-    body = page.layout(services)
+    body = page.layout(services, s=ViewState(dataset="demo:nothing").encode())
     assert "No dataset is open" in texts(body)
     bad = page.layout(services, s="not-a-state")
     assert find(bad, "state-error") is not None
@@ -351,8 +351,10 @@ def test_slow_lists_go_to_the_background(services: Services, runs: FixRuns, base
     body = page.layout(services, s=state.encode())
     assert find(body, "fix-results").children is None
     assert find(body, "fix-initial-request").data == state.to_dict()
-    results, _slow, _, request = page._refresh(runs, state, None)
-    assert request == state.to_dict() and "background" in texts(results)
+    assert "background" in texts(find(body, "fix-slow-results"))
+    # The waiting text goes where the job's result goes (fix-slow-results), so the result replaces it.
+    results, slow, _, request = page._refresh(runs, state, None)
+    assert request == state.to_dict() and results is None and "background" in texts(slow)
 
 
 def test_suppression_curve_follows_the_classes(services: Services, runs: FixRuns, base: ViewState) -> None:

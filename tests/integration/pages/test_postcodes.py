@@ -183,7 +183,7 @@ def test_apply_view_compares_before_and_after(services: Services) -> None:
     outcome = apply_mapping(services, state, result, "postcode")
     view = page.apply_view(outcome)
     assert find(view, "apply-k") is not None
-    assert "After outward (census populations)" in str(view)
+    assert "After the outward strategy" in str(view) and "Measure (census populations)" in str(view)
     summary = str(find(view, "apply-summary").children)  # type: ignore[attr-defined]
     assert f"{outcome.summary['changed']:,} of {outcome.summary['rows']:,} values changed" in summary
     card = page.apply_card(state)

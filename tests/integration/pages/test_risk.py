@@ -18,6 +18,7 @@ from dashboard.core.measure.combinations import combination_risk, minimal_sample
 from dashboard.core.measure.diagnose import diagnose
 from dashboard.pages import risk as page
 from dashboard.ui.charts import size_histogram
+from dashboard.ui.theme import COLORS
 
 
 def as_json(component: object) -> str:
@@ -49,7 +50,8 @@ def test_size_table_and_histogram_mark_sizes_below_k(small: pd.DataFrame) -> Non
     assert text.count("below-k") == 2  # sizes 1 and 2
     figure = size_histogram(binned, 3)
     assert list(figure.data[0].y) == [1, 1, 1, 1]
-    assert figure.data[0].marker.color[:2] == ("#e03131", "#e03131")
+    assert figure.data[0].marker.color[:2] == (COLORS["danger"], COLORS["danger"])
+    assert figure.data[0].marker.color[2] != COLORS["danger"]
 
 
 def test_records_at_risk_curve_is_the_cores(small: pd.DataFrame) -> None:
@@ -87,7 +89,7 @@ def test_layout_of_the_demo(services: Services) -> None:
         "combo-cancel",
     ):
         assert f'"{component_id}"' in text
-    assert "No data yet" in as_json(page.layout(services))
+    assert "No data yet" in as_json(page.layout(services, s=ViewState(dataset="demo:nothing").encode()))
 
 
 def test_the_page_opens_with_the_core_verdict(services: Services) -> None:

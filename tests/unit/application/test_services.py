@@ -20,7 +20,7 @@ from dashboard.application.settings import READ_LIMIT_VARIABLES, Settings
 from dashboard.application.state import StateError, ViewState
 from dashboard.application.storage import DatasetNotFound, QuotaExceeded
 from dashboard.core.data.contract import ColumnRole, StatisticalType, suggest_contract, suggest_roles
-from dashboard.core.data.demo import CLOTHING_SIZES, people_contract, people_table
+from dashboard.core.data.demo import CLOTHING_SIZES, demo_datasets, people_contract, people_table
 from dashboard.core.data.tables import ReadLimits, read_table
 from dashboard.core.errors import ColumnError, DataReadError, ReadLimitError
 from dashboard.core.measure.diagnose import diagnose
@@ -35,7 +35,9 @@ def services(tmp_path: Path) -> Services:
 
 def test_demo_picker_lists_the_core_demos(services: Services) -> None:
     choices = services.demo_choices()
-    assert [c["value"] for c in choices] == ["demo:people", "demo:uniform"]
+    names = list(demo_datasets(services.settings.data_dir))
+    assert [c["value"] for c in choices] == ["demo:" + name for name in names]
+    assert names[:2] == ["people", "uniform"]
     loaded = services.dataset("demo:people")
     assert loaded.is_demo and loaded.frame.shape == (5000, 12)
     assert services.dataset("demo:people") is loaded  # built once per process

@@ -1,0 +1,59 @@
+"""A first visit opens the built-in demo; a page without a dataset points where the user can open one; the verdict
+banner carries the fix the search found."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import plotly.utils
+import pytest
+
+from dashboard.application.services import Services
+from dashboard.application.settings import Settings
+from dashboard.application.state import ViewState
+from dashboard.core.measure.diagnose import diagnose
+from dashboard.core.targets import PrivacyTargets
+from dashboard.ui.components import no_dataset, verdict_banner
+from dashboard.ui.pagestate import DEFAULT_DATASET, open_page
+
+
+def as_json(component: object) -> str:
+    return json.dumps(component, cls=plotly.utils.PlotlyJSONEncoder)
+
+
+@pytest.fixture
+def services(tmp_path: Path) -> Services:
+    return Services(Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache"))
+
+
+def test_a_page_without_a_dataset_opens_the_demo(services: Services) -> None:
+    state, loaded, alerts = open_page(services, {})
+    assert DEFAULT_DATASET == "demo:people" and state.dataset == DEFAULT_DATASET
+    assert loaded is not None and loaded.id == DEFAULT_DATASET and not alerts
+    assert state.quasi_identifiers == loaded.contract.quasi_identifiers  # the demo's own roles
+    # Settings of the link are kept.
+    state, _, _ = open_page(services, {"s": ViewState(k=11).encode()})
+    assert state.dataset == DEFAULT_DATASET and state.k == 11
+    # A link that cannot be read, or names a dataset that is gone, never shows the demo instead.
+    state, loaded, alerts = open_page(services, {"s": "not-a-state"})
+    assert loaded is None and state.dataset is None and alerts
+    state, loaded, alerts = open_page(services, {"s": ViewState(dataset="demo:nothing").encode()})
+    assert loaded is None and alerts
+
+
+def test_the_empty_panel_points_to_the_data_page_except_on_it() -> None:
+    elsewhere = as_json(no_dataset())
+    assert "Open the Data page" in elsewhere and '"/data"' in elsewhere
+    here = as_json(no_dataset("Nothing is open yet.", on_data_page=True))
+    assert "Open the Data page" not in here and "controls on the left" in here and "Nothing is open yet." in here
+
+
+def test_verdict_banner_adds_the_fix(services: Services) -> None:
+    frame = services.dataset("demo:people").frame
+    verdict = diagnose(frame, ["age", "sex"]).check(PrivacyTargets(k=5))
+    banner = verdict_banner(verdict, "The cheapest fix found (least loss): suppress 3 records (0.1%).", banner_id="b")
+    text = as_json(banner)
+    assert banner.id == "b" and verdict.sentence() in text and "The cheapest fix found" in text
+    assert ("PASS" if verdict.passed else "FAIL") in banner.title
+    assert "verdict-fix" not in as_json(verdict_banner(verdict))
