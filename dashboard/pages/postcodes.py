@@ -637,10 +637,11 @@ def results_layout(cache: BoundedCache, view: PostcodeView | None) -> Any:
                     "Units under the threshold",
                     dmc.Tabs(
                         [
+                            # No ids on the tabs: Mantine names each panel after its tab by the tab's own id.
                             dmc.TabsList(
                                 [
-                                    dmc.TabsTab("Published units that fail", value="after", id="tab-after"),
-                                    dmc.TabsTab("Source units that fail on their own", value="before", id="tab-before"),
+                                    dmc.TabsTab("Published units that fail", value="after"),
+                                    dmc.TabsTab("Source units that fail on their own", value="before"),
                                 ]
                             ),
                             dmc.TabsPanel(
