@@ -30,6 +30,7 @@ finished files wait for their download in a disk cache (:class:`ReportFiles`). R
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -521,6 +522,11 @@ class PostcodeUnits:
     withheld_units: int
     withheld_records: int
     missing_records: int
+    #: Every named unit (``code``, ``level``, ``fails``) with its polygon, for the map (None without polygons): the
+    #: units of :attr:`units` and those left out for length, never the withheld ones.
+    mapped: Any = None
+    #: Postcode areas drawn as the map's background (outlines only), or None.
+    outline: Any = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -683,6 +689,7 @@ def build_report(
     fix: AppliedFix | None = None,
     postcode_population: PopulationTable | None = None,
     postcode_threshold: int = DEFAULT_POPULATION_THRESHOLD,
+    postcode_polygons: Mapping[str, Any] | None = None,
     parameters: Sequence[tuple[str, str]] = (),
     progress: Progress | None = None,
 ) -> ReleaseReport:
@@ -692,7 +699,9 @@ def build_report(
     0.2); ``population``, ``population_count`` and ``sampling_fraction`` are those of
     :func:`~dashboard.core.measure.diagnose.diagnose`. A population table cannot go with a fix (its quasi-identifier
     values would have to be generalized the same way): give the population size instead. ``postcode_population``
-    gives the census populations of the postcode units. ``progress(percent, text)`` is called at each stage.
+    gives the census populations of the postcode units, ``postcode_polygons`` their shapes for the map
+    (``{"district": GeoDataFrame, "area": GeoDataFrame}`` indexed by code, as the Postcodes page's layers).
+    ``progress(percent, text)`` is called at each stage.
     """
     report_progress = progress or (lambda _percent, _text: None)
     policy = MissingPolicy.parse(missing)
@@ -745,7 +754,7 @@ def build_report(
         if contract[name].statistical_type == StatisticalType.POSTCODE and name in released.columns
     ]
     postcodes = tuple(
-        _postcode_units(released, name, classes, threshold, postcode_population, postcode_threshold)
+        _postcode_units(released, name, classes, threshold, postcode_population, postcode_threshold, postcode_polygons)
         for name in postcode_columns
     )
     summary = None
@@ -823,6 +832,7 @@ def _postcode_units(
     threshold: int,
     table: PopulationTable | None,
     population_threshold: int,
+    polygons: Mapping[str, Any] | None = None,
 ) -> PostcodeUnits:
     """Records per postcode unit (the district of a unit, sector or district postcode; the area of an area) of
     the released table, with the census population of the unit when ``table`` has it."""
@@ -859,7 +869,28 @@ def _postcode_units(
         withheld_units=int((~visible).sum()),
         withheld_records=int(grouped.loc[~visible, "records"].sum()),
         missing_records=int((~present).sum()),
+        mapped=_unit_shapes(listed, polygons),
+        outline=(polygons or {}).get("area"),
     )
+
+
+def _unit_shapes(units: pd.DataFrame, polygons: Mapping[str, Any] | None) -> Any:
+    """The named units with their polygons (districts from the district layer, areas from the area layer)."""
+    if not polygons or not len(units):
+        return None
+    import geopandas as gpd
+
+    parts = []
+    for level in ("district", "area"):
+        layer = polygons.get(level)
+        rows = units[units["level"] == level]
+        if layer is None or not len(rows):
+            continue
+        shaped = rows.join(layer[["geometry"]], on="code", how="inner")
+        parts.append(shaped[["code", "level", "fails", "geometry"]])
+    if not parts:
+        return None
+    return gpd.GeoDataFrame(pd.concat(parts, ignore_index=True), geometry="geometry", crs="EPSG:4326")
 
 
 # Summary facts of a step that name columns (the others are shown only when they are numbers).
@@ -1007,11 +1038,16 @@ def report_for_state(services: Services, state: ViewState, progress: Progress | 
     has_postcode = any(
         contract[name].statistical_type == StatisticalType.POSTCODE for name in contract.quasi_identifiers
     )
+    polygons: dict[str, Any] = {}
     if has_postcode and geo.country == "uk":
         try:
             table = services.postcodes.population_table(geo.source)
         except ReferenceDataMissing:
             table = None
+        layers = (("district", services.postcodes.district_layer), ("area", services.postcodes.area_layer))
+        for level, layer in layers:
+            with contextlib.suppress(ReferenceDataMissing):  # the map is left out without polygons
+                polygons[level] = layer().frame
     fingerprint = table_fingerprint(loaded.title, loaded.frame)
     parameters = (
         ("dataset", loaded.title),
@@ -1031,6 +1067,7 @@ def report_for_state(services: Services, state: ViewState, progress: Progress | 
         fix=fix,
         postcode_population=table,
         postcode_threshold=geo.threshold,
+        postcode_polygons=polygons or None,
         parameters=parameters,
         progress=report_progress,
     )

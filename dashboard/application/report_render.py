@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.application.formats import fmt_count, fmt_number, fmt_share
-from dashboard.application.report import ReleaseReport
+from dashboard.application.report import PostcodeUnits, ReleaseReport
 from dashboard.application.report_template import STYLE, TEMPLATE
 from dashboard.core.errors import ParameterError, PrivdashError
 from dashboard.core.measure.diagnose import Diagnosis
@@ -142,6 +142,46 @@ def contributions_svg(contributions: pd.DataFrame) -> str:
 
 
 # --- the template's context ----------------------------------------------------------------------------------------
+
+
+def postcode_map_svg(units: PostcodeUnits) -> str | None:
+    """The named postcode units on a map (postcode areas as grey outlines behind): under the census threshold dark
+    crimson and hatched, passing blue, without a census population grey. None when there are no polygons."""
+    shapes = units.mapped
+    if shapes is None or not len(shapes):
+        return None
+
+    from matplotlib.patches import Patch
+
+    def draw(axes: Any) -> None:
+        axes.grid(False)
+        axes.set_axis_off()
+        # Keep the map about the units (with a margin), not the whole country when they are in one region.
+        west, south, east, north = shapes.total_bounds
+        pad = max(east - west, north - south) * 0.08 + 0.05
+        if units.outline is not None:
+            units.outline.plot(ax=axes, facecolor="none", edgecolor="#adb5bd", linewidth=0.3)
+        status = shapes["fails"].astype("object")
+        styles = (
+            (status.isna(), "#ced4da", None, "no census population"),
+            (status.eq(True), _DANGER, "////", "under the threshold"),
+            (status.eq(False), _PRIMARY, None, "passes"),
+        )
+        for mask, colour, hatch, label in styles:
+            chosen = shapes[mask.to_numpy(dtype=bool)]
+            if len(chosen):
+                chosen.plot(ax=axes, color=colour, hatch=hatch, edgecolor="white", linewidth=0.2, label=label)
+        axes.set_xlim(west - pad, east + pad)
+        axes.set_ylim(south - pad, north + pad)
+        axes.set_aspect(1 / np.cos(np.radians((south + north) / 2)))  # degrees of longitude shrink northwards
+        handles = [
+            Patch(facecolor=colour, hatch=hatch, edgecolor="white", label=label)
+            for mask, colour, hatch, label in styles
+            if mask.any()
+        ]
+        axes.legend(handles=handles, loc="upper left", frameon=False, fontsize=6.5)  # over the sea west of Scotland
+
+    return _svg(f"map-{re.sub(r'[^A-Za-z0-9]', '', units.column) or 'postcode'}", draw, width=4.6, height=4.2)
 
 
 def _value(value: Any) -> str:
@@ -315,6 +355,7 @@ def _postcodes(report: ReleaseReport) -> list[dict[str, Any]]:
         out.append(
             {
                 "column": units.column,
+                "map": postcode_map_svg(units),
                 "summary": summary,
                 "rows": rows,
                 "threshold": fmt_count(units.threshold),

@@ -283,6 +283,11 @@ TEMPLATE = """<!DOCTYPE html>
   {% for unit in postcodes %}
   <h3>{{ unit.column }}</h3>
   <p>{{ unit.summary }}</p>
+  {% if unit.map %}<figure class="chart">
+    <div role="img" aria-label="Map of the named postcode units of {{ unit.column }}">{{ unit.map | safe }}</div>
+    <figcaption>The named units of {{ unit.column }}: hatched dark red under the census threshold, blue above it,
+      grey without a census population; units whose records are all in classes smaller than k are not drawn.
+    </figcaption></figure>{% endif %}
   {% if unit.rows %}
   <table>
     <thead><tr><th>unit</th><th>level</th><th class="num">records</th><th class="num">census population</th>

@@ -32,6 +32,7 @@ from dashboard.commands.diagnose import _population_argument
 from dashboard.core.data.contract import ColumnRole, DataContract, StatisticalType
 from dashboard.core.data.tables import read_table_with_info
 from dashboard.core.errors import ColumnError, ParameterError
+from dashboard.core.geo import geography
 from dashboard.core.geo.postcodes import DEFAULT_POPULATION_THRESHOLD, PopulationTable, read_population
 from dashboard.core.targets import PrivacyTargets, parse_targets
 from dashboard.core.transform.hierarchy import load_hierarchies
@@ -226,6 +227,22 @@ def _postcode_population(contract: DataContract) -> PopulationTable | None:
     return read_population(path)
 
 
+def _postcode_polygons(contract: DataContract) -> dict[str, Any] | None:
+    """The postcode district and area polygons of the shared data folder for the report's map, when a
+    quasi-identifier holds postcodes and the folder has them (the map is left out otherwise)."""
+    if not any(contract[name].statistical_type == StatisticalType.POSTCODE for name in contract.quasi_identifiers):
+        return None
+    settings = Settings.from_env()
+    polygons: dict[str, Any] = {}
+    districts = geography.district_polygons_dir(settings.data_dir)
+    if districts.is_dir():
+        polygons["district"] = geography.load_districts(districts, cache_dir=settings.geo_cache_dir).frame
+    areas = geography.area_polygons_path(settings.data_dir)
+    if areas.is_file():
+        polygons["area"] = geography.load_areas(areas, cache_dir=settings.geo_cache_dir).frame
+    return polygons or None
+
+
 #: Options left out of the report's command line when they have these values (the defaults).
 _DEFAULTS = {
     "missing": "value",
@@ -273,6 +290,7 @@ def run(args: argparse.Namespace) -> int:
         max_risk=args.max_risk,
         fix=fix,
         postcode_population=_postcode_population(contract),
+        postcode_polygons=_postcode_polygons(contract),
         postcode_threshold=args.postcode_threshold,
         parameters=_parameters(args, targets),
     )

@@ -32,6 +32,7 @@ from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
 from dashboard.core.errors import ParameterError, PrivdashError
+from dashboard.core.geo.geography import area_polygons_path, district_polygons_dir, load_areas, load_districts
 from dashboard.core.geo.postcodes import read_population
 from dashboard.core.measure.diagnose import diagnose
 from dashboard.core.targets import PrivacyTargets
@@ -200,8 +201,24 @@ def test_postcode_units_with_census_populations(data_dir: Path) -> None:
     contract = DataContract(
         (FieldMetadata("postcode", qi, StatisticalType.POSTCODE), FieldMetadata("sex", qi, StatisticalType.NOMINAL))
     )
-    report = build_report(data, contract, PrivacyTargets(k=5), table_fingerprint("p", data), postcode_population=table)
+    polygons = {
+        "district": load_districts(district_polygons_dir(data_dir)).frame,
+        "area": load_areas(area_polygons_path(data_dir)).frame,
+    }
+    report = build_report(
+        data,
+        contract,
+        PrivacyTargets(k=5),
+        table_fingerprint("p", data),
+        postcode_population=table,
+        postcode_polygons=polygons,
+    )
     (units,) = report.postcodes
+    # The map draws the named units only: c and d stay off it as they stay out of the table.
+    assert sorted(units.mapped["code"]) == sorted([a, b]) and units.outline is not None
+    assert dict(zip(units.mapped["code"], units.mapped["fails"], strict=True)) == {
+        code: bool(districts[code] < units.threshold) for code in (a, b)
+    }
     assert list(units.units["code"]) == sorted([a, b], key=lambda code: districts[code])
     assert dict(zip(units.units["code"], units.units["records"], strict=True)) == {a: 12, b: 7}
     assert dict(zip(units.units["code"], units.units["population"], strict=True)) == {
@@ -212,6 +229,7 @@ def test_postcode_units_with_census_populations(data_dir: Path) -> None:
     assert (units.withheld_units, units.withheld_records, units.n_units) == (2, 8, 4)
     page = render_html(report)
     assert f">{c}<" not in page and f">{d}<" not in page and f">{a}<" in page
+    assert 'aria-label="Map of the named postcode units of postcode"' in page and "<path" in page
     expected_failing = int(sum(districts[code] < units.threshold for code in (a, b, c, d)))
     assert units.failing == expected_failing
 
