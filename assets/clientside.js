@@ -79,7 +79,10 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
         "textarea:not([disabled])", "summary", "[tabindex]"
     ].join(",");
     /* Where the focus moves between cells or header cells of a grid (not an editor, menu or filter popup). */
-    var GRID_NAVIGATION = ".ag-cell, .ag-header-cell, .ag-header-group-cell, .ag-full-width-row, .ag-row";
+    /* Where the focus is while the keyboard moves in a grid; the tab guards hold it for a moment when Tab or
+       Shift+Tab has just entered the grid, before the grid moves it to a cell, so a quick second press must also
+       leave from them. */
+    var GRID_NAVIGATION = ".ag-cell, .ag-header-cell, .ag-header-group-cell, .ag-full-width-row, .ag-row, .ag-tab-guard";
     var MAX_TABLE_ROWS = 1000;
 
     /* --- skip link ------------------------------------------------------------------------------------------- */

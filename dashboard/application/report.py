@@ -643,10 +643,19 @@ def printable_values(values: pd.Series, classes: EquivalenceClasses, threshold: 
     return pd.Index(values[sizes >= threshold].dropna().unique())
 
 
+#: What the report prints instead of the seed of a random step (noise, swapping, PRAM, geomasking).
+WITHHELD_SEED = "withheld (with the seed and the release, the random masking could be undone)"
+
+
+def _is_seed(key: Any, value: Any) -> bool:
+    return key == "seed" and isinstance(value, int) and not isinstance(value, bool)
+
+
 def condensed_recipe(recipe: Recipe) -> str:
     """The recipe's JSON with each hierarchy table replaced by its shape: the leaves of a hierarchy are original
     values (those of small classes among them), so the report describes them instead of printing them. Rule-based
-    hierarchies (settings only) are kept as they are."""
+    hierarchies (settings only) are kept as they are. The seed of a random step is withheld: whoever holds it and
+    the release can redraw the noise and subtract it (the recipe's SHA-256 still identifies the whole recipe)."""
 
     def condense(value: Any) -> Any:
         if isinstance(value, Mapping):
@@ -654,7 +663,7 @@ def condensed_recipe(recipe: Recipe) -> str:
             if set(value) == {"rows"} and isinstance(rows, list):
                 levels = len(rows[0]) if rows and isinstance(rows[0], list) else 0
                 return {"rows": f"{len(rows):,} leaves x {levels} levels"}
-            return {key: condense(item) for key, item in value.items()}
+            return {key: WITHHELD_SEED if _is_seed(key, item) else condense(item) for key, item in value.items()}
         if isinstance(value, list):
             return [condense(item) for item in value]
         return value

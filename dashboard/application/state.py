@@ -58,6 +58,7 @@ _TYPE_CODE = {
     StatisticalType.ORDINAL: "O",
     StatisticalType.DATE: "D",
     StatisticalType.POSTCODE: "P",
+    StatisticalType.COORDINATE: "G",
 }
 _CODE_TYPE = {code: kind for kind, code in _TYPE_CODE.items()}
 

@@ -24,9 +24,11 @@ from dashboard.core.data.tables import read_table_with_info, write_table
 from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, COUNT, Engine, aggregate_table, resolve_engine
 from dashboard.core.engines.streaming import apply_recipe_streaming
 from dashboard.core.errors import ParameterError
+from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
 from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
 from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies, search_hierarchy
 from dashboard.core.transform.jobs import run_job_file
+from dashboard.core.transform.perturbation import perturbed_numeric_columns
 from dashboard.core.transform.steps import Recipe, TransformResult, apply_recipe
 from dashboard.core.utility.metrics import Metric, information_loss
 
@@ -249,9 +251,17 @@ def _run_recipe(args: argparse.Namespace) -> int:
             f"--recipe re-applies a saved recipe; it cannot be combined with {', '.join(search_options)}."
         )
     recipe = Recipe.load(args.recipe)
+    seeded = sorted({step.kind for step in recipe.steps if step.params.get("seed") is not None})
+    if seeded:
+        print(
+            f"privdash anonymize: note: the recipe holds the seed of {', '.join(seeded)}: with it and the release the "
+            "random masking can be redrawn and undone, so keep the recipe with the data owner, as a key.",
+            file=sys.stderr,
+        )
     data = _read_input(args)
     # A pseudonymize step gets the key of PRIVDASH_PSEUDONYM_KEY; the recipe holds only its fingerprint.
     published, results = apply_recipe(data, recipe, secrets={"key": Settings.from_env().pseudonym_key})
+    perturbation = _perturbation_risk(data, published, recipe)  # before anything is written: it may fail
     excess = recipe.suppression_excess(len(data), len(published))
     if excess is not None:
         if args.strict:
@@ -266,6 +276,7 @@ def _run_recipe(args: argparse.Namespace) -> int:
     if args.json:
         print_json(
             {
+                "perturbation_risk": perturbation.to_dict() if perturbation is not None else None,
                 "recipe": str(args.recipe),
                 "rows_in": len(data),
                 "rows_out": len(published),
@@ -281,6 +292,8 @@ def _run_recipe(args: argparse.Namespace) -> int:
     rows = [[s["kind"], s["rows_in"], s["rows_out"], _short(s["summary"])] for s in steps]
     if rows:
         print(format_table(["step", "rows in", "rows out", "summary"], rows, align="lrrl"))
+    if perturbation is not None:
+        _print_perturbation_risk(perturbation)
     if args.output is not None:
         print(f"Wrote {len(published):,} rows to {args.output}.")
     else:
@@ -383,6 +396,38 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
     if args.save_recipe is not None:
         print(f"Saved the recipe to {args.save_recipe}.")
     return 0
+
+
+def _perturbation_risk(data: pd.DataFrame, published: pd.DataFrame, recipe: Recipe) -> PerturbationRisk | None:
+    """Record linkage, interval disclosure and utility of the numerical columns a perturbative step changed (k
+    says nothing about noisy or swapped values); None without such a column. Records removed by a later step are
+    left out of the original too (matched by row label)."""
+    columns = perturbed_numeric_columns(recipe.steps, data)
+    if not columns or len(published) == 0:
+        return None
+    if len(published) != len(data) and data.index.is_unique and published.index.isin(data.index).all():
+        data = data.loc[published.index]
+    return perturbation_risk(data, published, columns)
+
+
+def _print_perturbation_risk(risk: PerturbationRisk) -> None:
+    def share(value: float | None) -> str:
+        return "-" if value is None else f"{value:.2%}"
+
+    print()
+    print(f"Perturbed data ({', '.join(risk.columns)}): class sizes and k do not measure its risk.")
+    print(
+        f"Record linkage: {share(risk.linkage)} of the records ({risk.linked_records:,.0f}) are nearest to their own "
+        "original record."
+    )
+    print(
+        f"Interval disclosure (sdcMicro dRisk, k = {risk.interval_k:g}): {share(risk.interval_disclosure)} of the "
+        f"records, {share(risk.interval_disclosure_values)} of the values."
+    )
+    print(
+        f"Information loss: IL1s {risk.il1s:.4g}; relative change of means {share(risk.mean_change)}, variances "
+        f"{share(risk.variance_change)}, correlations {share(risk.correlation_change)}."
+    )
 
 
 def _step_summary(result: TransformResult) -> dict[str, Any]:

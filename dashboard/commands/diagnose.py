@@ -10,9 +10,10 @@ from typing import Any
 
 from dashboard.commands._common import format_table, print_json, split_columns
 from dashboard.core.data.contract import DataContract
-from dashboard.core.data.tables import read_table, read_table_with_info
+from dashboard.core.data.tables import read_table, read_table_with_info, write_table
 from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, DatabaseSource, Engine, is_database_url, resolve_engine
 from dashboard.core.engines.database import redact_url
+from dashboard.core.engines.streaming import with_record_sizes, write_record_sizes
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 from dashboard.core.measure.risk import DEFAULT_MAX_RISK
@@ -93,6 +94,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--combinations", action="store_true", help="also analyse every subset of the QIs")
     parser.add_argument(
+        "--record-risk",
+        type=Path,
+        metavar="OUT",
+        help="also write every record with its class size and prosecutor risk 1/f (.parquet, .csv or .tsv); "
+        "the duckdb engine streams it, never holding the sizes as a list",
+    )
+    parser.add_argument(
         "--engine",
         choices=[engine.value for engine in Engine],
         default=Engine.AUTO.value,
@@ -128,6 +136,11 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.master is not None and engine != Engine.SPARK:
         raise ParameterError(f"--master chooses the Spark master of --engine spark, not of the {engine.value} engine.")
+    if args.record_risk is not None and engine not in (Engine.PANDAS, Engine.DUCKDB):
+        raise ParameterError(
+            f"--record-risk streams the records of a file (engines pandas and duckdb); the {engine.value} engine "
+            "brings back only the aggregate."
+        )
     contract = DataContract.load(args.contract) if args.contract else None
     population: Any = None
     if args.population is not None:
@@ -153,6 +166,8 @@ def run(args: argparse.Namespace) -> int:
     )
     for warning in result.warnings:
         print(f"privdash diagnose: warning: {warning}", file=sys.stderr)
+    if args.record_risk is not None:
+        _write_record_risk(args, data, engine, result)
     verdict = result.check(targets) if targets is not None else None
     if args.json:
         out = result.to_dict()
@@ -167,6 +182,19 @@ def run(args: argparse.Namespace) -> int:
         print(f"privdash diagnose: {verdict.sentence()}", file=sys.stderr)
         return EXIT_TARGETS_FAILED
     return 0
+
+
+def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, result: Diagnosis) -> None:
+    """--record-risk: each record with its class size, from the rows in memory or streamed by DuckDB."""
+    if engine == Engine.PANDAS:
+        write_table(with_record_sizes(data, result.classes), args.record_risk, overwrite_protect=[Path(args.file)])
+        written = f"{len(data):,} records"
+    else:
+        streamed = write_record_sizes(
+            args.file, result.classes, args.record_risk, memory_limit=args.memory_limit, temp_directory=args.temp_dir
+        )
+        written = f"{streamed.rows:,} records in {streamed.batches} batches"
+    print(f"privdash diagnose: wrote {written} with their class size to {args.record_risk}", file=sys.stderr)
 
 
 def render_verdict(verdict: Verdict) -> str:

@@ -21,6 +21,7 @@ generalization, suppression, microaggregation, identifiers), :mod:`.geo` (postco
 docs/definitions.md the vocabulary.
 """
 
+from dashboard.core.attack import AttackReport, AttackResult, attack_release
 from dashboard.core.choices import Choice
 from dashboard.core.data.contract import (
     ColumnRole,
@@ -28,10 +29,11 @@ from dashboard.core.data.contract import (
     DataContract,
     FieldMetadata,
     StatisticalType,
+    infer_statistical_type,
     suggest_contract,
     suggest_roles,
 )
-from dashboard.core.data.demo import demo_datasets, people_contract, people_table, uniform_table
+from dashboard.core.data.demo import DEFAULT_DEMO, demo_datasets, people_contract, people_table, uniform_table
 from dashboard.core.data.tables import (
     DEFAULT_READ_LIMITS,
     ReadLimits,
@@ -52,7 +54,18 @@ from dashboard.core.engines.aggregate import (
     resolve_engine,
     sample_rows,
 )
-from dashboard.core.engines.streaming import STREAMABLE_STEPS, StreamedRecipe, apply_recipe_streaming
+from dashboard.core.engines.common import is_database_url
+from dashboard.core.engines.database import redact_url
+from dashboard.core.engines.streaming import (
+    CLASS_SIZE,
+    RECORD_RISK,
+    STREAMABLE_STEPS,
+    StreamedRecipe,
+    StreamedRecords,
+    apply_recipe_streaming,
+    with_record_sizes,
+    write_record_sizes,
+)
 from dashboard.core.errors import (
     ColumnError,
     ContractError,
@@ -60,9 +73,11 @@ from dashboard.core.errors import (
     ParameterError,
     PrivdashError,
     ReadLimitError,
+    TooManyQuasiIdentifiersError,
     check_columns,
 )
 from dashboard.core.geo.geography import default_cache_dir, district_neighbours, district_polygons_dir
+from dashboard.core.geo.geomask import SpatialK, donut_mask, masking_points, perturb_coordinates, spatial_k_anonymity
 from dashboard.core.geo.postcodes import (
     DEFAULT_POPULATION_THRESHOLD,
     Neighbours,
@@ -73,6 +88,7 @@ from dashboard.core.geo.postcodes import (
     fails_threshold,
     generalize_postcodes,
     neighbours_from_doogal,
+    parse_postcodes,
     population_counts,
     read_population,
     recode_postcodes,
@@ -93,19 +109,37 @@ from dashboard.core.measure.combinations import (
 )
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 from dashboard.core.measure.models import SensitiveModels, sensitive_models
+from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
 from dashboard.core.measure.population import PopulationCounts, PopulationSource
 from dashboard.core.measure.risk import (
     DEFAULT_MAX_RISK,
     AttackerRisk,
+    RiskCurve,
     RiskSummary,
     individual_risk,
     journalist_risk,
     marketer_risk,
     prosecutor_risk,
     records_at_risk_by_k,
+    records_at_risk_curve,
     risk_summary,
 )
 from dashboard.core.measure.verdict import TargetCheck, Verdict, check_targets
+from dashboard.core.privacy import (
+    BudgetExceededError,
+    BudgetLedger,
+    DPRelease,
+    Mechanism,
+    PrivacyBudget,
+    dp_class_sizes,
+    dp_count,
+    dp_histogram,
+    dp_mean,
+    dp_sum,
+    file_sha256,
+    frame_sha256,
+    read_domain_file,
+)
 from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
 from dashboard.core.targets import PrivacyTargets, parse_targets
 from dashboard.core.transform.generalization import generalize
@@ -113,6 +147,7 @@ from dashboard.core.transform.hierarchy import (
     RULE_SETTINGS,
     TOP,
     Hierarchy,
+    HierarchyError,
     build_hierarchy,
     canonical_text,
     default_rule,
@@ -136,6 +171,14 @@ from dashboard.core.transform.microaggregation import (
     microaggregate_with_contract,
     types_from_contract,
 )
+from dashboard.core.transform.perturbation import (
+    PERTURBATIVE_STEPS,
+    add_noise,
+    perturbed_numeric_columns,
+    pram,
+    rank_swap,
+    shuffle_within_classes,
+)
 from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
 from dashboard.core.transform.suppression import suppress_cells, suppress_records, top_bottom_code
 from dashboard.core.utility.metrics import (
@@ -150,24 +193,33 @@ from dashboard.core.utility.metrics import (
 
 __all__ = [
     "AUTO_DUCKDB_BYTES",
+    "CLASS_SIZE",
     "COUNT",
+    "DEFAULT_DEMO",
     "DEFAULT_MAX_RISK",
     "DEFAULT_POPULATION_THRESHOLD",
     "DEFAULT_READ_LIMITS",
     "KEY_ENV",
     "MIN_KEY_BYTES",
     "MISSING_LABEL",
+    "PERTURBATIVE_STEPS",
+    "RECORD_RISK",
     "RULE_SETTINGS",
     "STREAMABLE_STEPS",
     "TOP",
     "Aggregate",
+    "AttackReport",
+    "AttackResult",
     "AttackerRisk",
+    "BudgetExceededError",
+    "BudgetLedger",
     "Choice",
     "ColumnError",
     "ColumnRole",
     "ColumnsByRole",
     "CombinationRisk",
     "ContractError",
+    "DPRelease",
     "DataContract",
     "DataReadError",
     "DatabaseSource",
@@ -176,36 +228,46 @@ __all__ = [
     "EquivalenceClasses",
     "FieldMetadata",
     "Hierarchy",
+    "HierarchyError",
     "InformationLoss",
+    "Mechanism",
     "Metric",
     "MinimalSampleUniques",
     "MissingPolicy",
     "Neighbours",
     "ParameterError",
+    "PerturbationRisk",
     "PopulationCounts",
     "PopulationSource",
     "PopulationTable",
     "PostcodeGeneralization",
+    "PrivacyBudget",
     "PrivacyTargets",
     "PrivdashError",
     "ReadLimitError",
     "ReadLimits",
     "Recipe",
+    "RiskCurve",
     "RiskSummary",
     "SearchResult",
     "SensitiveModels",
     "SparkTable",
+    "SpatialK",
     "StatisticalType",
     "Step",
     "Strategy",
     "StreamedRecipe",
+    "StreamedRecords",
     "TargetCheck",
+    "TooManyQuasiIdentifiersError",
     "TransformResult",
     "Verdict",
+    "add_noise",
     "aggregate_table",
     "apply_recipe",
     "apply_recipe_streaming",
     "apply_step",
+    "attack_release",
     "build_hierarchy",
     "canonical_text",
     "cells_changed",
@@ -222,44 +284,66 @@ __all__ = [
     "diagnose",
     "district_neighbours",
     "district_polygons_dir",
+    "donut_mask",
+    "dp_class_sizes",
+    "dp_count",
+    "dp_histogram",
+    "dp_mean",
+    "dp_sum",
     "drop_identifiers",
     "equivalence_classes",
     "equivalence_classes_from_aggregate",
     "escape_formulas",
     "fails_threshold",
+    "file_sha256",
+    "frame_sha256",
     "generalize",
     "generalize_postcodes",
     "hierarchy_from_rule",
     "individual_risk",
+    "infer_statistical_type",
     "information_loss",
+    "is_database_url",
     "journalist_risk",
     "key_fingerprint",
     "load_hierarchies",
     "marketer_risk",
     "mask_identifiers",
+    "masking_points",
     "microaggregate",
     "microaggregate_with_contract",
     "minimal_sample_uniques",
     "neighbours_from_doogal",
     "optimal_generalization",
+    "parse_postcodes",
     "parse_targets",
     "people_contract",
     "people_table",
+    "perturb_coordinates",
+    "perturbation_risk",
+    "perturbed_numeric_columns",
     "population_counts",
+    "pram",
     "prosecutor_risk",
     "pseudonymize",
+    "rank_swap",
     "read_arx_hierarchy",
+    "read_domain_file",
     "read_population",
     "read_table",
     "read_table_with_info",
     "recode_postcodes",
     "records_at_risk_by_k",
+    "records_at_risk_curve",
+    "redact_url",
     "resolve_engine",
     "risk_summary",
     "run_job_file",
     "sample_rows",
     "search_hierarchy",
     "sensitive_models",
+    "shuffle_within_classes",
+    "spatial_k_anonymity",
     "suggest_contract",
     "suggest_roles",
     "suppress_cells",
@@ -270,6 +354,8 @@ __all__ = [
     "uniform_table",
     "utility_report",
     "value_distributions",
+    "with_record_sizes",
     "write_arx_hierarchy",
+    "write_record_sizes",
     "write_table",
 ]

@@ -51,6 +51,7 @@ TYPE_OPTIONS = (
     (StatisticalType.ORDINAL, "Ordinal"),
     (StatisticalType.DATE, "Date"),
     (StatisticalType.POSTCODE, "Postcode"),
+    (StatisticalType.COORDINATE, "Coordinate"),
 )
 ROLE_HELP = (
     "ID: direct identifier (name, e-mail, id), left out of the analysis. QI: quasi-identifier an attacker may "

@@ -566,7 +566,7 @@ def threshold_label(settings: GeoSettings) -> str:
 
 def map_head(settings: GeoSettings) -> list[Any]:
     """The map's title and the traffic-light key."""
-    return [dmc.Text(map_title(settings), fw=600, size="sm", id="pc-map-title"), legend(settings)]
+    return [dmc.Text(map_title(settings), fw=600, size="sm", id="pc-map-heading"), legend(settings)]
 
 
 def results_layout(cache: BoundedCache, view: PostcodeView | None) -> Any:
@@ -607,11 +607,12 @@ def results_layout(cache: BoundedCache, view: PostcodeView | None) -> Any:
                     html.Div(
                         chart(
                             dcc.Graph(id="pc-bars", figure=bars, config={"displaylogo": False}),
-                            title="The smallest ZIP3 areas",
-                            summary="One bar per ZIP3 area, coloured by its traffic light; dashed line: the threshold, "
+                            title="The smallest areas",
+                            summary="One bar per ZIP3 area (or per published unit, when those are shown), coloured "
+                            "by its traffic light; dashed line: the threshold, "
                             "dotted: the amber limit.",
                             columns=(
-                                ("x", "ZIP3"),
+                                ("x", "area"),
                                 ("y", "people"),
                                 ("customdata.1", "status"),
                                 ("customdata.0", "published as"),

@@ -249,6 +249,7 @@ def _register_shell_callbacks(app: Dash, services: Services) -> None:
         Output("url", "search"),
         Output({"type": "nav", "path": ALL}, "href"),
         Output({"type": "nav", "path": ALL}, "active"),
+        Output({"type": "nav", "path": ALL}, "aria-current"),
         Output("header-dataset", "children"),
         Output("header-dataset", "color"),
         Input(PAGE_STATE, "data"),
@@ -268,8 +269,10 @@ def _register_shell_callbacks(app: Dash, services: Services) -> None:
         hrefs = [item["path"] + wanted for item in nav_ids]
         current = pathname if pathname not in (None, "/") else "/data"
         active = [item["path"] == current for item in nav_ids]
+        # Screen readers announce the current page from aria-current, not from the highlight.
+        current_page = ["page" if is_active else None for is_active in active]
         title, color = header_title(services, state)
-        return new_search, hrefs, active, title, color
+        return new_search, hrefs, active, current_page, title, color
 
     @app.callback(Output(CALLBACK_MESSAGE, "children"), Input("url", "pathname"), prevent_initial_call=True)
     def clear_message(_pathname: str | None) -> Any:

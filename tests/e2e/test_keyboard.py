@@ -257,4 +257,7 @@ def test_navigation_folds_into_a_menu_on_a_narrow_screen(page: Page, live_server
     page.keyboard.press("Enter")
     expect(page.get_by_role("heading", level=1)).to_have_text("Fix", timeout=TIMEOUT)
     expect(burger).to_have_attribute("aria-expanded", "false", timeout=TIMEOUT)
+    # The current page is announced, not only highlighted: exactly one link carries aria-current.
+    expect(fix_link).to_have_attribute("aria-current", "page", timeout=TIMEOUT)
+    expect(page.locator('nav a[aria-current="page"]')).to_have_count(1)
     expect(fix_link).not_to_be_in_viewport(timeout=TIMEOUT)

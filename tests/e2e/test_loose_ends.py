@@ -147,7 +147,7 @@ def test_zip3_titles_toggle_and_empty_table(page: Page, live_server: str, data_d
     page.on("console", lambda message: blocked.append(message.text) if "Blocked a string" in message.text else None)
     page.set_viewport_size({"width": 1400, "height": 1100})
     page.goto(f"{live_server}{ViewState(geo={'p': 'us', 's': 'zip3'}).href('/postcodes')}")
-    title = page.locator("#pc-map-head #pc-map-title")
+    title = page.locator("#pc-map-head #pc-map-heading")
     expect(title).to_have_text("Before: ZIP3 areas by their own population", timeout=TIMEOUT)
     # The Safe Harbor strategy leaves no unit under the threshold: the empty table says so in words.
     expect(page.locator("#failing-grid")).to_contain_text("No unit fails the threshold.", timeout=TIMEOUT)

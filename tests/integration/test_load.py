@@ -126,11 +126,12 @@ def sync_url(state: Any) -> dict[str, Any]:
     nav = [{"path": path, "type": "nav"} for path in paths]
     return {
         "output": '..url.search...{"path":["ALL"],"type":"nav"}.href...{"path":["ALL"],"type":"nav"}.active...'
-        "header-dataset.children...header-dataset.color..",
+        '{"path":["ALL"],"type":"nav"}.aria-current...header-dataset.children...header-dataset.color..',
         "outputs": [
             {"id": "url", "property": "search"},
             [{"id": item, "property": "href"} for item in nav],
             [{"id": item, "property": "active"} for item in nav],
+            [{"id": item, "property": "aria-current"} for item in nav],
             {"id": "header-dataset", "property": "children"},
             {"id": "header-dataset", "property": "color"},
         ],

@@ -18,9 +18,10 @@ ordered. The JSON form is::
 
 ``personal_data_config`` holds at most one true flag among ``is_direct_id``, ``is_quasi_id``,
 ``is_sensitive`` and ``is_weight``; with none the column is *insensitive*. ``statistical_data_type`` is one of
-``NUMERICAL``, ``NOMINAL``, ``ORDINAL`` (then ``ordinal_values`` lists every value, lowest first), ``DATE`` or
-``POSTCODE``. Unknown keys are kept on load and written back on save, so contracts made by other tools survive a
-round trip.
+``NUMERICAL``, ``NOMINAL``, ``ORDINAL`` (then ``ordinal_values`` lists every value, lowest first), ``DATE``,
+``POSTCODE`` or ``COORDINATE`` (latitude or longitude in decimal degrees, inferred for numeric columns named like
+one whose values are all in range). Unknown keys are kept on load and written back on save, so contracts made by
+other tools survive a round trip.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class StatisticalType(Choice, label="statistical type"):
     ORDINAL = "ORDINAL"
     DATE = "DATE"
     POSTCODE = "POSTCODE"
+    COORDINATE = "COORDINATE"
 
 
 _ROLE_FLAGS = {
@@ -99,7 +101,12 @@ class FieldMetadata:
     @property
     def is_ordered(self) -> bool:
         """True for types whose values have a natural or declared order (numerical, ordinal, date)."""
-        return self.statistical_type in (StatisticalType.NUMERICAL, StatisticalType.ORDINAL, StatisticalType.DATE)
+        return self.statistical_type in (
+            StatisticalType.NUMERICAL,
+            StatisticalType.ORDINAL,
+            StatisticalType.DATE,
+            StatisticalType.COORDINATE,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The field's JSON object in the contract format."""
@@ -253,12 +260,14 @@ class DataContract(ColumnsByRole):
                 numbers = pd.to_numeric(column, errors="coerce")
                 if numbers.isna().any() or (numbers <= 0).any():
                     raise ContractError(f"Weight column '{item.name}' must hold positive numbers in every row.")
-            if item.statistical_type == StatisticalType.NUMERICAL and item.role != ColumnRole.IDENTIFIER:
+            numeric_types = (StatisticalType.NUMERICAL, StatisticalType.COORDINATE)
+            if item.statistical_type in numeric_types and item.role != ColumnRole.IDENTIFIER:
                 numbers = pd.to_numeric(column.dropna(), errors="coerce")
                 if numbers.isna().any():
                     bad = column.dropna()[numbers.isna()].unique()[:5]
                     raise ContractError(
-                        f"Column '{item.name}' is NUMERICAL but holds non-numbers: {format_values(list(bad))}."
+                        f"Column '{item.name}' is {item.statistical_type.value} but holds non-numbers: "
+                        f"{format_values(list(bad))}."
                     )
 
     def to_dict(self) -> dict[str, Any]:
@@ -350,6 +359,8 @@ _SENSITIVE_NAME = re.compile(
     r"health|medical|treatment",
     re.IGNORECASE,
 )
+# The name ends with the coordinate word, after at most one prefix word ("home_lat"); "long_term" does not match.
+_COORDINATE_NAME = re.compile(r"^(?:[A-Za-z0-9]+[_ .-])?(lat|latitude|lon|lng|long|longitude)$", re.IGNORECASE)
 _WEIGHT_NAME = re.compile(r"^(sampling_)?weights?$|_weight$|^wgt|^w$", re.IGNORECASE)
 
 
@@ -370,7 +381,7 @@ def infer_statistical_type(column: pd.Series) -> StatisticalType:
     if pd.api.types.is_bool_dtype(column):
         return StatisticalType.NOMINAL
     if pd.api.types.is_numeric_dtype(column):
-        return StatisticalType.NUMERICAL
+        return StatisticalType.COORDINATE if _is_coordinate(column) else StatisticalType.NUMERICAL
     if pd.api.types.is_datetime64_any_dtype(column):
         return StatisticalType.DATE
     sample = column.dropna().astype(str).head(500)
@@ -379,6 +390,17 @@ def infer_statistical_type(column: pd.Series) -> StatisticalType:
     if len(sample) and sample.str.match(r"^\d{4}-\d{2}-\d{2}").mean() > 0.95:
         return StatisticalType.DATE
     return StatisticalType.NOMINAL
+
+
+def _is_coordinate(column: pd.Series) -> bool:
+    """A numeric column named like a latitude / longitude (``lat``, ``home_latitude``, ``Lng`` ...) whose values
+    all lie in the range of that coordinate (and at least one is present)."""
+    match = _COORDINATE_NAME.match(str(column.name).strip())
+    if match is None:
+        return False
+    values = column.dropna()
+    limit = 90.0 if match.group(1).lower().startswith("lat") else 180.0
+    return len(values) > 0 and bool(((values >= -limit) & (values <= limit)).all())
 
 
 def suggest_roles(data: pd.DataFrame) -> tuple[Suggestion, ...]:

@@ -30,6 +30,7 @@ negligible).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import time
@@ -52,13 +53,23 @@ from dashboard.core.engines.aggregate import (
     source_paths,
     type_like_the_reader,
 )
-from dashboard.core.errors import DataReadError, ParameterError
+from dashboard.core.errors import DataReadError, ParameterError, check_columns
+from dashboard.core.measure.classes import EquivalenceClasses, MissingPolicy
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.generalization import violating_combinations, without_combinations
 from dashboard.core.transform.hierarchy import Hierarchy
 from dashboard.core.transform.steps import Recipe, Step, apply_step
 
-__all__ = ["STREAMABLE_STEPS", "StreamedRecipe", "apply_recipe_streaming"]
+__all__ = [
+    "CLASS_SIZE",
+    "RECORD_RISK",
+    "STREAMABLE_STEPS",
+    "StreamedRecipe",
+    "StreamedRecords",
+    "apply_recipe_streaming",
+    "with_record_sizes",
+    "write_record_sizes",
+]
 
 #: Step kinds that can be applied batch by batch (see the module docstring).
 STREAMABLE_STEPS = frozenset(
@@ -141,15 +152,7 @@ def apply_recipe_streaming(
     :class:`DataReadError` for sources that cannot be read.
     """
     started = time.perf_counter()
-    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
-        raise ParameterError(f"batch_rows must be a whole number >= 1, got {batch_rows!r}.")
-    target = Path(output)
-    kind = _OUTPUTS.get(target.suffix.lower())
-    if kind is None:
-        raise ParameterError(f"Cannot write '{target.name}': use a .parquet, .csv or .tsv file name.")
-    inputs = source_paths(source)
-    if any(target.exists() and target.resolve() == path.resolve() for path in inputs):
-        raise ParameterError(f"Refusing to overwrite the input file {target}; choose another output path.")
+    target, kind = _check_output(source, output, batch_rows)
     refused = [step.kind for step in recipe.steps if step.kind not in STREAMABLE_STEPS]
     if refused:
         raise ParameterError(
@@ -157,6 +160,147 @@ def apply_recipe_streaming(
             f"streamable: {', '.join(sorted(STREAMABLE_STEPS))}. Apply this recipe in memory (engine pandas)."
         )
 
+    with _streamed(source, batch_rows, memory_limit, temp_directory) as reader:
+        stages: list[_Stage] = []
+        passes = 0
+        for step in recipe.steps:
+            stage, used_pass = _resolve(step, stages, reader, source, secrets, memory_limit, temp_directory)
+            stages.append(stage)
+            passes += used_pass
+        rows_in, rows_out, batches, totals, kept = _write(
+            reader,
+            lambda batch: _run_stages(batch, stages, secrets),
+            len(stages),
+            target,
+            kind,
+            escape_formulas_in_csv,
+            accept,
+        )
+    per_step = [
+        {"kind": stage.step.kind, "cells_changed": int(totals[i, 0]), "records_suppressed": int(totals[i, 1])}
+        for i, stage in enumerate(stages)
+    ]
+    return StreamedRecipe(
+        output=target if kept else None,
+        rows_in=rows_in,
+        rows_out=rows_out,
+        batches=batches,
+        passes=passes + 1,
+        seconds=time.perf_counter() - started,
+        steps=tuple(per_step),
+    )
+
+
+@dataclass(frozen=True)
+class StreamedRecords:
+    """What :func:`write_record_sizes` wrote: ``rows`` records of the source, each with its class size and risk,
+    in ``batches`` batches; ``dropped`` of them are in no class (the ``drop`` missing-value policy)."""
+
+    output: Path
+    rows: int
+    dropped: int
+    batches: int
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "output": str(self.output),
+            "rows": self.rows,
+            "records_in_no_class": self.dropped,
+            "batches": self.batches,
+            "seconds": self.seconds,
+        }
+
+
+#: Columns :func:`write_record_sizes` adds to every record.
+CLASS_SIZE, RECORD_RISK = "class_size", "prosecutor_risk"
+
+
+def write_record_sizes(
+    source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    classes: EquivalenceClasses,
+    output: str | os.PathLike[str],
+    *,
+    batch_rows: int = 1_000_000,
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    escape_formulas_in_csv: bool = True,
+) -> StreamedRecords:
+    """Write every record of ``source`` with two more columns: ``class_size`` (f, the size of its equivalence
+    class in ``classes``) and ``prosecutor_risk`` (1/f), streamed through DuckDB into a Parquet, CSV or TSV file.
+
+    ``classes`` must be the classes of this source (e.g. ``diagnose(source, ..., engine="duckdb").classes``, built
+    from the engine's aggregate): each batch looks its records' QI values up among the classes' keys, so the
+    per-record sizes are never held as one list. Under the ``wildcard`` policy f is the number of records
+    compatible with the record's pattern; under ``drop`` a record with a missing QI is in no class and both
+    columns are empty. Raises :class:`DataReadError` when a record's QI values are in no class (the source changed
+    since ``classes`` were counted) and :class:`ParameterError` when the source already has one of the columns.
+    """
+    started = time.perf_counter()
+    target, kind = _check_output(source, output, batch_rows)
+    qis = list(classes.quasi_identifiers)
+    lookup = pd.MultiIndex.from_arrays([classes.class_codes[:, i] for i in range(len(qis))])
+    sizes = np.append(classes.sizes.astype(np.float64), np.nan)
+    dropping = classes.missing_policy == MissingPolicy.DROP
+
+    def with_sizes(batch: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
+        codes = []
+        missing = np.zeros(len(batch), dtype=bool)
+        for name, categories in zip(qis, classes.categories, strict=True):
+            values = batch[name]
+            code = categories.get_indexer(pd.Index(values))
+            absent = values.isna().to_numpy()
+            if (code[~absent] < 0).any():
+                unknown = values[(code < 0) & ~absent].iloc[0]
+                raise DataReadError(
+                    f"Column '{name}' holds {unknown!r}, which is in no class counted: the source changed since "
+                    "its classes were counted. Diagnose it again."
+                )
+            missing |= absent
+            codes.append(np.where(absent, -1, code))
+        row_class = lookup.get_indexer(pd.MultiIndex.from_arrays(codes)) if len(batch) else np.empty(0, np.intp)
+        unmatched = row_class < 0
+        if (unmatched & ~(missing & dropping)).any():
+            raise DataReadError(
+                "Some records' QI values are in no class counted: the source changed since its classes were "
+                "counted. Diagnose it again."
+            )
+        size = sizes[np.where(unmatched, len(sizes) - 1, row_class)]
+        return _with_sizes(batch, size), [(int(unmatched.sum()), 0)]
+
+    with _streamed(source, batch_rows, memory_limit, temp_directory) as reader:
+        taken = [name for name in (CLASS_SIZE, RECORD_RISK) if name in reader.names]
+        if taken:
+            raise ParameterError(f"The source already has a column '{taken[0]}'; rename it to write record sizes.")
+        check_columns(pd.DataFrame(columns=reader.names), qis, role="quasi-identifier")
+        rows, _, batches, totals, _ = _write(reader, with_sizes, 1, target, kind, escape_formulas_in_csv, None)
+    return StreamedRecords(target, rows, int(totals[0, 0]), batches, time.perf_counter() - started)
+
+
+def with_record_sizes(data: pd.DataFrame, classes: EquivalenceClasses) -> pd.DataFrame:
+    """``data`` with the columns of :func:`write_record_sizes`, for classes built from these rows in memory."""
+    taken = [name for name in (CLASS_SIZE, RECORD_RISK) if name in data.columns]
+    if taken:
+        raise ParameterError(f"The table already has a column '{taken[0]}'; rename it to add record sizes.")
+    size = classes.record_sizes().astype(np.float64)
+    size[size == 0] = np.nan  # in no class (the drop policy)
+    return _with_sizes(data, size)
+
+
+def _with_sizes(data: pd.DataFrame, size: np.ndarray) -> pd.DataFrame:
+    """``data`` and the two columns, from class sizes as floats (NaN: in no class)."""
+    out = data.copy(deep=False)
+    out[CLASS_SIZE] = pd.Series(size, index=data.index).astype("Int64")
+    out[RECORD_RISK] = 1.0 / size
+    return out
+
+
+@contextlib.contextmanager
+def _streamed(
+    source: Any, batch_rows: int, memory_limit: str | None, temp_directory: str | os.PathLike[str] | None
+) -> Iterator[_Reader]:
+    """A reader of ``source``'s batches on a DuckDB connection of its own, closed afterwards; DuckDB's errors
+    become :class:`DataReadError`."""
     import duckdb
 
     connection = duckdb.connect(config={"preserve_insertion_order": True})
@@ -168,29 +312,25 @@ def apply_recipe_streaming(
         relation, text = _relation(connection, source)
         names = [str(c) for c in relation.columns]
         typing = _column_typing(connection, names) if text else {}
-        reader = _Reader(connection, names, text, typing, batch_rows)
-        stages: list[_Stage] = []
-        passes = 0
-        for step in recipe.steps:
-            stage, used_pass = _resolve(step, stages, reader, source, secrets, memory_limit, temp_directory)
-            stages.append(stage)
-            passes += used_pass
-        rows_in, rows_out, batches, per_step, kept = _write(
-            reader, stages, target, kind, secrets, escape_formulas_in_csv, accept
-        )
+        yield _Reader(connection, names, text, typing, batch_rows)
     except duckdb.Error as exc:
         raise DataReadError(f"DuckDB could not stream the source: {_first_line(exc)}") from exc
     finally:
         connection.close()
-    return StreamedRecipe(
-        output=target if kept else None,
-        rows_in=rows_in,
-        rows_out=rows_out,
-        batches=batches,
-        passes=passes + 1,
-        seconds=time.perf_counter() - started,
-        steps=tuple(per_step),
-    )
+
+
+def _check_output(source: Any, output: str | os.PathLike[str], batch_rows: int) -> tuple[Path, str]:
+    """The output path and its kind, refusing a bad ``batch_rows``, an unknown suffix and the input itself."""
+    if isinstance(batch_rows, bool) or not isinstance(batch_rows, int) or batch_rows < 1:
+        raise ParameterError(f"batch_rows must be a whole number >= 1, got {batch_rows!r}.")
+    target = Path(output)
+    kind = _OUTPUTS.get(target.suffix.lower())
+    if kind is None:
+        raise ParameterError(f"Cannot write '{target.name}': use a .parquet, .csv or .tsv file name.")
+    inputs = source_paths(source)
+    if any(target.exists() and target.resolve() == path.resolve() for path in inputs):
+        raise ParameterError(f"Refusing to overwrite the input file {target}; choose another output path.")
+    return target, kind
 
 
 # --- reading ---------------------------------------------------------------------------------------------------
@@ -337,13 +477,17 @@ def _cells_changed(summary: Mapping[str, Any]) -> int:
 
 def _write(
     reader: _Reader,
-    stages: list[_Stage],
+    transform: Callable[[pd.DataFrame], tuple[pd.DataFrame, list[tuple[int, int]]]],
+    effects_per_batch: int,
     target: Path,
     kind: str,
-    secrets: Mapping[str, Any] | None,
     escape: bool,
     accept: Callable[[int, int], bool] | None,
-) -> tuple[int, int, int, list[dict[str, Any]], bool]:
+) -> tuple[int, int, int, np.ndarray, bool]:
+    """Stream ``reader``'s batches through ``transform`` into ``target`` (written beside it, then renamed).
+
+    Returns rows read, rows written, batches, the ``transform``'s effects summed over the batches (one row of two
+    numbers per effect) and whether ``accept`` kept the file."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -351,7 +495,7 @@ def _write(
     handle, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".partial", dir=target.parent)
     os.close(handle)
     rows_in = rows_out = batches = 0
-    totals = np.zeros((len(stages), 2), dtype=np.int64)
+    totals = np.zeros((effects_per_batch, 2), dtype=np.int64)
     writer: Any = None
     schema: Any = None
     text_out = None if kind == "parquet" else open(temporary, "w", encoding="utf-8", newline="")  # noqa: SIM115
@@ -359,8 +503,8 @@ def _write(
         for batch in reader.batches():
             batches += 1
             rows_in += len(batch)
-            data, effects = _run_stages(batch, stages, secrets)
-            totals += np.asarray(effects, dtype=np.int64).reshape(len(stages), 2)
+            data, effects = transform(batch)
+            totals += np.asarray(effects, dtype=np.int64).reshape(effects_per_batch, 2)
             rows_out += len(data)
             data = data.reset_index(drop=True)
             if text_out is None:
@@ -398,8 +542,4 @@ def _write(
             text_out.close()
         Path(temporary).unlink(missing_ok=True)
         raise
-    per_step = [
-        {"kind": stage.step.kind, "cells_changed": int(totals[i, 0]), "records_suppressed": int(totals[i, 1])}
-        for i, stage in enumerate(stages)
-    ]
-    return rows_in, rows_out, batches, per_step, kept
+    return rows_in, rows_out, batches, totals, kept

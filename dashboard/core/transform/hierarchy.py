@@ -992,7 +992,7 @@ def default_rule(values: pd.Series, kind: StatisticalType | str, k: int = 5) -> 
     ``max(10, 2k)`` times grouped as rare.
     """
     kind = StatisticalType(kind)
-    if kind == StatisticalType.NUMERICAL and pd.api.types.is_numeric_dtype(values):
+    if kind in (StatisticalType.NUMERICAL, StatisticalType.COORDINATE) and pd.api.types.is_numeric_dtype(values):
         width = nice_width(values)
         return {"builder": "intervals", "widths": [width, 2 * width, 4 * width]}
     if kind == StatisticalType.DATE:

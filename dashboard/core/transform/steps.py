@@ -233,4 +233,6 @@ _BUILTIN_STEP_MODULES: tuple[str, ...] = (
     "dashboard.core.transform.suppression",
     "dashboard.core.transform.microaggregation",
     "dashboard.core.transform.identifiers",
+    "dashboard.core.transform.perturbation",
+    "dashboard.core.geo.geomask",
 )

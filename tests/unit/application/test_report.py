@@ -18,6 +18,7 @@ import pytest
 
 from dashboard.application.report import (
     DEFINITIONS,
+    WITHHELD_SEED,
     ReportFiles,
     build_report,
     condensed_recipe,
@@ -37,6 +38,7 @@ from dashboard.core.geo.postcodes import read_population
 from dashboard.core.measure.diagnose import diagnose
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import Hierarchy
+from dashboard.core.transform.steps import Recipe
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -189,6 +191,17 @@ def test_condensed_recipe_keeps_rules_and_drops_leaves() -> None:
     )
     text = condensed_recipe(recipe)
     assert "Zanzibar" not in text and "2 leaves x 2 levels" in text and '"widths": [10]' in text
+
+
+def test_condensed_recipe_withholds_the_seed_of_random_masking() -> None:
+    """With a noise step's seed and the release, anyone could redraw the noise: the report names the step and its
+    settings but not the seed."""
+    from dashboard.core.transform.perturbation import add_noise
+
+    data = pd.DataFrame({"income": np.arange(50, dtype=float)})
+    step = add_noise(data, columns=["income"], share=0.1, seed=987_654_321).step
+    text = condensed_recipe(Recipe((step,)))
+    assert "987654321" not in text and WITHHELD_SEED in text and '"share": 0.1' in text
 
 
 def test_postcode_units_with_census_populations(data_dir: Path) -> None:

@@ -20,6 +20,8 @@ from dashboard.core.data.demo import (
     demo_datasets,
 )
 from dashboard.core.measure.diagnose import diagnose
+from dashboard.core.search.lattice import optimal_generalization
+from dashboard.core.transform.hierarchy import build_hierarchy, default_rule
 from dashboard.core.transform.microaggregation import microaggregate_with_contract
 
 #: STRM Privacy, "K-Anonymity (K-Member Micro-Aggregations)": the published result of their example for k = 3.
@@ -67,6 +69,23 @@ def test_five_people_are_one_but_not_two_anonymous() -> None:
     smallest = int(frame.groupby(qis).size().min())
     assert smallest == 1 and len(frame) == 5  # 1-anonymous (every table is), not 2-anonymous
     assert diagnose(frame, contract=contract).k == smallest
+
+
+def test_five_people_become_two_anonymous_after_generalization() -> None:
+    """The least-lossy search with each QI's default hierarchy (intervals for these numbers) reaches k = 2 without
+    removing anyone."""
+    demo = demo_datasets()["five"]
+    frame, contract = demo.load(), demo.contract()
+    qis = list(contract.quasi_identifiers)
+    hierarchies = {
+        name: build_hierarchy(default_rule(frame[name], contract[name].statistical_type, k=2), frame[name])
+        for name in qis
+    }
+    result = optimal_generalization(frame, hierarchies, quasi_identifiers=qis, k=2, max_suppression=0.0)
+    assert len(result.data) == 5
+    assert int(result.data.groupby(qis).size().min()) >= 2
+    assert diagnose(result.data, qis).k >= 2
+    assert result.data[qis].ne(frame[qis]).to_numpy().any()  # some value was generalized
 
 
 def test_postcode_patients_are_typed_for_the_postcodes_page() -> None:

@@ -1,0 +1,309 @@
+"""``privdash release``: a differentially private count, histogram (or class-size table), sum or mean of a table,
+with its error bar, charged to the dataset's privacy budget in a ledger.
+
+Each person must contribute one row. The release is refused, and nothing is written (neither the output nor the
+ledger), when an input is wrong or the release would exceed the budget. True values are printed only with
+``--show-true`` (for the data owner) and never go to the output file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dashboard.commands._common import format_table, jsonable, print_json, split_columns
+from dashboard.core import (
+    BudgetLedger,
+    DPRelease,
+    Mechanism,
+    ParameterError,
+    PrivacyBudget,
+    dp_class_sizes,
+    dp_count,
+    dp_histogram,
+    dp_mean,
+    dp_sum,
+    file_sha256,
+    load_hierarchies,
+    read_domain_file,
+    read_table_with_info,
+    write_table,
+)
+
+_QUERIES = ("count", "histogram", "sum", "mean")
+_OUTPUTS = (".csv", ".tsv", ".parquet", ".json")
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "release",
+        help="differentially private counts, histograms, class-size tables, sums and means (OpenDP)",
+        description="Release an aggregate of a table with differential privacy: noise from OpenDP (Laplace, "
+        "geometric or Gaussian) calibrated to ε (and δ), with the 95%% error bar of each value. Each person must "
+        "contribute exactly one row. Histogram categories come from a declared public domain (--domain, "
+        "--hierarchies) or, with --delta > 0, from DP key selection (noisy counts above a threshold); never from "
+        "the data's own values. With --ledger, the release is charged to the dataset's total --budget (basic "
+        "sequential composition) and refused when it would exceed it.",
+    )
+    parser.add_argument("file", help="CSV, Excel, Parquet, SPSS, Stata or SAS table (one row per person)")
+    parser.add_argument("--sheet", metavar="NAME", help="the sheet of an Excel workbook to read")
+    parser.add_argument("--query", required=True, choices=_QUERIES, help="the aggregate to release")
+    parser.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy loss ε of this release")
+    parser.add_argument(
+        "--delta", type=float, default=0.0, metavar="D", help="δ of this release (Gaussian, key selection; default 0)"
+    )
+    parser.add_argument(
+        "--mechanism",
+        default=Mechanism.LAPLACE.value,
+        metavar="{" + ",".join(m.value for m in Mechanism) + "}",
+        help="noise: laplace (default), geometric (discrete Laplace, integer values) or gaussian (needs --delta)",
+    )
+    parser.add_argument("--column", metavar="C", help="the column of a histogram, sum or mean")
+    parser.add_argument(
+        "--qi", metavar="A,B", help="histogram: the quasi-identifiers of the class-size table (counts per combination)"
+    )
+    parser.add_argument("--bounds", metavar="L,U", help="sum and mean: values are clamped into [L, U] (required)")
+    parser.add_argument(
+        "--domain",
+        action="append",
+        metavar="VALUES|FILE|COL=VALUES",
+        help="the public categories of a histogram: comma-separated values or a file (one value per line, a JSON "
+        "list, or a JSON object of lists per column); for --qi, COL=VALUES (or COL=FILE) once per quasi-identifier",
+    )
+    parser.add_argument(
+        "--hierarchies",
+        type=Path,
+        metavar="DIR",
+        help="for --qi: a folder of hierarchy files whose leaves are the domains of the QIs without --domain",
+    )
+    parser.add_argument(
+        "--confidence", type=float, default=0.95, help="coverage of the error bars (default 0.95: 95%% intervals)"
+    )
+    parser.add_argument("--ledger", type=Path, metavar="PATH", help="the budget ledger (JSON; created if missing)")
+    parser.add_argument(
+        "--budget", metavar="EPS[,DELTA]", help="the dataset's total privacy budget, fixed when its account opens"
+    )
+    parser.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="write the release (.csv, .tsv, .parquet or .json)"
+    )
+    parser.add_argument(
+        "--show-true",
+        action="store_true",
+        help="also print the true values (for the data owner only; never written to --output)",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    mechanism = Mechanism.parse(args.mechanism)
+    cost_limit = PrivacyBudget(args.epsilon, args.delta)
+    total = PrivacyBudget.parse(args.budget) if args.budget is not None else None
+    if total is not None and args.ledger is None:
+        raise ParameterError("--budget is the total budget kept in a ledger: give the ledger file with --ledger.")
+    _check_output(args)
+    _check_query_arguments(args)
+    # Fail before reading the data when the ledger already rules this release out.
+    ledger, dataset = None, ""
+    if args.ledger is not None:
+        ledger = BudgetLedger.load(args.ledger)
+        dataset = file_sha256(args.file)
+        ledger.account(dataset, total).check(PrivacyBudget(cost_limit.epsilon, 0.0))
+    data, info = read_table_with_info(args.file, sheet=args.sheet)
+    for note in info.notes:
+        print(f"privdash release: note: {note}", file=sys.stderr)
+    release = _compute(args, data, mechanism)
+    account = None
+    if ledger is not None:
+        # The charge is checked against the cost OpenDP proves; the ledger is saved before anything is shown.
+        ledger = ledger.charge(
+            dataset,
+            release.cost,
+            query=release.query,
+            columns=release.columns,
+            mechanism=release.mechanism.value,
+            budget=total,
+        )
+        ledger.save(args.ledger)
+        account = ledger.account(dataset)
+    if args.output is not None:
+        _write(release, args.output, Path(args.file))
+        print(f"privdash release: wrote {len(release.table):,} value(s) to {args.output}", file=sys.stderr)
+    if args.json:
+        payload = release.to_dict(include_true=args.show_true)
+        if account is not None:
+            payload["ledger"] = {
+                "dataset_sha256": dataset,
+                "budget": {"epsilon": account.budget.epsilon, "delta": account.budget.delta},
+                "spent": dict(zip(("epsilon", "delta"), account.spent, strict=True)),
+                "remaining": dict(zip(("epsilon", "delta"), account.remaining, strict=True)),
+            }
+        print_json(payload)
+    else:
+        print(render_text(release, show_true=args.show_true))
+        if account is not None:
+            left_epsilon, left_delta = account.remaining
+            print(
+                f"\nbudget: spent ε={account.spent[0]:g}, δ={account.spent[1]:g} of ε={account.budget.epsilon:g}, "
+                f"δ={account.budget.delta:g}; left ε={left_epsilon:g}, δ={left_delta:g}"
+            )
+    return 0
+
+
+def _check_output(args: argparse.Namespace) -> None:
+    if args.output is None:
+        return
+    if args.output.suffix.lower() not in _OUTPUTS:
+        raise ParameterError(f"Cannot write '{args.output.name}': use a {', '.join(_OUTPUTS)} file name.")
+    if args.output.exists() and args.output.resolve() == Path(args.file).resolve():
+        raise ParameterError(f"Refusing to overwrite the input file {args.file}; choose another output path.")
+    if args.ledger is not None and args.output.resolve() == args.ledger.resolve():
+        raise ParameterError("The output file and the ledger must be different files.")
+
+
+def _check_query_arguments(args: argparse.Namespace) -> None:
+    query = args.query
+    if query == "count" and (args.column or args.qi or args.bounds or args.domain or args.hierarchies):
+        raise ParameterError("--query count counts the rows: --column, --qi, --bounds and --domain do not apply.")
+    if query in ("sum", "mean"):
+        if not args.column:
+            raise ParameterError(f"--query {query} needs the numeric column (--column).")
+        if args.bounds is None:
+            raise ParameterError(
+                f"--query {query} needs declared clamping bounds --bounds L,U (public, not taken from the data)."
+            )
+        if args.qi or args.domain or args.hierarchies:
+            raise ParameterError(f"--query {query} takes --column and --bounds; --qi and --domain are for histograms.")
+    if query == "histogram":
+        if bool(args.column) == bool(args.qi):
+            raise ParameterError("--query histogram needs either --column (one column) or --qi (the class-size table).")
+        if args.bounds is not None:
+            raise ParameterError("--bounds clamps a sum or mean; a histogram has no bounds.")
+        if args.hierarchies is not None and not args.qi:
+            raise ParameterError("--hierarchies declares the domains of the --qi columns of a class-size table.")
+
+
+def _compute(args: argparse.Namespace, data: Any, mechanism: Mechanism) -> DPRelease:
+    common: dict[str, Any] = {
+        "epsilon": args.epsilon,
+        "delta": args.delta,
+        "mechanism": mechanism,
+        "confidence": args.confidence,
+        "include_true": args.show_true,
+    }
+    if args.query == "count":
+        return dp_count(data, **common)
+    if args.query in ("sum", "mean"):
+        bounds = _bounds(args.bounds)
+        function = dp_sum if args.query == "sum" else dp_mean
+        return function(data, args.column, bounds, **common)
+    if args.column:
+        return dp_histogram(data, args.column, domain=_column_domain(args.domain, args.column), **common)
+    qis = split_columns(args.qi)
+    return dp_class_sizes(data, qis, domains=_qi_domains(args.domain, args.hierarchies, qis), **common)
+
+
+def _bounds(text: str) -> tuple[float, float]:
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        low, high = (float(p) for p in parts)
+    except ValueError:
+        raise ParameterError(f"--bounds takes two numbers L,U (e.g. 0,100), got '{text}'.") from None
+    return low, high
+
+
+def _column_domain(values: Sequence[str] | None, column: str) -> list[str] | None:
+    if not values:
+        return None
+    if len(values) > 1:
+        raise ParameterError("Give the domain of --column once: comma-separated values or a file.")
+    domain = _values(values[0])
+    if isinstance(domain, dict):
+        if column not in domain:
+            raise ParameterError(f"The domain file has no list for column '{column}'.")
+        return domain[column]
+    return domain
+
+
+def _qi_domains(
+    values: Sequence[str] | None, hierarchies: Path | None, qis: Sequence[str]
+) -> dict[str, list[str]] | None:
+    if not values and hierarchies is None:
+        return None
+    domains: dict[str, list[str]] = {}
+    for item in values or ():
+        if Path(item).is_file():
+            loaded = read_domain_file(item)
+            if not isinstance(loaded, dict):
+                raise ParameterError(f"With --qi, a domain file holds a JSON object of lists per column: {item}.")
+            domains.update(loaded)
+            continue
+        column, sep, text = item.partition("=")
+        if not sep or column.strip() not in qis:
+            raise ParameterError(
+                f"With --qi, give each domain as COL=VALUES for one of {', '.join(qis)}; got '{item}'."
+            )
+        listed = _values(text)
+        if isinstance(listed, dict):
+            raise ParameterError(f"The domain of '{column.strip()}' must be a list of values.")
+        domains[column.strip()] = listed
+    undeclared = [q for q in qis if q not in domains]
+    if hierarchies is not None and undeclared:
+        loaded_hierarchies = load_hierarchies(hierarchies, undeclared)
+        for column, hierarchy in loaded_hierarchies.items():
+            domains[column] = [str(v) for v in hierarchy.labels[0]]
+    return domains
+
+
+def _values(text: str) -> list[str] | dict[str, list[str]]:
+    """A file of values, or comma-separated values."""
+    if Path(text).is_file():
+        return read_domain_file(text)
+    values = split_columns(text)
+    if not values:
+        raise ParameterError("A domain needs at least one value.")
+    return values
+
+
+def _write(release: DPRelease, output: Path, source: Path) -> None:
+    """The release without true values: JSON with its parameters, or a table with formula cells escaped."""
+    if output.suffix.lower() == ".json":
+        text = json.dumps(jsonable(release.to_dict()), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+        output.write_text(text, encoding="utf-8")
+    else:
+        write_table(release.to_frame(), output, overwrite_protect=[source])
+
+
+def render_text(release: DPRelease, *, show_true: bool = False) -> str:
+    """The release as readable text: its parameters, then each value ± its error bar."""
+    percent = f"{release.confidence:.0%}"
+    lines = [
+        f"query: {release.query}" + (f" of {', '.join(release.columns)}" if release.columns else ""),
+        f"mechanism: {release.mechanism.value}, ε = {release.epsilon:g}, δ = {release.delta:g}, "
+        f"sensitivity = {release.sensitivity:g}, noise scale = {release.scale:g}"
+        + (f" (count: {release.count_scale:g})" if release.count_scale is not None else ""),
+    ]
+    if release.bounds is not None:
+        lines.append(f"values clamped into [{release.bounds[0]:g}, {release.bounds[1]:g}]")
+    if release.threshold is not None:
+        lines.append(f"categories by DP key selection: only noisy counts >= {release.threshold:g} are released")
+    lines.append(f"± is the half-width of the {percent} interval of the noise; each person contributes one row")
+    frame = release.to_frame(include_true=show_true)
+    keys = [c for c in frame.columns if c not in ("dp_value", "error", "true_value")]
+    headers = [*keys, "DP value", f"± ({percent})", *(["true value (owner only)"] if show_true else [])]
+    # Digits down to about a tenth of the error bar: more would only show noise.
+    digits = min(max(1 - math.floor(math.log10(release.expected_error)), 0), 6) if release.expected_error > 0 else 6
+    shown = frame.copy()
+    for column in ("dp_value", "error"):
+        if shown[column].dtype.kind == "f":
+            shown[column] = np.char.mod(f"%.{digits}f", shown[column].to_numpy(dtype=float))
+    rows = [list(row) for row in shown.itertuples(index=False)]
+    align = "l" * len(keys) + "r" * (len(headers) - len(keys))
+    return "\n".join(lines) + "\n\n" + format_table(headers, rows, align=align)

@@ -1,0 +1,175 @@
+"""Noise mechanisms of differential privacy, calibrated and run by OpenDP.
+
+Definitions (Dwork, McSherry, Nissim and Smith 2006, "Calibrating noise to sensitivity in private data analysis"):
+two tables are *neighbours* when one is the other with one person's row added or removed. Every person contributes
+at most one row (the unit of privacy is the row), so OpenDP's symmetric distance between neighbours is 1. A
+randomised release M is (ε, δ)-differentially private when P[M(x) ∈ S] <= e^ε P[M(x') ∈ S] + δ for all neighbours
+x, x' and every set of outputs S. The *sensitivity* Δ of a query is the largest change of its value between
+neighbours (the L1 norm for Laplace noise, the L2 norm for Gaussian noise):
+
+- count: Δ = 1; a histogram over fixed categories: Δ = 1 (one row moves one count by one);
+- sum with every value clamped into [L, U]: Δ = max(|L|, |U|) (OpenDP adds a tiny allowance for floating-point
+  rounding of float sums, e.g. 1.0000000093 for [0, 1]).
+
+Mechanisms (the scale b is chosen so that OpenDP's privacy map of the whole measurement meets the budget):
+
+- ``laplace``: continuous Laplace noise of density exp(-|z|/b)/(2b), b = Δ/ε; ε-DP, δ = 0.
+- ``geometric``: the discrete Laplace (two-sided geometric) noise on integers, P[z] ∝ exp(-|z|/b), b = Δ/ε
+  (Ghosh, Roughgarden and Sundararajan 2009; sampled exactly as in Canonne, Kamath and Steinke 2020); ε-DP with
+  integer outputs; the query and the bounds must be integers.
+- ``gaussian``: Gaussian noise N(0, σ²) of scale σ, which is ρ-zCDP with ρ = Δ₂²/(2σ²), converted by OpenDP to the
+  smallest ε at the requested δ > 0 (Canonne, Kamath and Steinke 2020 for the exact conversion and sampler).
+
+The expected error is the half-width a of the interval that holds the noise with probability ``confidence``:
+P[|noise| <= a] >= confidence, from OpenDP's ``*_scale_to_accuracy`` helpers (for Laplace a = b·ln(1/α),
+α = 1 - confidence). Noise is never drawn here: OpenDP draws it from the operating system's randomness.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any
+
+import opendp.prelude as dp
+
+from dashboard.core.errors import ParameterError
+
+__all__ = ["DEFAULT_CONFIDENCE", "Calibrated", "Mechanism", "PrivacyBudget", "accuracy", "calibrate"]
+
+dp.enable_features("contrib")
+
+#: The probability that an error bar holds the noise (the 95% accuracy interval).
+DEFAULT_CONFIDENCE = 0.95
+
+#: One person adds or removes one row: the symmetric distance between neighbouring tables.
+D_IN = 1
+
+
+class Mechanism(StrEnum):
+    """The noise distribution of a release."""
+
+    LAPLACE = "laplace"
+    GEOMETRIC = "geometric"
+    GAUSSIAN = "gaussian"
+
+    @classmethod
+    def parse(cls, value: str | Mechanism) -> Mechanism:
+        """The mechanism named ``value``; :class:`ParameterError` lists the choices for an unknown name."""
+        try:
+            return cls(str(value).strip().lower())
+        except ValueError:
+            choices = ", ".join(m.value for m in cls)
+            raise ParameterError(f"Unknown mechanism '{value}': choose one of {choices}.") from None
+
+    @property
+    def discrete(self) -> bool:
+        """True when the noise (and the released value) are integers."""
+        return self is Mechanism.GEOMETRIC
+
+
+@dataclass(frozen=True)
+class PrivacyBudget:
+    """A privacy loss (ε, δ): ε > 0 finite and 0 <= δ < 1 (the cost of a release, or a dataset's total budget)."""
+
+    epsilon: float
+    delta: float = 0.0
+
+    def __post_init__(self) -> None:
+        epsilon, delta = _number(self.epsilon, "ε (epsilon)"), _number(self.delta, "δ (delta)")
+        if not epsilon > 0:
+            raise ParameterError(f"ε (epsilon) must be a finite number above 0, got {self.epsilon!r}.")
+        if not 0 <= delta < 1:
+            raise ParameterError(f"δ (delta) must be in [0, 1), got {self.delta!r}.")
+        object.__setattr__(self, "epsilon", epsilon)
+        object.__setattr__(self, "delta", delta)
+
+    @classmethod
+    def parse(cls, text: str) -> PrivacyBudget:
+        """Read ``EPS`` or ``EPS,DELTA`` (e.g. ``1.0`` or ``2,1e-6``)."""
+        parts = [p.strip() for p in str(text).split(",")]
+        if not 1 <= len(parts) <= 2 or not all(parts):
+            raise ParameterError(f"A budget is EPS or EPS,DELTA (e.g. 1.0 or 2,1e-6), got '{text}'.")
+        values = []
+        for part in parts:
+            try:
+                values.append(float(part))
+            except ValueError:
+                raise ParameterError(f"A budget is EPS or EPS,DELTA with numbers, got '{text}'.") from None
+        return cls(*values)
+
+    def split(self, parts: int) -> PrivacyBudget:
+        """An equal share of this budget for each of ``parts`` sequentially composed measurements."""
+        return PrivacyBudget(self.epsilon / parts, self.delta / parts)
+
+
+def _number(value: Any, name: str) -> float:
+    if isinstance(value, bool):
+        raise ParameterError(f"{name} must be a number, got {value!r}.")
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number, got {value!r}.") from None
+    if not math.isfinite(number):
+        raise ParameterError(f"{name} must be a finite number, got {value!r}.")
+    return number
+
+
+@dataclass(frozen=True)
+class Calibrated:
+    """A measurement with its noise scale, the query's sensitivity and the privacy loss OpenDP proves for it."""
+
+    measurement: Any
+    scale: float
+    sensitivity: float
+    cost: PrivacyBudget
+
+
+def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget) -> Calibrated:
+    """Chain ``transformation`` (a query whose output is a number or a vector of numbers) with the noise of
+    ``mechanism`` at the smallest scale whose privacy loss for one person (OpenDP's privacy map) fits ``budget``.
+
+    For Laplace and geometric noise the scale is Δ/ε (Δ from OpenDP's stability map) and δ = 0; for Gaussian noise
+    the scale is found by OpenDP's binary search over the zCDP measurement converted to (ε, δ) at ``budget.delta``.
+    """
+    sensitivity = float(transformation.map(D_IN))
+    if mechanism is Mechanism.GAUSSIAN:
+        if budget.delta <= 0:
+            raise ParameterError("The Gaussian mechanism needs δ > 0 (--delta), e.g. 1e-6; or use laplace.")
+
+        def gaussian(scale: float) -> Any:
+            noisy = transformation >> dp.m.then_gaussian(scale)
+            return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(noisy), budget.delta)
+
+        scale = float(dp.binary_search_param(gaussian, d_in=D_IN, d_out=(budget.epsilon, budget.delta)))
+        measurement = gaussian(scale)
+        epsilon, delta = measurement.map(D_IN)
+        return Calibrated(measurement, scale, sensitivity, PrivacyBudget(float(epsilon), float(delta)))
+    # Laplace noise on an integer domain is OpenDP's discrete Laplace; on a float domain the continuous one.
+    scale = sensitivity / budget.epsilon
+    measurement = transformation >> dp.m.then_laplace(scale)
+    # Δ/ε may round to a scale whose proven loss is one ulp above ε: step up until OpenDP's map agrees.
+    while float(measurement.map(D_IN)) > budget.epsilon:
+        scale = math.nextafter(scale, math.inf)
+        measurement = transformation >> dp.m.then_laplace(scale)
+    return Calibrated(measurement, scale, sensitivity, PrivacyBudget(float(measurement.map(D_IN)), 0.0))
+
+
+def accuracy(mechanism: Mechanism, scale: float, confidence: float = DEFAULT_CONFIDENCE) -> float:
+    """Half-width a with P[|noise| <= a] >= ``confidence`` for the noise of ``mechanism`` at ``scale``."""
+    confidence = check_confidence(confidence)
+    alpha = 1.0 - confidence
+    if mechanism is Mechanism.GEOMETRIC:
+        return float(dp.discrete_laplacian_scale_to_accuracy(scale, alpha))
+    if mechanism is Mechanism.GAUSSIAN:
+        return float(dp.gaussian_scale_to_accuracy(scale, alpha))
+    return float(dp.laplacian_scale_to_accuracy(scale, alpha))
+
+
+def check_confidence(confidence: float) -> float:
+    """``confidence`` as a float strictly between 0 and 1 (the coverage of an error bar)."""
+    value = _number(confidence, "The confidence of the error bars")
+    if not 0 < value < 1:
+        raise ParameterError(f"The confidence of the error bars must be in (0, 1), e.g. 0.95; got {confidence!r}.")
+    return value

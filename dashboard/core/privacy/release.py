@@ -1,0 +1,598 @@
+"""Differentially private releases of aggregates: counts, histograms (the class-size table among them), sums and
+means, each with its noise scale, privacy cost and error bar.
+
+Contribution bound: every person contributes at most one row, so neighbouring tables differ by one row (see
+:mod:`dashboard.core.privacy.mechanisms` for the definitions and the noise). The queries and their sensitivities:
+
+- count: the number of rows; Δ = 1.
+- histogram: the number of rows per category of a column; class-size table: the number of rows per combination
+  of quasi-identifier values (the equivalence-class sizes). Δ₁ = Δ₂ = 1, because one row changes one count.
+- sum: Σ clamp(x, L, U) over the rows with a value (missing values are dropped, which changes at most the one
+  row a person adds); Δ = max(|L|, |U|). The bounds (L, U) are declared by the analyst, never taken from the data.
+- mean: a DP sum and a DP count of the rows with a value, each at half of (ε, δ) (sequential composition),
+  released as clamp(S̃ / max(C̃, 1), L, U).
+
+The domain rule: the categories of a histogram are public knowledge declared by the analyst (a list of values,
+a file, or for the class-size table the product of the per-QI domains or hierarchy leaves). Values of the data
+outside the domain are not counted, and no category is ever taken from the data's own distinct values, since the
+mere presence of a rare value would reveal the person who holds it. Without a domain, categories can be chosen by
+DP key selection (δ > 0): every distinct value's count gets discrete Laplace noise and only keys whose noisy count
+reaches a threshold τ are released; τ is the smallest integer for which OpenDP proves the cost is at most δ (the
+stability histogram of Korolova et al. 2009 and Bun, Nissim and Stemmer 2016).
+
+Error bars: ``error`` is the half-width of the interval that holds the noise with probability ``confidence``
+(per cell, not simultaneously over all cells of a histogram). For a mean it is the first-order bound
+(a_S + |mean| a_C) / max(C̃, 1) with each part at confidence 1 - α/2 (a union bound), an approximation.
+True values are returned only when asked for (``include_true=True``) and are the exact values of the same query
+(on clamped values for sums and means); they are for the data owner and never belong in a released file.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import opendp.prelude as dp
+import pandas as pd
+
+from dashboard.core.errors import ColumnError, DataReadError, ParameterError, check_columns
+from dashboard.core.measure.classes import MISSING_LABEL
+from dashboard.core.privacy.mechanisms import (
+    D_IN,
+    DEFAULT_CONFIDENCE,
+    Calibrated,
+    Mechanism,
+    PrivacyBudget,
+    accuracy,
+    calibrate,
+    check_confidence,
+)
+from dashboard.core.transform.hierarchy import canonical_text
+
+__all__ = [
+    "ERROR",
+    "MAX_DOMAIN_CELLS",
+    "QUERIES",
+    "TRUE",
+    "VALUE",
+    "DPRelease",
+    "dp_class_sizes",
+    "dp_count",
+    "dp_histogram",
+    "dp_mean",
+    "dp_sum",
+    "read_domain_file",
+    "sum_measurement",
+]
+
+#: The queries of :func:`release`-style calls, in the order the CLI lists them.
+QUERIES = ("count", "histogram", "sum", "mean")
+#: Column names of a release table: the DP value, its error bar, and (data owner only) the true value.
+VALUE, ERROR, TRUE = "dp_value", "error", "true_value"
+#: The largest histogram domain (cells) accepted, e.g. the product of the per-QI domains of a class-size table.
+MAX_DOMAIN_CELLS = 1_000_000
+#: Joins the values of several QIs into one category key (a control character no real value holds).
+_SEP = "\x1f"
+
+
+@dataclass(frozen=True)
+class DPRelease:
+    """One differentially private release and how to read it.
+
+    ``table`` holds one row per released cell: the key columns (none for count, sum and mean), :data:`VALUE` and
+    :data:`ERROR` (the half-width of the ``confidence`` interval of the noise). ``epsilon`` and ``delta`` are the
+    privacy loss OpenDP proves for the whole release; ``scale`` is the noise scale (Laplace b or Gaussian σ; for a
+    mean, of the sum, with ``count_scale`` that of the count); ``sensitivity`` is Δ of the (sum) query.
+    ``threshold`` is τ of DP key selection (None with a declared domain); ``true_table`` holds the exact values only
+    when they were asked for.
+    """
+
+    query: str
+    columns: tuple[str, ...]
+    mechanism: Mechanism
+    epsilon: float
+    delta: float
+    sensitivity: float
+    scale: float
+    confidence: float
+    expected_error: float
+    table: pd.DataFrame
+    bounds: tuple[float, float] | None = None
+    threshold: float | None = None
+    domain_size: int | None = None
+    count_scale: float | None = None
+    true_table: pd.DataFrame | None = field(default=None, repr=False)
+
+    @property
+    def cost(self) -> PrivacyBudget:
+        """The privacy loss (ε, δ) to charge to the dataset's budget."""
+        return PrivacyBudget(self.epsilon, self.delta)
+
+    @property
+    def value(self) -> float:
+        """The DP value of a count, sum or mean (a histogram has one per row of :attr:`table`)."""
+        if self.query not in ("count", "sum", "mean"):
+            raise ParameterError(f"A {self.query} release has one value per category: read its table.")
+        return float(self.table[VALUE].iloc[0])
+
+    @property
+    def true_value(self) -> float | None:
+        """The exact value of a count, sum or mean, when it was asked for (data owner only)."""
+        if self.true_table is None or self.query not in ("count", "sum", "mean"):
+            return None
+        return float(self.true_table[TRUE].iloc[0])
+
+    def to_frame(self, *, include_true: bool = False) -> pd.DataFrame:
+        """The release as a table; ``include_true`` adds the exact values (never for a file that is released)."""
+        frame = self.table.copy()
+        if include_true:
+            if self.true_table is None:
+                raise ParameterError("The true values were not computed: release with include_true=True.")
+            frame[TRUE] = self.true_table[TRUE].to_numpy()
+        return frame
+
+    def to_dict(self, *, include_true: bool = False) -> dict[str, Any]:
+        """The release as JSON values: parameters, cost, error bars and the cells."""
+        keys = [c for c in self.table.columns if c not in (VALUE, ERROR)]
+        frame = self.to_frame(include_true=include_true)
+        cells = [
+            {
+                **({"key": {k: row[k] for k in keys}} if keys else {}),
+                "value": row[VALUE],
+                "error": row[ERROR],
+                **({"true_value": row[TRUE]} if include_true else {}),
+            }
+            for row in frame.to_dict(orient="records")
+        ]
+        return {
+            "query": self.query,
+            "columns": list(self.columns),
+            "mechanism": self.mechanism.value,
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "sensitivity": self.sensitivity,
+            "scale": self.scale,
+            **({"count_scale": self.count_scale} if self.count_scale is not None else {}),
+            **({"bounds": list(self.bounds)} if self.bounds is not None else {}),
+            **({"threshold": self.threshold} if self.threshold is not None else {}),
+            **({"domain_size": self.domain_size} if self.domain_size is not None else {}),
+            "confidence": self.confidence,
+            "expected_error": self.expected_error,
+            "contribution": "one row per person",
+            "cells": cells,
+        }
+
+
+# --- the queries ---------------------------------------------------------------------------------------------
+
+
+def dp_count(
+    data: pd.DataFrame,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    mechanism: Mechanism | str = Mechanism.LAPLACE,
+    confidence: float = DEFAULT_CONFIDENCE,
+    include_true: bool = False,
+) -> DPRelease:
+    """The number of rows of ``data`` with noise of ``mechanism`` at (ε, δ); Δ = 1."""
+    budget, kind, confidence = PrivacyBudget(epsilon, delta), Mechanism.parse(mechanism), check_confidence(confidence)
+    rows = np.zeros(len(data), dtype=np.int64)  # one entry per row: the count only sees how many there are
+    domain = dp.vector_domain(dp.atom_domain(T=dp.i64))
+    transformation = dp.t.make_count(domain, dp.symmetric_distance(), TO=dp.i64 if kind.discrete else float)
+    calibrated = calibrate(transformation, kind, budget)
+    value = calibrated.measurement(rows)
+    return _scalar("count", (), kind, calibrated, confidence, value, len(data), include_true)
+
+
+def dp_sum(
+    data: pd.DataFrame,
+    column: str,
+    bounds: tuple[float, float],
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    mechanism: Mechanism | str = Mechanism.LAPLACE,
+    confidence: float = DEFAULT_CONFIDENCE,
+    include_true: bool = False,
+) -> DPRelease:
+    """Σ clamp(x, L, U) over the rows of ``column`` with a value, with noise at (ε, δ); Δ = max(|L|, |U|)."""
+    budget, kind, confidence = PrivacyBudget(epsilon, delta), Mechanism.parse(mechanism), check_confidence(confidence)
+    values, low, high = _numeric(data, column, bounds, kind)
+    calibrated = sum_measurement((low, high), kind, budget)
+    value = calibrated.measurement(values)
+    exact = float(np.clip(values, low, high).sum())
+    release = _scalar("sum", (column,), kind, calibrated, confidence, value, exact, include_true)
+    return _with(release, bounds=(low, high))
+
+
+def sum_measurement(bounds: tuple[float, float], mechanism: Mechanism | str, budget: PrivacyBudget) -> Calibrated:
+    """The OpenDP measurement of a bounded sum (clamp into ``bounds``, add up, add noise) calibrated to ``budget``;
+    it takes a list of numbers (integers for geometric noise). :func:`dp_sum` runs it once on a column."""
+    kind = Mechanism.parse(mechanism)
+    low, high = _bounds(bounds)
+    domain, clamp_bounds = _value_domain(kind, low, high)
+    transformation = dp.t.make_clamp(domain, dp.symmetric_distance(), bounds=clamp_bounds) >> dp.t.then_sum()
+    return calibrate(transformation, kind, budget)
+
+
+def dp_mean(
+    data: pd.DataFrame,
+    column: str,
+    bounds: tuple[float, float],
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    mechanism: Mechanism | str = Mechanism.LAPLACE,
+    confidence: float = DEFAULT_CONFIDENCE,
+    include_true: bool = False,
+) -> DPRelease:
+    """The mean of clamp(x, L, U) over the rows of ``column`` with a value: a DP sum over a DP count, each at half
+    of (ε, δ), composed by OpenDP; clamped into [L, U]. The error bar is a first-order approximation."""
+    budget, kind, confidence = PrivacyBudget(epsilon, delta), Mechanism.parse(mechanism), check_confidence(confidence)
+    values, low, high = _numeric(data, column, bounds, kind)
+    domain, clamp_bounds = _value_domain(kind, low, high)
+    metric, half = dp.symmetric_distance(), budget.split(2)
+    summed = calibrate(dp.t.make_clamp(domain, metric, bounds=clamp_bounds) >> dp.t.then_sum(), kind, half)
+    counted = calibrate(dp.t.make_count(domain, metric, TO=dp.i64 if kind.discrete else float), kind, half)
+    composed = dp.c.make_composition([summed.measurement, counted.measurement])
+    noisy_sum, noisy_count = composed(values)
+    cost = _cost(composed.map(D_IN))
+    denominator = max(float(noisy_count), 1.0)
+    mean = float(np.clip(float(noisy_sum) / denominator, low, high))
+    # Each part at confidence 1 - α/2, so both hold together with probability >= confidence (union bound).
+    part_confidence = 1 - (1 - confidence) / 2
+    error_sum = accuracy(kind, summed.scale, part_confidence)
+    error_count = accuracy(kind, counted.scale, part_confidence)
+    error = (error_sum + abs(mean) * error_count) / denominator
+    clamped = np.clip(values, low, high)
+    exact = float(clamped.mean()) if len(clamped) else float("nan")
+    return DPRelease(
+        query="mean",
+        columns=(column,),
+        mechanism=kind,
+        epsilon=cost.epsilon,
+        delta=cost.delta,
+        sensitivity=summed.sensitivity,
+        scale=summed.scale,
+        confidence=confidence,
+        expected_error=error,
+        table=pd.DataFrame({VALUE: [mean], ERROR: [error]}),
+        bounds=(low, high),
+        count_scale=counted.scale,
+        true_table=pd.DataFrame({TRUE: [exact]}) if include_true else None,
+    )
+
+
+def dp_histogram(
+    data: pd.DataFrame,
+    column: str,
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    domain: Sequence[Any] | None = None,
+    mechanism: Mechanism | str = Mechanism.LAPLACE,
+    confidence: float = DEFAULT_CONFIDENCE,
+    include_true: bool = False,
+) -> DPRelease:
+    """The number of rows per value of ``column``, for the values of the public ``domain`` (values outside it
+    are not counted); without a domain, DP key selection (needs δ > 0) decides which values are released."""
+    (name,) = check_columns(data, [column])
+    domains = {name: domain} if domain is not None else None
+    return _histogram(data, (name,), domains, "histogram", epsilon, delta, mechanism, confidence, include_true)
+
+
+def dp_class_sizes(
+    data: pd.DataFrame,
+    quasi_identifiers: Sequence[str],
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    domains: Mapping[str, Sequence[Any]] | None = None,
+    mechanism: Mechanism | str = Mechanism.LAPLACE,
+    confidence: float = DEFAULT_CONFIDENCE,
+    include_true: bool = False,
+) -> DPRelease:
+    """The class-size table: the number of rows per combination of quasi-identifier values, over the product of
+    the public per-QI ``domains`` (every QI needs one), or chosen by DP key selection (δ > 0) without domains."""
+    names = check_columns(data, quasi_identifiers, role="quasi-identifier")
+    if domains is not None:
+        missing = [n for n in names if n not in domains]
+        if missing:
+            raise ParameterError(
+                f"No public domain declared for {', '.join(missing)}: the class-size table needs the domain of every "
+                "quasi-identifier (or none at all, for DP key selection with δ > 0)."
+            )
+    return _histogram(data, names, domains, "class_sizes", epsilon, delta, mechanism, confidence, include_true)
+
+
+# --- histograms ----------------------------------------------------------------------------------------------
+
+
+def _histogram(
+    data: pd.DataFrame,
+    columns: tuple[str, ...],
+    domains: Mapping[str, Sequence[Any]] | None,
+    query: str,
+    epsilon: float,
+    delta: float,
+    mechanism: Mechanism | str,
+    confidence: float,
+    include_true: bool,
+) -> DPRelease:
+    budget, kind, confidence = PrivacyBudget(epsilon, delta), Mechanism.parse(mechanism), check_confidence(confidence)
+    if domains is None:
+        return _key_selection(data, columns, query, budget, kind, confidence, include_true)
+    keys = _keys(data, columns)
+    cells = _domain_cells(columns, domains)
+    categories = _join(cells, columns).tolist()
+    number_type = dp.i64 if kind.discrete else float
+    metric_type = dp.L2Distance[float] if kind is Mechanism.GAUSSIAN else dp.L1Distance[number_type]
+    # Each row becomes the position of its key in the public domain (-1 outside it, never counted): a row-by-row
+    # map fixed before seeing the data, so the histogram runs on an integer array instead of millions of strings.
+    codes = np.array(pd.Index(categories).get_indexer(keys.to_numpy()), dtype=np.int64)
+    transformation = dp.t.make_count_by_categories(
+        dp.vector_domain(dp.atom_domain(T=dp.i64)),
+        dp.symmetric_distance(),
+        categories=list(range(len(categories))),
+        null_category=False,
+        MO=metric_type,
+        TOA=number_type,
+    )
+    calibrated = calibrate(transformation, kind, budget)
+    noisy = np.asarray(calibrated.measurement(codes), dtype=np.int64 if kind.discrete else float)
+    error = accuracy(kind, calibrated.scale, confidence)
+    table = cells.copy()
+    table[VALUE], table[ERROR] = noisy, error
+    true_table = None
+    if include_true:
+        counts = keys.value_counts()
+        true_table = pd.DataFrame({TRUE: counts.reindex(categories, fill_value=0).to_numpy(dtype=np.int64)})
+    return DPRelease(
+        query=query,
+        columns=columns,
+        mechanism=kind,
+        epsilon=calibrated.cost.epsilon,
+        delta=calibrated.cost.delta,
+        sensitivity=calibrated.sensitivity,
+        scale=calibrated.scale,
+        confidence=confidence,
+        expected_error=error,
+        table=table,
+        domain_size=len(categories),
+        true_table=true_table,
+    )
+
+
+def _key_selection(
+    data: pd.DataFrame,
+    columns: tuple[str, ...],
+    query: str,
+    budget: PrivacyBudget,
+    kind: Mechanism,
+    confidence: float,
+    include_true: bool,
+) -> DPRelease:
+    """Counts of the data's own keys with discrete Laplace noise, released only when they reach the threshold."""
+    if budget.delta <= 0:
+        raise ParameterError(
+            "The categories of a DP histogram must come from a declared public domain (--domain), or from DP key "
+            "selection, which needs δ > 0 (--delta, e.g. 1e-6): the data's own values would reveal rare ones."
+        )
+    if kind is Mechanism.GAUSSIAN:
+        raise ParameterError(
+            "DP key selection uses discrete Laplace noise with a threshold: choose --mechanism laplace or geometric, "
+            "or declare a public domain (--domain) for the Gaussian mechanism."
+        )
+    keys = _keys(data, columns)
+    counting = dp.t.make_count_by(dp.vector_domain(dp.atom_domain(T=str)), dp.symmetric_distance(), TV=int)
+    scale = 1.0 / budget.epsilon  # one person changes one key's count by one: Δ₀ = Δ₁ = Δ∞ = 1
+
+    def selection(threshold: int) -> Any:
+        return counting >> dp.m.then_laplace_threshold(scale=scale, threshold=threshold)
+
+    try:
+        threshold = int(dp.binary_search(lambda t: _delta(selection(int(t))) <= budget.delta, bounds=(1, 2**31 - 1)))
+    except (dp.OpenDPException, ValueError):
+        raise ParameterError(
+            f"DP key selection at ε = {budget.epsilon:g}, δ = {budget.delta:g} would need a threshold above 2^31 "
+            "rows; use a larger ε or δ."
+        ) from None
+    measurement = selection(threshold)
+    cost = _cost(measurement.map(D_IN))
+    if cost.epsilon > budget.epsilon * (1 + 1e-9):
+        raise ParameterError(f"DP key selection cannot meet ε = {budget.epsilon:g}; use a larger ε.")
+    released: dict[str, int] = measurement(keys.tolist())
+    selected = pd.Series(released, dtype=np.int64).sort_index()
+    cells = _split(pd.Index(selected.index, dtype=object), columns)
+    error = accuracy(Mechanism.GEOMETRIC, scale, confidence)
+    table = cells.copy()
+    table[VALUE], table[ERROR] = selected.to_numpy(dtype=np.int64), error
+    true_table = None
+    if include_true:
+        true_table = pd.DataFrame({TRUE: keys.value_counts().reindex(selected.index).to_numpy(dtype=np.int64)})
+    return DPRelease(
+        query=query,
+        columns=columns,
+        mechanism=Mechanism.GEOMETRIC,
+        epsilon=cost.epsilon,
+        delta=cost.delta,
+        sensitivity=1.0,
+        scale=scale,
+        confidence=confidence,
+        expected_error=error,
+        table=table,
+        threshold=float(threshold),
+        true_table=true_table,
+    )
+
+
+def _text(values: pd.Series) -> pd.Series:
+    """Canonical text of each value (missing as :data:`MISSING_LABEL`), computed once per distinct value."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=True)
+    labels = np.append(np.asarray(canonical_text(pd.Index(uniques)), dtype=object), MISSING_LABEL)
+    return pd.Series(labels[codes], index=values.index, dtype=object)  # code -1 (missing) picks the last label
+
+
+def _keys(data: pd.DataFrame, columns: tuple[str, ...]) -> pd.Series:
+    texts = [_text(data[c]) for c in columns]
+    if len(texts) > 1 and any(t.str.contains(_SEP, regex=False).any() for t in texts):
+        raise ParameterError("A quasi-identifier value holds the control character U+001F, which keys cannot hold.")
+    return _concat(texts)
+
+
+def _domain_cells(columns: tuple[str, ...], domains: Mapping[str, Sequence[Any]]) -> pd.DataFrame:
+    """The product of the per-column domains (in declared order, duplicates dropped) as one row per cell."""
+    levels = []
+    for column in columns:
+        values = domains[column]
+        if isinstance(values, str | bytes) or not len(values):
+            raise ParameterError(f"The domain of '{column}' must be a non-empty list of values.")
+        levels.append(pd.Index(canonical_text(list(values))).unique())
+    size = int(np.prod([len(level) for level in levels], dtype=float))
+    if size > MAX_DOMAIN_CELLS:
+        raise ParameterError(
+            f"The declared domain has {size:,} cells, more than {MAX_DOMAIN_CELLS:,}: coarsen the quasi-identifiers "
+            "or declare smaller domains."
+        )
+    return pd.MultiIndex.from_product(levels, names=list(columns)).to_frame(index=False)
+
+
+def _join(cells: pd.DataFrame, columns: tuple[str, ...]) -> pd.Series:
+    return _concat([cells[c].astype(object) for c in columns])
+
+
+def _concat(texts: list[pd.Series]) -> pd.Series:
+    """Element-wise ``a + SEP + b + ...`` of text columns (one key per row)."""
+    keys = texts[0]
+    for text in texts[1:]:
+        keys = keys + _SEP + text
+    return keys
+
+
+def _split(keys: pd.Index, columns: tuple[str, ...]) -> pd.DataFrame:
+    if len(columns) == 1:
+        return pd.DataFrame({columns[0]: np.asarray(keys, dtype=object)})
+    parts = pd.Series(keys, dtype=object).str.split(_SEP, expand=True, regex=False)
+    parts = parts.reindex(columns=range(len(columns)))
+    parts.columns = list(columns)
+    return parts.astype(object)
+
+
+# --- shared --------------------------------------------------------------------------------------------------
+
+
+def _numeric(
+    data: pd.DataFrame, column: str, bounds: tuple[float, float], kind: Mechanism
+) -> tuple[np.ndarray, float, float]:
+    """The non-missing values of a numeric column (int64 for geometric noise) and the checked bounds."""
+    (name,) = check_columns(data, [column])
+    low, high = _bounds(bounds)
+    series = data[name]
+    if pd.api.types.is_bool_dtype(series.dtype) or not pd.api.types.is_numeric_dtype(series.dtype):
+        converted = pd.to_numeric(series, errors="coerce")
+        bad = series[converted.isna() & series.notna()]
+        if len(bad) or pd.api.types.is_bool_dtype(series.dtype):
+            example = f" such as {bad.iloc[0]!r}" if len(bad) else ""
+            raise ColumnError(
+                f"Column '{name}' is not numeric (it holds values{example}); sum and mean need a numeric column."
+            )
+        series = converted
+    values = np.array(series.dropna().to_numpy(dtype=float), dtype=float)  # writable: OpenDP reads a buffer
+    if not np.isfinite(values).all():
+        raise ColumnError(f"Column '{name}' holds infinite values; sum and mean need finite numbers.")
+    if kind.discrete:
+        if low != round(low) or high != round(high):
+            raise ParameterError(f"Geometric noise needs integer bounds, got ({low:g}, {high:g}).")
+        if (values != np.round(values)).any():
+            raise ColumnError(f"Column '{name}' holds non-integer values; geometric noise needs integers.")
+        return values.astype(np.int64), low, high
+    return values, low, high
+
+
+def _bounds(bounds: tuple[float, float]) -> tuple[float, float]:
+    try:
+        low, high = (float(b) for b in bounds)
+    except (TypeError, ValueError):
+        raise ParameterError(f"Bounds are two numbers (L, U), got {bounds!r}.") from None
+    if not (np.isfinite(low) and np.isfinite(high)):
+        raise ParameterError(f"Bounds must be finite numbers, got ({low:g}, {high:g}).")
+    if low >= high:
+        raise ParameterError(f"Bounds need L < U, got L = {low:g} and U = {high:g}.")
+    return low, high
+
+
+def _value_domain(kind: Mechanism, low: float, high: float) -> tuple[Any, tuple[Any, Any]]:
+    if kind.discrete:
+        return dp.vector_domain(dp.atom_domain(T=dp.i64)), (int(low), int(high))
+    return dp.vector_domain(dp.atom_domain(T=float, nan=False)), (low, high)
+
+
+def _delta(measurement: Any) -> float:
+    return float(measurement.map(D_IN)[1])
+
+
+def _cost(loss: Any) -> PrivacyBudget:
+    if isinstance(loss, tuple):
+        return PrivacyBudget(float(loss[0]), float(loss[1]))
+    return PrivacyBudget(float(loss), 0.0)
+
+
+def _scalar(
+    query: str,
+    columns: tuple[str, ...],
+    kind: Mechanism,
+    calibrated: Calibrated,
+    confidence: float,
+    value: Any,
+    exact: float,
+    include_true: bool,
+) -> DPRelease:
+    error = accuracy(kind, calibrated.scale, confidence)
+    number = int(value) if kind.discrete else float(value)
+    return DPRelease(
+        query=query,
+        columns=columns,
+        mechanism=kind,
+        epsilon=calibrated.cost.epsilon,
+        delta=calibrated.cost.delta,
+        sensitivity=calibrated.sensitivity,
+        scale=calibrated.scale,
+        confidence=confidence,
+        expected_error=error,
+        table=pd.DataFrame({VALUE: [number], ERROR: [error]}),
+        true_table=pd.DataFrame({TRUE: [exact]}) if include_true else None,
+    )
+
+
+def _with(release: DPRelease, **changes: Any) -> DPRelease:
+    return replace(release, **changes)
+
+
+def read_domain_file(path: str | os.PathLike[str]) -> list[str] | dict[str, list[str]]:
+    """Read a public domain: a JSON list of values, a JSON object of lists (one per column), or a text file with
+    one value per line (blank lines skipped)."""
+    target = Path(path)
+    try:
+        text = target.read_text(encoding="utf-8-sig")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise DataReadError(f"Cannot read the domain file {target}: {exc}.") from None
+    if target.suffix.lower() == ".json":
+        try:
+            payload = json.loads(text)
+        except ValueError as exc:
+            raise DataReadError(f"The domain file {target} is not valid JSON ({exc}).") from None
+        if isinstance(payload, list):
+            return [str(v) for v in payload]
+        if isinstance(payload, dict) and all(isinstance(v, list) for v in payload.values()):
+            return {str(k): [str(v) for v in values] for k, values in payload.items()}
+        raise DataReadError(f"The domain file {target} must hold a list of values or an object of lists per column.")
+    values = [line.strip() for line in text.splitlines() if line.strip()]
+    if not values:
+        raise DataReadError(f"The domain file {target} holds no values.")
+    return values

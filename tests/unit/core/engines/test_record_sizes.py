@@ -1,0 +1,112 @@
+"""Every record with its class size, streamed through DuckDB from the engine's aggregate, equals the per-record
+sizes of the classes built in memory, for each missing-value policy."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard.cli import main
+from dashboard.core.data.tables import read_table
+from dashboard.core.engines.streaming import CLASS_SIZE, RECORD_RISK, with_record_sizes, write_record_sizes
+from dashboard.core.errors import DataReadError, ParameterError
+from dashboard.core.measure.classes import equivalence_classes
+from dashboard.core.measure.diagnose import diagnose
+
+ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
+
+# Rows: (x,1) (x,1) (y,2) (?,2) (y,?) (x,1); "?" is missing.
+SMALL = "a,b,note\nx,1,p\nx,1,q\ny,2,r\n,2,s\ny,,t\nx,1,u\n"
+#  value:    (x,1) is a class of 3; (y,2), (?,2) and (y,?) are classes of their own.
+#  drop:     the two records with a missing QI are in no class.
+#  wildcard: a missing value matches any value, so (y,2), (?,2) and (y,?) are each compatible with all three;
+#            (x,1) matches neither (?,2) (b differs) nor (y,?) (a differs).
+EXPECTED = {
+    "value": [3, 3, 1, 1, 1, 3],
+    "drop": [3, 3, 1, None, None, 3],
+    "wildcard": [3, 3, 3, 3, 3, 3],
+}
+
+
+@pytest.fixture()
+def small_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "small.csv"
+    path.write_text(SMALL, encoding="utf-8")
+    return path
+
+
+@pytest.mark.parametrize("policy", sorted(EXPECTED))
+def test_hand_computed_sizes_in_batches_of_two(small_csv: Path, tmp_path: Path, policy: str) -> None:
+    classes = diagnose(small_csv, ["a", "b"], missing=policy, engine="duckdb").classes
+    assert classes.record_class is None  # built from the aggregate: no per-record list
+    streamed = write_record_sizes(small_csv, classes, tmp_path / "sizes.parquet", batch_rows=2)
+    written = pd.read_parquet(streamed.output)
+    expected = pd.array(EXPECTED[policy], dtype="Int64")
+    assert written[CLASS_SIZE].tolist() == list(expected)
+    risk = written[RECORD_RISK].to_numpy(dtype=float)
+    np.testing.assert_array_equal(np.isnan(risk), pd.isna(expected))
+    np.testing.assert_allclose(risk[~np.isnan(risk)], 1 / expected[~pd.isna(expected)].to_numpy(dtype=float))
+    assert written["note"].tolist() == list("pqrstu")  # every column kept, in the source's order
+    assert streamed.batches == 3 and streamed.rows == 6
+    assert streamed.dropped == sum(value is None for value in EXPECTED[policy])
+    # The same as the sizes of the classes built from the rows in memory.
+    rows = read_table(small_csv)
+    in_memory = with_record_sizes(rows, equivalence_classes(rows, ["a", "b"], missing=policy))
+    assert in_memory[CLASS_SIZE].tolist() == written[CLASS_SIZE].tolist()
+
+
+def test_adult_streamed_equals_in_memory(data_dir: Path, tmp_path: Path) -> None:
+    path = data_dir / "arx_adult" / "adult.csv"
+    classes = diagnose(path, ADULT_QIS, engine="duckdb").classes
+    streamed = write_record_sizes(path, classes, tmp_path / "adult.csv", batch_rows=7_000)
+    assert streamed.batches == 5 and streamed.dropped == 0
+    written = pd.read_csv(streamed.output)
+    adult = read_table(path)
+    expected = equivalence_classes(adult, ADULT_QIS).record_sizes()
+    np.testing.assert_array_equal(written[CLASS_SIZE].to_numpy(), expected)
+    assert (written[CLASS_SIZE] == 1).sum() == diagnose(adult, ADULT_QIS).classes.sample_uniques
+
+
+def test_refusals(small_csv: Path, tmp_path: Path) -> None:
+    classes = diagnose(small_csv, ["a", "b"], engine="duckdb").classes
+    with pytest.raises(ParameterError, match="overwrite the input"):
+        write_record_sizes(small_csv, classes, small_csv)
+    with pytest.raises(ParameterError, match=r"\.parquet, \.csv or \.tsv"):
+        write_record_sizes(small_csv, classes, tmp_path / "sizes.xlsx")
+    clashing = tmp_path / "clash.csv"
+    clashing.write_text("a,b,class_size\nx,1,9\n", encoding="utf-8")
+    with pytest.raises(ParameterError, match="already has a column 'class_size'"):
+        write_record_sizes(clashing, diagnose(clashing, ["a", "b"], engine="duckdb").classes, tmp_path / "o.csv")
+    changed = tmp_path / "changed.csv"
+    changed.write_text(SMALL + "z,1,v\n", encoding="utf-8")
+    with pytest.raises(DataReadError, match=r"'z'.*changed since"):
+        write_record_sizes(changed, classes, tmp_path / "out.parquet")
+    assert not (tmp_path / "out.parquet").exists()
+    assert not list(tmp_path.glob(".out.parquet.*"))  # no partial file left behind
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_cli_writes_the_records_with_their_risk(
+    small_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], engine: str
+) -> None:
+    before = small_csv.read_bytes()
+    out = tmp_path / f"risk-{engine}.csv"
+    code = main(["diagnose", str(small_csv), "--qi", "a,b", "--engine", engine, "--record-risk", str(out), "--json"])
+    assert code == 0
+    assert json.loads(capsys.readouterr().out)["sample_uniques"] == 3
+    assert pd.read_csv(out)[CLASS_SIZE].tolist() == EXPECTED["value"]
+    assert small_csv.read_bytes() == before
+
+
+def test_cli_refuses_record_risk_on_an_aggregate_engine(
+    small_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "risk.csv"
+    code = main(["diagnose", str(small_csv), "--qi", "a,b", "--engine", "spark", "--record-risk", str(out)])
+    assert code == 2
+    assert "--record-risk streams the records of a file" in capsys.readouterr().err
+    assert not out.exists()

@@ -1,0 +1,212 @@
+"""DP counts, histograms, class-size tables, sums and means: the domain rule, key selection, costs, error bars,
+true values kept for the data owner, and clear errors for bad input.
+
+Statistical assertions fail wrongly with negligible probability: each says how small.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from dashboard.core.errors import ColumnError, ParameterError
+from dashboard.core.privacy.mechanisms import Mechanism
+from dashboard.core.privacy.release import (
+    ERROR,
+    TRUE,
+    VALUE,
+    dp_class_sizes,
+    dp_count,
+    dp_histogram,
+    dp_mean,
+    dp_sum,
+    read_domain_file,
+)
+
+
+@pytest.fixture
+def table() -> pd.DataFrame:
+    """1,000 common rows, one rare person, and a numeric column with a missing value."""
+    rng = np.random.default_rng(7)
+    n = 1_000
+    return pd.DataFrame(
+        {
+            "city": ["Leeds"] * 600 + ["York"] * 400 + ["Tiny Hamlet"],
+            "sex": rng.choice(["F", "M"], size=n + 1),
+            "age": np.append(rng.integers(18, 90, size=n), 200).astype(float),
+            "name": [f"p{i}" for i in range(n + 1)],
+        }
+    ).assign(income=lambda d: d["age"].where(d.index != 5) * 1000)
+
+
+def test_count_with_error_bar_and_true_value(table: pd.DataFrame) -> None:
+    release = dp_count(table, epsilon=1.0, include_true=True)
+    assert release.scale == 1.0 and release.sensitivity == 1.0 and release.epsilon == 1.0 and release.delta == 0
+    assert release.expected_error == pytest.approx(math.log(20))  # Laplace: P[|Z| > b ln(1/α)] = α
+    assert release.true_value == len(table)
+    # |noise| > 30 has probability e^-30.
+    assert abs(release.value - len(table)) < 30
+    assert dp_count(table, epsilon=1.0).true_table is None
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        release.epsilon = 2  # type: ignore[misc]
+    geometric = dp_count(table, epsilon=1.0, mechanism="geometric")
+    assert isinstance(geometric.value, float) and geometric.value == round(geometric.value)
+
+
+def test_noise_is_fresh_on_every_release(table: pd.DataFrame) -> None:
+    values = {dp_count(table, epsilon=1.0).value for _ in range(5)}
+    assert len(values) == 5  # continuous noise: equal draws have probability 0
+
+
+def test_a_rare_category_outside_the_domain_never_appears(table: pd.DataFrame) -> None:
+    for mechanism, delta in (("laplace", 0.0), ("geometric", 0.0), ("gaussian", 1e-6)):
+        release = dp_histogram(
+            table, "city", epsilon=50, delta=delta, domain=["Leeds", "York", "Bath"], mechanism=mechanism
+        )
+        assert release.table["city"].tolist() == ["Leeds", "York", "Bath"]
+        assert "Tiny Hamlet" not in release.to_frame().to_string()
+        assert release.domain_size == 3 and release.threshold is None
+
+
+def test_histogram_values_and_true_counts(table: pd.DataFrame) -> None:
+    release = dp_histogram(table, "city", epsilon=100, domain=["Leeds", "York", "Bath"], include_true=True)
+    frame = release.to_frame(include_true=True)
+    assert frame[TRUE].tolist() == [600, 400, 0]
+    # Scale 0.01: an error above 1 has probability e^-100.
+    assert np.abs(frame[VALUE] - frame[TRUE]).max() < 1
+    assert (frame[ERROR] == release.expected_error).all()
+    assert TRUE not in release.to_frame().columns
+    assert "true_value" not in str(release.to_dict())
+
+
+def test_histogram_without_domain_needs_delta(table: pd.DataFrame) -> None:
+    with pytest.raises(ParameterError, match="public domain"):
+        dp_histogram(table, "city", epsilon=1.0)
+    with pytest.raises(ParameterError, match="laplace or geometric"):
+        dp_histogram(table, "city", epsilon=1.0, delta=1e-6, mechanism="gaussian")
+
+
+def test_key_selection_drops_keys_below_the_threshold(table: pd.DataFrame) -> None:
+    release = dp_histogram(table, "city", epsilon=1.0, delta=1e-6, include_true=True)
+    assert release.threshold is not None and release.delta <= 1e-6 and release.epsilon <= 1.0
+    # The one-row key needs noise >= threshold - 1 (>= 13) to pass: probability below 1e-6.
+    assert release.threshold >= 10
+    assert "Tiny Hamlet" not in release.table["city"].tolist()
+    # The common keys pass unless the noise is below -380: probability e^-380.
+    assert release.table["city"].tolist() == ["Leeds", "York"]
+    assert (release.table[VALUE] >= release.threshold).all()
+    assert release.mechanism is Mechanism.GEOMETRIC
+    assert release.to_frame(include_true=True)[TRUE].tolist() == [600, 400]
+
+
+def test_key_selection_threshold_grows_as_delta_shrinks(table: pd.DataFrame) -> None:
+    loose = dp_histogram(table, "city", epsilon=1.0, delta=1e-3).threshold
+    tight = dp_histogram(table, "city", epsilon=1.0, delta=1e-9).threshold
+    assert loose is not None and tight is not None and tight > loose
+    # Laplace tail: P[Z >= t - 1] = exp(-(t - 1)/b) / 2 <= δ gives t close to 1 + ln(1/(2δ)).
+    assert tight == pytest.approx(1 + math.log(1 / 2e-9), abs=2)
+
+
+def test_class_size_table_over_declared_domains(table: pd.DataFrame) -> None:
+    domains = {"city": ["Leeds", "York"], "sex": ["F", "M", "X"]}
+    release = dp_class_sizes(table, ["city", "sex"], epsilon=100, domains=domains, include_true=True)
+    frame = release.to_frame(include_true=True)
+    assert frame[["city", "sex"]].values.tolist() == [[c, s] for c in domains["city"] for s in domains["sex"]]
+    expected = table.groupby(["city", "sex"]).size()
+    for row in frame.itertuples():
+        assert getattr(row, TRUE) == expected.get((row.city, row.sex), 0)
+    assert np.abs(frame[VALUE] - frame[TRUE]).max() < 1
+    with pytest.raises(ParameterError, match="city"):
+        dp_class_sizes(table, ["city", "sex"], epsilon=1, domains={"sex": ["F", "M"]})
+
+
+def test_class_size_table_by_key_selection(table: pd.DataFrame) -> None:
+    release = dp_class_sizes(table, ["city", "sex"], epsilon=1.0, delta=1e-6, mechanism="geometric")
+    assert set(release.table["city"]) == {"Leeds", "York"}
+    assert set(release.table["sex"]) <= {"F", "M"}
+
+
+def test_domains_match_numbers_as_text() -> None:
+    data = pd.DataFrame({"age": [30.0, 30.0, 41.0, np.nan]})
+    release = dp_histogram(data, "age", epsilon=100, domain=[30, "41", "(missing)"], include_true=True)
+    assert release.to_frame(include_true=True)[TRUE].tolist() == [2, 1, 1]
+
+
+def test_sum_clamps_and_drops_missing(table: pd.DataFrame) -> None:
+    release = dp_sum(table, "income", (0, 100_000), epsilon=1.0, include_true=True)
+    assert release.true_value == table["income"].dropna().clip(0, 100_000).sum()
+    assert release.sensitivity == pytest.approx(100_000, rel=1e-6)
+    assert release.scale == pytest.approx(100_000, rel=1e-6)
+    assert release.bounds == (0.0, 100_000.0)
+    geometric = dp_sum(table, "age", (0, 100), epsilon=1.0, mechanism="geometric")
+    assert geometric.scale == 100 and geometric.value == round(geometric.value)
+
+
+def test_mean_composes_two_halves(table: pd.DataFrame) -> None:
+    release = dp_mean(table, "age", (0, 100), epsilon=50.0, include_true=True)
+    clamped = table["age"].clip(0, 100)
+    assert release.true_value == pytest.approx(clamped.mean())
+    assert release.epsilon == pytest.approx(50.0, rel=1e-6)
+    assert release.scale == pytest.approx(100 / 25, rel=1e-6) and release.count_scale == pytest.approx(1 / 25)
+    # Noise scales 4 and 0.04 on a sum of ~54,000 over 1,001 rows: off by more than 0.2 with probability < 1e-9.
+    assert abs(release.value - clamped.mean()) < 0.2
+    assert 0 < release.expected_error < 0.1
+    gaussian = dp_mean(table, "age", (0, 100), epsilon=1.0, delta=1e-6, mechanism="gaussian")
+    assert gaussian.epsilon <= 1.0 and gaussian.delta <= 1e-6 and 0 <= gaussian.value <= 100
+
+
+@pytest.mark.parametrize("bounds", [(5, 5), (10, 0), (0, float("inf")), ("a", 1)])
+def test_bad_bounds(table: pd.DataFrame, bounds: tuple[float, float]) -> None:
+    with pytest.raises(ParameterError, match=r"[Bb]ounds"):
+        dp_sum(table, "age", bounds, epsilon=1)
+
+
+def test_bad_columns_and_parameters(table: pd.DataFrame) -> None:
+    with pytest.raises(ColumnError, match=r"not numeric.*'p0'"):
+        dp_mean(table, "name", (0, 1), epsilon=1)
+    with pytest.raises(ColumnError, match="incom"):
+        dp_sum(table, "incme", (0, 1), epsilon=1)
+    with pytest.raises(ParameterError, match="ε"):
+        dp_count(table, epsilon=0)
+    with pytest.raises(ParameterError, match="δ"):
+        dp_histogram(table, "city", epsilon=1, delta=1.0)
+    with pytest.raises(ParameterError, match="integer bounds"):
+        dp_sum(table, "age", (0.5, 10), epsilon=1, mechanism="geometric")
+    with pytest.raises(ColumnError, match="non-integer"):
+        dp_sum(table.assign(age=table["age"] + 0.5), "age", (0, 10), epsilon=1, mechanism="geometric")
+    with pytest.raises(ParameterError, match="non-empty"):
+        dp_histogram(table, "city", epsilon=1, domain=[])
+    with pytest.raises(ParameterError, match="one value per category"):
+        _ = dp_histogram(table, "city", epsilon=1, domain=["Leeds"]).value
+
+
+def test_numbers_stored_as_text_are_accepted() -> None:
+    data = pd.DataFrame({"x": ["1", "2", None]})
+    assert dp_sum(data, "x", (0, 5), epsilon=1, include_true=True).true_value == 3
+
+
+def test_domain_files(tmp_path) -> None:
+    (tmp_path / "cities.txt").write_text("Leeds\n\nYork\n", encoding="utf-8")
+    (tmp_path / "qis.json").write_text('{"city": ["Leeds"], "sex": ["F", "M"]}', encoding="utf-8")
+    (tmp_path / "bad.json").write_text('{"city": "Leeds"}', encoding="utf-8")
+    assert read_domain_file(tmp_path / "cities.txt") == ["Leeds", "York"]
+    assert read_domain_file(tmp_path / "qis.json") == {"city": ["Leeds"], "sex": ["F", "M"]}
+    with pytest.raises(ValueError, match="list of values"):
+        read_domain_file(tmp_path / "bad.json")
+
+
+def test_large_domains_small_budgets_and_empty_tables() -> None:
+    values = [str(i) for i in range(1_001)]
+    data = pd.DataFrame({"a": ["1"], "b": ["2"]})
+    with pytest.raises(ParameterError, match="1,002,001 cells"):
+        dp_class_sizes(data, ["a", "b"], epsilon=1, domains={"a": values, "b": values})
+    with pytest.raises(ParameterError, match="larger ε or δ"):
+        dp_histogram(data, "a", epsilon=1, delta=1e-300)
+    empty = data.iloc[:0]
+    assert dp_histogram(empty, "a", epsilon=1, delta=1e-6).table.empty
+    assert list(dp_class_sizes(empty, ["a", "b"], epsilon=1, delta=1e-6).table.columns) == ["a", "b", VALUE, ERROR]
+    assert dp_count(empty, epsilon=1, include_true=True).true_value == 0
