@@ -17,14 +17,34 @@ import dataclasses
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
+from pathlib import Path
 from typing import Any, TypeVar
 
+import diskcache
 import numpy as np
 import pandas as pd
 
 from dashboard.core.errors import ParameterError
 
-__all__ = ["BoundedCache", "approximate_size"]
+__all__ = ["DISK_LIMIT", "BoundedCache", "approximate_size", "disk_cache"]
+
+#: Largest size of a disk cache, in bytes (diskcache evicts the least recently stored beyond it).
+DISK_LIMIT = 2**30
+
+_DISKS: dict[str, diskcache.Cache] = {}
+_DISKS_LOCK = threading.Lock()
+
+
+def disk_cache(folder: Path) -> diskcache.Cache:
+    """The process's handle on the disk cache in ``folder``, shared by the web workers and their background jobs
+    (one handle per folder: a handle holds SQLite connections, and diskcache is safe to share between threads and
+    processes)."""
+    with _DISKS_LOCK:
+        if str(folder) not in _DISKS:
+            folder.mkdir(parents=True, exist_ok=True)
+            _DISKS[str(folder)] = diskcache.Cache(str(folder), size_limit=DISK_LIMIT)
+        return _DISKS[str(folder)]
+
 
 T = TypeVar("T")
 

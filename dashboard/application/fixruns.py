@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -27,6 +26,7 @@ from typing import Any
 import diskcache
 import pandas as pd
 
+from dashboard.application.cache import DISK_LIMIT, disk_cache
 from dashboard.application.fixes import (
     FixError,
     FixRun,
@@ -49,22 +49,6 @@ from dashboard.core.transform.identifiers import key_fingerprint
 
 __all__ = ["DISK_LIMIT", "FixRuns"]
 
-#: Largest size of the disk cache of slow runs, in bytes (diskcache evicts the least recently stored beyond it).
-DISK_LIMIT = 2**30
-
-_DISKS: dict[str, diskcache.Cache] = {}
-_DISKS_LOCK = threading.Lock()
-
-
-def _disk_cache(folder: Path) -> diskcache.Cache:
-    """The process's handle on the disk cache in ``folder`` (one per folder: a handle holds SQLite connections,
-    and diskcache is safe to share between threads and processes)."""
-    with _DISKS_LOCK:
-        if str(folder) not in _DISKS:
-            folder.mkdir(parents=True, exist_ok=True)
-            _DISKS[str(folder)] = diskcache.Cache(str(folder), size_limit=DISK_LIMIT)
-        return _DISKS[str(folder)]
-
 
 class FixRuns:
     """The step lists of view states applied to their datasets, cached in memory and (slow lists) on disk."""
@@ -76,7 +60,7 @@ class FixRuns:
 
     @property
     def disk(self) -> diskcache.Cache:
-        return _disk_cache(self.folder)
+        return disk_cache(self.folder)
 
     # --- keys ------------------------------------------------------------------------------------------------------
 

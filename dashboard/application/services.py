@@ -6,13 +6,17 @@ state and several apps (tests) can live in one process.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
+import diskcache
 import pandas as pd
 
-from dashboard.application.cache import BoundedCache
+from dashboard.application.cache import BoundedCache, disk_cache
 from dashboard.application.links import LinkStore
 from dashboard.application.postcodes import PostcodeReference
 from dashboard.application.settings import READ_LIMIT_VARIABLES, Settings
@@ -36,7 +40,7 @@ from dashboard.core.data.contract import (
 )
 from dashboard.core.data.demo import demo_datasets
 from dashboard.core.data.tables import ReadLimits, read_table_with_info
-from dashboard.core.errors import ContractError
+from dashboard.core.errors import ContractError, PrivdashError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 
 __all__ = ["DEMO_PREFIX", "LoadedDataset", "Services", "clean_filename", "too_large_message"]
@@ -277,7 +281,67 @@ class Services:
         loaded = self.dataset(state.dataset)
         contract = self.contract(loaded, state)
         ks = k_values or default_k_values(state.k)
-        key = (
+        key = self._diagnosis_key(loaded, contract, state, ks)
+
+        def build() -> Diagnosis:
+            if loaded.source is not None:  # counted where the source lives; only the aggregate comes back
+                return self._source_diagnosis(key, loaded.source, contract, state, ks)
+            return diagnose(
+                loaded.frame, contract=contract, missing=state.missing, max_risk=state.max_risk, k_values=ks
+            )
+
+        result: Diagnosis = self.cache.get_or_build(key, build)
+        return result
+
+    def diagnosis_ready(self, state: ViewState) -> bool:
+        """Whether :meth:`diagnosis` of ``state`` answers at once: always for tables in memory; for a server-side
+        source, once a worker or a background job has counted it (kept on disk, shared by every process)."""
+        if not state.dataset or not state.dataset.startswith(SOURCE_PREFIX):
+            return True
+        try:
+            loaded = self.dataset(state.dataset)
+            key = self._diagnosis_key(loaded, self.contract(loaded, state), state, default_k_values(state.k))
+        except PrivdashError:
+            return True  # the page shows the error at once
+        return self.cache.get(key) is not None or self._source_disk_key(key) in self._source_disk
+
+    @property
+    def _source_disk(self) -> diskcache.Cache:
+        return disk_cache(Path(self.settings.cache_dir) / "source-diagnoses")
+
+    @staticmethod
+    def _source_disk_key(key: tuple[Any, ...]) -> str:
+        return hashlib.sha256(json.dumps(key, default=str).encode()).hexdigest()
+
+    def _source_diagnosis(
+        self,
+        key: tuple[Any, ...],
+        source: ServerSource,
+        contract: DataContract,
+        state: ViewState,
+        ks: tuple[int, ...],
+    ) -> Diagnosis:
+        """A source's diagnosis from the disk cache, or counted by its engine and kept there for ``store_ttl``."""
+        disk_key = self._source_disk_key(key)
+        kept = self._source_disk.get(disk_key)
+        if isinstance(kept, Diagnosis):
+            return kept
+        result = diagnose(
+            source.location,
+            contract=contract,
+            missing=state.missing,
+            max_risk=state.max_risk,
+            k_values=ks,
+            **source.engine_options(),
+        )
+        self._source_disk.set(disk_key, result, expire=self.settings.store_ttl)
+        return result
+
+    @staticmethod
+    def _diagnosis_key(
+        loaded: LoadedDataset, contract: DataContract, state: ViewState, ks: tuple[int, ...]
+    ) -> tuple[Any, ...]:
+        return (
             "diagnosis",
             loaded.id,
             loaded.version,
@@ -286,23 +350,6 @@ class Services:
             state.max_risk,
             ks,
         )
-
-        def build() -> Diagnosis:
-            if loaded.source is not None:  # counted where the source lives; only the aggregate comes back
-                return diagnose(
-                    loaded.source.location,
-                    contract=contract,
-                    missing=state.missing,
-                    max_risk=state.max_risk,
-                    k_values=ks,
-                    **loaded.source.engine_options(),
-                )
-            return diagnose(
-                loaded.frame, contract=contract, missing=state.missing, max_risk=state.max_risk, k_values=ks
-            )
-
-        result: Diagnosis = self.cache.get_or_build(key, build)
-        return result
 
     # --- state <-> contract -----------------------------------------------------------------------------------
 

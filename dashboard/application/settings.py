@@ -57,6 +57,9 @@ variable                           meaning                                      
                                    PostgreSQL tables, Spark) that users may open and
                                    diagnose in place (:mod:`~dashboard.application.
                                    sources`)
+``PRIVDASH_DP_BUDGET``             total differential-privacy budget of a dataset:      ``1,1e-6``
+                                   ``EPS`` or ``EPS,DELTA``, fixed when its first
+                                   release is charged (the Fix page's ledger)
 =================================  ===================================================  =========================
 
 The reading limits are sized for a server with 24 GiB of memory and 4 workers (about 6 GiB each, of which the
@@ -76,6 +79,7 @@ from pathlib import Path
 from dashboard.core.errors import ParameterError
 from dashboard.core.geo.geography import default_cache_dir
 from dashboard.core.geo.postcodes import default_data_dir
+from dashboard.core.privacy.mechanisms import PrivacyBudget
 
 __all__ = ["READ_LIMIT_VARIABLES", "Settings", "parse_duration", "parse_flag"]
 
@@ -180,6 +184,8 @@ class Settings:
         Reverse proxies in front of the app whose ``X-Forwarded-For/Proto/Host`` headers are trusted (0: none).
     sources_file
         The JSON file listing server-side sources (``PRIVDASH_SOURCES``), or None.
+    dp_budget
+        The total (ε, δ) of differentially private releases of one dataset (``PRIVDASH_DP_BUDGET``).
     job_seconds, job_memory_bytes, jobs_per_server, job_abandon_seconds
         Background jobs: wall time of one job; memory one job may allocate (0: half the physical memory divided by
         ``jobs_per_server``); jobs running at once on the server; seconds past three polling intervals without a
@@ -213,6 +219,7 @@ class Settings:
     jobs_per_server: int = field(default_factory=cpu_cores)
     job_abandon_seconds: float = 10.0
     sources_file: Path | None = None
+    dp_budget: PrivacyBudget = field(default_factory=lambda: PrivacyBudget(1.0, 1e-6))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
@@ -256,6 +263,10 @@ class Settings:
         else:
             geo_cache_dir = default.geo_cache_dir
         data = values.get("PRIVDASH_DATA_DIR")
+        try:
+            budget = PrivacyBudget.parse(values["PRIVDASH_DP_BUDGET"]) if "PRIVDASH_DP_BUDGET" in values else None
+        except ParameterError as exc:
+            raise ParameterError(f"PRIVDASH_DP_BUDGET: {exc}") from None
         return cls(
             store_dir=Path(values.get("PRIVDASH_STORE_DIR", default.store_dir)),
             store_ttl=parse_duration(ttl) if ttl else default.store_ttl,
@@ -268,5 +279,6 @@ class Settings:
             port=port,
             sweep_interval=parse_duration(sweep) if sweep else default.sweep_interval,
             secure_cookies=parse_flag("PRIVDASH_SECURE_COOKIES", secure) if secure else default.secure_cookies,
+            dp_budget=budget or default.dp_budget,
             **numbers,  # type: ignore[arg-type]
         )

@@ -128,6 +128,7 @@ from dashboard.core.measure.verdict import TargetCheck, Verdict, check_targets
 from dashboard.core.privacy import (
     BudgetExceededError,
     BudgetLedger,
+    DatasetAccount,
     DPRelease,
     Mechanism,
     PrivacyBudget,
@@ -140,6 +141,7 @@ from dashboard.core.privacy import (
     frame_sha256,
     read_domain_file,
 )
+from dashboard.core.privacy.release import DP_ERROR, DP_TRUE_VALUE, DP_VALUE
 from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
 from dashboard.core.targets import PrivacyTargets, parse_targets
 from dashboard.core.transform.generalization import generalize
@@ -172,6 +174,8 @@ from dashboard.core.transform.microaggregation import (
     types_from_contract,
 )
 from dashboard.core.transform.perturbation import (
+    NOISE_METHODS,
+    NUMERICAL_PERTURBATIONS,
     PERTURBATIVE_STEPS,
     add_noise,
     perturbed_numeric_columns,
@@ -199,9 +203,14 @@ __all__ = [
     "DEFAULT_MAX_RISK",
     "DEFAULT_POPULATION_THRESHOLD",
     "DEFAULT_READ_LIMITS",
+    "DP_ERROR",
+    "DP_TRUE_VALUE",
+    "DP_VALUE",
     "KEY_ENV",
     "MIN_KEY_BYTES",
     "MISSING_LABEL",
+    "NOISE_METHODS",
+    "NUMERICAL_PERTURBATIONS",
     "PERTURBATIVE_STEPS",
     "RECORD_RISK",
     "RULE_SETTINGS",
@@ -223,6 +232,7 @@ __all__ = [
     "DataContract",
     "DataReadError",
     "DatabaseSource",
+    "DatasetAccount",
     "Diagnosis",
     "Engine",
     "EquivalenceClasses",

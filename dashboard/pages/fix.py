@@ -59,6 +59,9 @@ from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.measure.risk import records_at_risk_by_k
 from dashboard.core.transform.hierarchy import default_rule
 from dashboard.core.utility.metrics import Metric, cells_changed, classifier_accuracy, value_distributions
+from dashboard.ui import attack as attack_section
+from dashboard.ui import dp_release as dp_release_section
+from dashboard.ui import protect as protect_section
 from dashboard.ui.charts import SIZE_COLUMNS, chart, size_histogram
 from dashboard.ui.components import (
     card,
@@ -953,6 +956,9 @@ def layout(services: Services, **query: Any) -> Any:
             ],
             gutter="md",
         ),
+        protect_section.card(loaded, state, services),
+        attack_section.card(loaded, state, services),
+        dp_release_section.card(loaded, state, services),
         report_card(),
         dcc.Store(id="fix-slow-request", data=None),
         dcc.Store(id="fix-initial-request", data=None if ready else state.to_dict()),
@@ -1010,6 +1016,8 @@ def register(app: Dash, services: Services) -> None:
         __name__, path=PATH, name=NAME, title="privdash · Fix", order=2, layout=lambda **q: layout(services, **q)
     )
     register_report(app, services)
+    for section in (protect_section, attack_section, dp_release_section):
+        section.register(app, services)
     runs = FixRuns(services)
     control_ids = list(CONTROLS)
 

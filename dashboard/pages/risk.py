@@ -18,7 +18,7 @@ import dash_ag_grid as dag
 import dash_mantine_components as dmc
 import pandas as pd
 import plotly.graph_objects as go
-from dash import ClientsideFunction, Dash, Input, Output, State, dcc, html, no_update
+from dash import ClientsideFunction, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard.application.riskview import (
     ClassTable,
@@ -42,6 +42,7 @@ from dashboard.core.measure.risk import records_at_risk_by_k
 from dashboard.ui.charts import SIZE_COLUMNS, chart, size_histogram
 from dashboard.ui.components import (
     card,
+    elapsed_progress,
     error_alert,
     fmt_count,
     fmt_share,
@@ -445,6 +446,37 @@ def combination_card() -> Any:
     )
 
 
+def waiting_text() -> Any:
+    """What the results say while a background job counts a server-side source: the progress of the count and its
+    Cancel button, replaced by the results (the job's output) when the count is done."""
+    return card(
+        None,
+        dmc.Stack(
+            [
+                dmc.Text(
+                    "Counting the classes where the data lives; the results appear here when the count is done.",
+                    size="sm",
+                    c="dimmed",
+                    id="risk-waiting",
+                ),
+                progress_panel("risk", label="Progress of the count"),
+            ],
+            gap="xs",
+        ),
+        id="risk-running",
+    )
+
+
+def slow_request(services: Services, state: ViewState, previous: Any) -> tuple[Any, Any, Any]:
+    """``risk-results``, ``risk-slow-results`` and ``risk-slow-request`` for ``state``: the results at once when the
+    diagnosis is ready, else a waiting text and a request for the background job. A ready state sends an empty
+    request when a job may still be running, which cancels it (its result would belong to the earlier view)."""
+    if services.diagnosis_ready(state):
+        return results(services, state), None, (None if previous is not None else no_update)
+    request = state.to_dict()
+    return None, waiting_text(), (request if request != previous else no_update)
+
+
 def layout(services: Services, **query: Any) -> Any:
     """The Risk page for the state in ``query``."""
     state, loaded, alerts = open_page(services, query)
@@ -452,9 +484,18 @@ def layout(services: Services, **query: Any) -> Any:
     if loaded is None:
         body += [no_dataset(), state_store(state)]
         return html.Div(body)
+    ready = services.diagnosis_ready(state)
     body += [
         controls(loaded.columns, state),
-        dcc.Loading(html.Div(results(services, state), id="risk-results"), delay_show=300, type="dot"),
+        dcc.Loading(
+            html.Div(results(services, state) if ready else None, id="risk-results"), delay_show=300, type="dot"
+        ),
+        html.Div(None if ready else waiting_text(), id="risk-slow-results"),
+        dcc.Store(id="risk-slow-request", data=None),
+        # The first count of a page starts from one tick of this timer (when there is something to count), so that
+        # it is requested once: a request forwarded through a second store was sent twice by the browser.
+        dcc.Interval(id="risk-initial-tick", interval=100, max_intervals=0 if ready else 1),
+        dcc.Store(id="risk-initial-request", data=None if ready else state.to_dict()),
         combination_card(),
         report_card(),
         dcc.Store(id="combo-request", data=combination_request(state)),
@@ -485,6 +526,8 @@ def register(app: Dash, services: Services) -> None:
     @app.callback(
         Output(PAGE_STATE, "data", allow_duplicate=True),
         Output("risk-results", "children"),
+        Output("risk-slow-results", "children", allow_duplicate=True),
+        Output("risk-slow-request", "data"),
         Output("risk-sas", "value"),
         Output("missing-help", "children"),
         Output("combo-request", "data"),
@@ -494,25 +537,70 @@ def register(app: Dash, services: Services) -> None:
         *[Input(target, "value") for target in target_ids("target-")],
         State(PAGE_STATE, "data"),
         State("combo-request", "data"),
+        State("risk-slow-request", "data"),
         prevent_initial_call=True,
     )
-    def update_risk(
-        qis: list[str] | None, sas: list[str] | None, missing: str, *rest: Any
-    ) -> tuple[Any, Any, Any, Any, Any]:
-        *targets, data, previous_request = rest
+    def update_risk(qis: list[str] | None, sas: list[str] | None, missing: str, *rest: Any) -> tuple[Any, ...]:
+        *targets, data, previous_request, previous_slow = rest
         try:
-            new_state = controls_state(state_from_store(data), qis, sas, missing, *targets)
+            current = state_from_store(data)
+            new_state = controls_state(current, qis, sas, missing, *targets)
         except (StateError, PrivdashError, ValueError) as exc:
             alert = error_alert(str(exc), title="These settings are not valid")
-            return (no_update, alert, no_update, no_update, no_update)
+            return (no_update, alert, None, no_update, no_update, no_update, no_update)
+        if new_state == current:  # a control settling on the value it shows: nothing to compute (or count) again
+            return (no_update,) * 7
         request = combination_request(new_state)
         return (
             new_state.to_dict(),
-            results(services, new_state),
+            *slow_request(services, new_state, previous_slow),
             list(new_state.sensitive),
             POLICY_HELP[new_state.missing],
             request if request != previous_request else no_update,
         )
+
+    @app.callback(
+        Output("risk-slow-results", "children", allow_duplicate=True),
+        Input("risk-cancel", "n_clicks"),
+        prevent_initial_call=True,
+    )
+    def cancelled(_clicks: int | None) -> Any:
+        return dmc.Text(
+            "Counting cancelled. Change a setting, or reload the page, to count again.",
+            size="sm",
+            id="risk-cancelled",
+            **{"aria-live": "polite"},
+        )
+
+    @app.callback(
+        Output("risk-slow-results", "children"),
+        Input("risk-slow-request", "data"),
+        Input("risk-initial-tick", "n_intervals"),
+        State("risk-initial-request", "data"),
+        prevent_initial_call=True,
+        background=True,
+        progress=[Output("risk-progress", "value"), Output("risk-status", "children")],
+        cancel=[Input("risk-cancel", "n_clicks"), Input("url", "pathname")],
+        interval=500,
+    )
+    def slow_results(
+        set_progress: Callable[[tuple[int, str]], None], request: Any, ticks: int | None, initial: Any
+    ) -> Any:
+        """Count a server-side source in a background job (cancellable), then show its results: the page's first
+        count (one tick of its timer), or a later one (a request of :func:`update_risk`)."""
+        if ctx.triggered_id == "risk-initial-tick":
+            request = initial if ticks else None
+        if not request:  # the page's controls show results without a count (an empty request stops a running one)
+            return no_update
+        state = state_from_store(request)
+        try:
+            loaded = services.dataset(state.dataset or "")
+            where = loaded.source.describe() if loaded.source is not None else loaded.title
+            with elapsed_progress(set_progress, f"Counting the classes of {loaded.title} ({where})"):
+                services.diagnosis(state)
+        except PrivdashError as exc:
+            return error_alert(str(exc), title="The risk cannot be computed", alert_id="risk-error")
+        return results(services, state)
 
     @app.callback(
         Output(PAGE_STATE, "data", allow_duplicate=True),

@@ -14,6 +14,10 @@ Accessibility (WCAG 2.1 AA)
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any
 
 import dash_mantine_components as dmc
@@ -30,6 +34,7 @@ __all__ = [
     "NAVBAR",
     "NAV_ITEMS",
     "card",
+    "elapsed_progress",
     "error_alert",
     "fmt_count",
     "fmt_number",
@@ -333,3 +338,28 @@ def progress_panel(
         ],
         gap=4,
     )
+
+
+@contextlib.contextmanager
+def elapsed_progress(
+    set_progress: Callable[[tuple[int, str]], None], text: str, *, every: float = 1.0, half_time: float = 15.0
+) -> Iterator[None]:
+    """Report a background step whose own progress is unknown (an engine counting a source): the status line says
+    the seconds elapsed, and the bar moves towards 95% (half way after ``half_time`` seconds) so that the page is
+    seen to be working; it is no estimate of the time left."""
+    done = threading.Event()
+    start = time.monotonic()
+
+    def tick() -> None:
+        while not done.wait(every):
+            elapsed = time.monotonic() - start
+            set_progress((int(95 * (1 - 0.5 ** (elapsed / half_time))), f"{text}: {elapsed:.0f} s ..."))
+
+    set_progress((0, f"{text} ..."))
+    thread = threading.Thread(target=tick, name="privdash-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        done.set()
+        thread.join(2 * every)

@@ -55,11 +55,11 @@ from dashboard.core.privacy.mechanisms import (
 from dashboard.core.transform.hierarchy import canonical_text
 
 __all__ = [
-    "ERROR",
+    "DP_ERROR",
+    "DP_TRUE_VALUE",
+    "DP_VALUE",
     "MAX_DOMAIN_CELLS",
     "QUERIES",
-    "TRUE",
-    "VALUE",
     "DPRelease",
     "dp_class_sizes",
     "dp_count",
@@ -73,7 +73,7 @@ __all__ = [
 #: The queries of :func:`release`-style calls, in the order the CLI lists them.
 QUERIES = ("count", "histogram", "sum", "mean")
 #: Column names of a release table: the DP value, its error bar, and (data owner only) the true value.
-VALUE, ERROR, TRUE = "dp_value", "error", "true_value"
+DP_VALUE, DP_ERROR, DP_TRUE_VALUE = "dp_value", "error", "true_value"
 #: The largest histogram domain (cells) accepted, e.g. the product of the per-QI domains of a class-size table.
 MAX_DOMAIN_CELLS = 1_000_000
 #: Joins the values of several QIs into one category key (a control character no real value holds).
@@ -84,8 +84,8 @@ _SEP = "\x1f"
 class DPRelease:
     """One differentially private release and how to read it.
 
-    ``table`` holds one row per released cell: the key columns (none for count, sum and mean), :data:`VALUE` and
-    :data:`ERROR` (the half-width of the ``confidence`` interval of the noise). ``epsilon`` and ``delta`` are the
+    ``table`` holds one row per released cell: the key columns (none for count, sum and mean), :data:`DP_VALUE` and
+    :data:`DP_ERROR` (the half-width of the ``confidence`` interval of the noise). ``epsilon`` and ``delta`` are the
     privacy loss OpenDP proves for the whole release; ``scale`` is the noise scale (Laplace b or Gaussian σ; for a
     mean, of the sum, with ``count_scale`` that of the count); ``sensitivity`` is Δ of the (sum) query.
     ``threshold`` is τ of DP key selection (None with a declared domain); ``true_table`` holds the exact values only
@@ -118,14 +118,14 @@ class DPRelease:
         """The DP value of a count, sum or mean (a histogram has one per row of :attr:`table`)."""
         if self.query not in ("count", "sum", "mean"):
             raise ParameterError(f"A {self.query} release has one value per category: read its table.")
-        return float(self.table[VALUE].iloc[0])
+        return float(self.table[DP_VALUE].iloc[0])
 
     @property
     def true_value(self) -> float | None:
         """The exact value of a count, sum or mean, when it was asked for (data owner only)."""
         if self.true_table is None or self.query not in ("count", "sum", "mean"):
             return None
-        return float(self.true_table[TRUE].iloc[0])
+        return float(self.true_table[DP_TRUE_VALUE].iloc[0])
 
     def to_frame(self, *, include_true: bool = False) -> pd.DataFrame:
         """The release as a table; ``include_true`` adds the exact values (never for a file that is released)."""
@@ -133,19 +133,19 @@ class DPRelease:
         if include_true:
             if self.true_table is None:
                 raise ParameterError("The true values were not computed: release with include_true=True.")
-            frame[TRUE] = self.true_table[TRUE].to_numpy()
+            frame[DP_TRUE_VALUE] = self.true_table[DP_TRUE_VALUE].to_numpy()
         return frame
 
     def to_dict(self, *, include_true: bool = False) -> dict[str, Any]:
         """The release as JSON values: parameters, cost, error bars and the cells."""
-        keys = [c for c in self.table.columns if c not in (VALUE, ERROR)]
+        keys = [c for c in self.table.columns if c not in (DP_VALUE, DP_ERROR)]
         frame = self.to_frame(include_true=include_true)
         cells = [
             {
                 **({"key": {k: row[k] for k in keys}} if keys else {}),
-                "value": row[VALUE],
-                "error": row[ERROR],
-                **({"true_value": row[TRUE]} if include_true else {}),
+                "value": row[DP_VALUE],
+                "error": row[DP_ERROR],
+                **({"true_value": row[DP_TRUE_VALUE]} if include_true else {}),
             }
             for row in frame.to_dict(orient="records")
         ]
@@ -262,10 +262,10 @@ def dp_mean(
         scale=summed.scale,
         confidence=confidence,
         expected_error=error,
-        table=pd.DataFrame({VALUE: [mean], ERROR: [error]}),
+        table=pd.DataFrame({DP_VALUE: [mean], DP_ERROR: [error]}),
         bounds=(low, high),
         count_scale=counted.scale,
-        true_table=pd.DataFrame({TRUE: [exact]}) if include_true else None,
+        true_table=pd.DataFrame({DP_TRUE_VALUE: [exact]}) if include_true else None,
     )
 
 
@@ -348,11 +348,11 @@ def _histogram(
     noisy = np.asarray(calibrated.measurement(codes), dtype=np.int64 if kind.discrete else float)
     error = accuracy(kind, calibrated.scale, confidence)
     table = cells.copy()
-    table[VALUE], table[ERROR] = noisy, error
+    table[DP_VALUE], table[DP_ERROR] = noisy, error
     true_table = None
     if include_true:
         counts = keys.value_counts()
-        true_table = pd.DataFrame({TRUE: counts.reindex(categories, fill_value=0).to_numpy(dtype=np.int64)})
+        true_table = pd.DataFrame({DP_TRUE_VALUE: counts.reindex(categories, fill_value=0).to_numpy(dtype=np.int64)})
     return DPRelease(
         query=query,
         columns=columns,
@@ -412,10 +412,10 @@ def _key_selection(
     cells = _split(pd.Index(selected.index, dtype=object), columns)
     error = accuracy(Mechanism.GEOMETRIC, scale, confidence)
     table = cells.copy()
-    table[VALUE], table[ERROR] = selected.to_numpy(dtype=np.int64), error
+    table[DP_VALUE], table[DP_ERROR] = selected.to_numpy(dtype=np.int64), error
     true_table = None
     if include_true:
-        true_table = pd.DataFrame({TRUE: keys.value_counts().reindex(selected.index).to_numpy(dtype=np.int64)})
+        true_table = pd.DataFrame({DP_TRUE_VALUE: keys.value_counts().reindex(selected.index).to_numpy(dtype=np.int64)})
     return DPRelease(
         query=query,
         columns=columns,
@@ -565,8 +565,8 @@ def _scalar(
         scale=calibrated.scale,
         confidence=confidence,
         expected_error=error,
-        table=pd.DataFrame({VALUE: [number], ERROR: [error]}),
-        true_table=pd.DataFrame({TRUE: [exact]}) if include_true else None,
+        table=pd.DataFrame({DP_VALUE: [number], DP_ERROR: [error]}),
+        true_table=pd.DataFrame({DP_TRUE_VALUE: [exact]}) if include_true else None,
     )
 
 

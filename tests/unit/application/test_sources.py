@@ -104,3 +104,22 @@ def test_the_setting_names_the_file(tmp_path: Path) -> None:
     settings = Settings.from_env({"PRIVDASH_SOURCES": str(tmp_path / "sources.json")})
     assert settings.sources_file == tmp_path / "sources.json"
     assert Settings.from_env({}).sources_file is None
+
+
+def test_a_counted_source_is_ready_in_every_process(lake, tmp_path: Path) -> None:
+    """A background job counts a source in its own process; the web worker that renders the class grid then finds the
+    diagnosis on disk instead of counting again (two Services on one cache folder stand for the two processes)."""
+    folder, adult = lake
+    config = {"adult": {"title": "Adult lake", "path": str(folder / "*.parquet")}}
+    worker, job = services_with(tmp_path, config), services_with(tmp_path, config)
+    state = worker.initial_state(worker.dataset("source:adult")).with_quasi_identifiers(ADULT_QIS, [])
+    assert not worker.diagnosis_ready(state) and not job.diagnosis_ready(state)
+    counted = job.diagnosis(state)
+    assert worker.diagnosis_ready(state)
+    kept = worker.diagnosis(state)
+    assert kept.to_dict() == counted.to_dict() and kept.rows == len(adult)
+    # Another view of the same source is not ready until it is counted; a table in memory always is.
+    other = state.with_quasi_identifiers(ADULT_QIS[:3], [])
+    assert not worker.diagnosis_ready(other)
+    demo = worker.initial_state(worker.dataset(worker.demo_choices()[0]["value"]))
+    assert worker.diagnosis_ready(demo)

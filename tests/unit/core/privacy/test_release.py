@@ -16,9 +16,9 @@ import pytest
 from dashboard.core.errors import ColumnError, ParameterError
 from dashboard.core.privacy.mechanisms import Mechanism
 from dashboard.core.privacy.release import (
-    ERROR,
-    TRUE,
-    VALUE,
+    DP_ERROR,
+    DP_TRUE_VALUE,
+    DP_VALUE,
     dp_class_sizes,
     dp_count,
     dp_histogram,
@@ -75,11 +75,11 @@ def test_a_rare_category_outside_the_domain_never_appears(table: pd.DataFrame) -
 def test_histogram_values_and_true_counts(table: pd.DataFrame) -> None:
     release = dp_histogram(table, "city", epsilon=100, domain=["Leeds", "York", "Bath"], include_true=True)
     frame = release.to_frame(include_true=True)
-    assert frame[TRUE].tolist() == [600, 400, 0]
+    assert frame[DP_TRUE_VALUE].tolist() == [600, 400, 0]
     # Scale 0.01: an error above 1 has probability e^-100.
-    assert np.abs(frame[VALUE] - frame[TRUE]).max() < 1
-    assert (frame[ERROR] == release.expected_error).all()
-    assert TRUE not in release.to_frame().columns
+    assert np.abs(frame[DP_VALUE] - frame[DP_TRUE_VALUE]).max() < 1
+    assert (frame[DP_ERROR] == release.expected_error).all()
+    assert DP_TRUE_VALUE not in release.to_frame().columns
     assert "true_value" not in str(release.to_dict())
 
 
@@ -98,9 +98,9 @@ def test_key_selection_drops_keys_below_the_threshold(table: pd.DataFrame) -> No
     assert "Tiny Hamlet" not in release.table["city"].tolist()
     # The common keys pass unless the noise is below -380: probability e^-380.
     assert release.table["city"].tolist() == ["Leeds", "York"]
-    assert (release.table[VALUE] >= release.threshold).all()
+    assert (release.table[DP_VALUE] >= release.threshold).all()
     assert release.mechanism is Mechanism.GEOMETRIC
-    assert release.to_frame(include_true=True)[TRUE].tolist() == [600, 400]
+    assert release.to_frame(include_true=True)[DP_TRUE_VALUE].tolist() == [600, 400]
 
 
 def test_key_selection_threshold_grows_as_delta_shrinks(table: pd.DataFrame) -> None:
@@ -118,8 +118,8 @@ def test_class_size_table_over_declared_domains(table: pd.DataFrame) -> None:
     assert frame[["city", "sex"]].values.tolist() == [[c, s] for c in domains["city"] for s in domains["sex"]]
     expected = table.groupby(["city", "sex"]).size()
     for row in frame.itertuples():
-        assert getattr(row, TRUE) == expected.get((row.city, row.sex), 0)
-    assert np.abs(frame[VALUE] - frame[TRUE]).max() < 1
+        assert getattr(row, DP_TRUE_VALUE) == expected.get((row.city, row.sex), 0)
+    assert np.abs(frame[DP_VALUE] - frame[DP_TRUE_VALUE]).max() < 1
     with pytest.raises(ParameterError, match="city"):
         dp_class_sizes(table, ["city", "sex"], epsilon=1, domains={"sex": ["F", "M"]})
 
@@ -133,7 +133,7 @@ def test_class_size_table_by_key_selection(table: pd.DataFrame) -> None:
 def test_domains_match_numbers_as_text() -> None:
     data = pd.DataFrame({"age": [30.0, 30.0, 41.0, np.nan]})
     release = dp_histogram(data, "age", epsilon=100, domain=[30, "41", "(missing)"], include_true=True)
-    assert release.to_frame(include_true=True)[TRUE].tolist() == [2, 1, 1]
+    assert release.to_frame(include_true=True)[DP_TRUE_VALUE].tolist() == [2, 1, 1]
 
 
 def test_sum_clamps_and_drops_missing(table: pd.DataFrame) -> None:
@@ -208,5 +208,6 @@ def test_large_domains_small_budgets_and_empty_tables() -> None:
         dp_histogram(data, "a", epsilon=1, delta=1e-300)
     empty = data.iloc[:0]
     assert dp_histogram(empty, "a", epsilon=1, delta=1e-6).table.empty
-    assert list(dp_class_sizes(empty, ["a", "b"], epsilon=1, delta=1e-6).table.columns) == ["a", "b", VALUE, ERROR]
+    columns = dp_class_sizes(empty, ["a", "b"], epsilon=1, delta=1e-6).table.columns
+    assert list(columns) == ["a", "b", DP_VALUE, DP_ERROR]
     assert dp_count(empty, epsilon=1, include_true=True).true_value == 0

@@ -1,0 +1,344 @@
+"""Differentially private releases of the open dataset (the Fix page's "Differential privacy" section), each charged
+to the dataset's privacy-budget ledger.
+
+The queries, noise, sensitivities and error bars are the core's (:mod:`dashboard.core.privacy`): a count, a
+histogram of one column, and the sum and mean of a numeric column clamped into declared bounds [L, U], with
+Laplace, geometric (discrete Laplace) or Gaussian noise at a privacy loss (ε, δ). Every person must contribute one
+row. The categories of a histogram are a public domain the user types, or, with δ > 0, chosen by DP key selection;
+never the data's own values (a rare value shown as a category would reveal its holder).
+
+The ledger
+    Basic sequential composition (Dwork and Roth 2014, Theorem 3.16): a dataset's releases of (ε₁, δ₁), ...,
+    (ε_k, δ_k) together cost (Σ εᵢ, Σ δᵢ), charged against one total budget (``Settings.dp_budget``, fixed when the
+    dataset's first release is charged). A release that does not fit is refused and nothing is recorded. The ledger
+    is the core's :class:`~dashboard.core.privacy.ledger.BudgetLedger`, one JSON file in the store folder,
+    ``<store>/privacy/ledger.json``: beside the uploads but outside their expiring folders, because the people in a
+    table do not regain privacy when its upload expires. A dataset is keyed by the SHA-256 of its column names and
+    cells (:func:`~dashboard.core.privacy.ledger.frame_sha256`), so the same table opened again (uploaded again, or
+    under another link) draws on the same budget. Check, release, charge and save run under a lock shared by the
+    server's processes, so two releases cannot both spend the last of a budget.
+True values
+    The exact values are computed beside the DP ones for the data owner's eyes only: they are never in
+    :func:`release_csv` (the download) and never in the ledger.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import re
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from dashboard.application.services import LoadedDataset, Services
+from dashboard.core.data.tables import csv_text
+from dashboard.core.errors import ColumnError, ParameterError
+from dashboard.core.privacy import (
+    BudgetLedger,
+    DatasetAccount,
+    DPRelease,
+    Mechanism,
+    PrivacyBudget,
+    dp_count,
+    dp_histogram,
+    dp_mean,
+    dp_sum,
+    frame_sha256,
+)
+from dashboard.core.privacy.release import DP_ERROR, DP_TRUE_VALUE, DP_VALUE
+
+try:  # the lock between processes; without fcntl (Windows) only the threads of one process are serialised
+    import fcntl
+except ImportError:  # pragma: no cover - not on Linux
+    fcntl = None  # type: ignore[assignment]
+
+__all__ = [
+    "CATEGORY_SOURCES",
+    "QUERIES",
+    "ReleaseLedger",
+    "ReleaseOutcome",
+    "ReleaseRequest",
+    "dataset_key",
+    "describe",
+    "display_digits",
+    "download_name",
+    "ledger_for",
+    "parse_domain",
+    "release_csv",
+    "result_rows",
+]
+
+#: The queries offered: value -> label.
+QUERIES: Mapping[str, str] = {
+    "count": "Count of records",
+    "histogram": "Histogram of a column",
+    "sum": "Sum of a numeric column",
+    "mean": "Mean of a numeric column",
+}
+#: Where a histogram's categories come from: value -> label.
+CATEGORY_SOURCES: Mapping[str, str] = {
+    "domain": "A public domain I declare",
+    "keys": "DP key selection (needs δ > 0)",
+}
+#: The ledger file inside the store folder.
+LEDGER_FOLDER, LEDGER_FILE = "privacy", "ledger.json"
+#: Serialises the releases of this process's threads (``flock`` does it across processes).
+_THREAD_LOCK = threading.Lock()
+
+
+def parse_domain(text: str | None) -> tuple[str, ...]:
+    """The categories typed by the user: one per line when there are several lines (so a category may hold a
+    comma), else separated by commas; blanks dropped, repeats kept once, order kept."""
+    raw = str(text or "")
+    parts = raw.splitlines() if len(raw.strip().splitlines()) > 1 else raw.split(",")
+    values = (part.strip() for part in parts)
+    return tuple(dict.fromkeys(value for value in values if value))
+
+
+def _number(value: Any, what: str, example: str) -> float:
+    """A finite number from a form field (a number, or text such as ``1e-6``); a message naming the field."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise ParameterError(f"Give {what}, e.g. {example}.")
+    name = what[:1].upper() + what[1:] if what[:1].isascii() else what  # "ε ..." stays lower case
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = float(value.strip()) if isinstance(value, str) else float(value)
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number such as {example}, got {value!r}.") from None
+    if not math.isfinite(number):
+        raise ParameterError(f"{name} must be a finite number, got {value!r}.")
+    return number
+
+
+@dataclass(frozen=True)
+class ReleaseRequest:
+    """One release as the form describes it, checked: the query, its column, the declared domain (None: DP key
+    selection) or bounds, the privacy loss (ε, δ) and the mechanism."""
+
+    query: str
+    epsilon: float
+    delta: float = 0.0
+    mechanism: Mechanism = Mechanism.LAPLACE
+    column: str | None = None
+    domain: tuple[str, ...] | None = None
+    bounds: tuple[float, float] | None = None
+
+    @classmethod
+    def from_form(
+        cls,
+        columns: Sequence[str],
+        *,
+        query: Any,
+        epsilon: Any,
+        delta: Any = 0.0,
+        mechanism: Any = Mechanism.LAPLACE.value,
+        column: Any = None,
+        categories: Any = "domain",
+        domain: Any = None,
+        low: Any = None,
+        high: Any = None,
+    ) -> ReleaseRequest:
+        """Check the form's values against the dataset's ``columns``; :class:`ParameterError` (or
+        :class:`ColumnError`) with a message that names the field to correct."""
+        if query not in QUERIES:
+            raise ParameterError("Choose what to release: a count, a histogram, a sum or a mean.")
+        eps = _number(epsilon, "ε (epsilon)", "0.5")
+        if eps <= 0:
+            raise ParameterError(f"ε (epsilon) must be above 0, got {eps:g}: it is the privacy loss of the release.")
+        dlt = _number(delta if delta not in (None, "") else 0.0, "δ (delta)", "0 or 1e-6")
+        if not 0 <= dlt < 1:
+            raise ParameterError(f"δ (delta) must be at least 0 and below 1, got {dlt:g}; e.g. 0 or 1e-6.")
+        kind = Mechanism.parse(mechanism or Mechanism.LAPLACE.value)
+        if kind is Mechanism.GAUSSIAN and dlt <= 0:
+            raise ParameterError("The Gaussian mechanism needs δ > 0 (e.g. 1e-6); or choose Laplace or geometric.")
+        budget = PrivacyBudget(eps, dlt)
+        if query == "count":
+            return cls("count", budget.epsilon, budget.delta, kind)
+        if not column:
+            raise ParameterError(f"Choose the column of the {query}.")
+        if str(column) not in columns:
+            raise ColumnError(f"The dataset has no column '{column}'.")
+        name = str(column)
+        if query == "histogram":
+            if categories == "keys":
+                if dlt <= 0:
+                    raise ParameterError(
+                        "DP key selection needs δ > 0 (e.g. 1e-6): without it, the categories must be a declared "
+                        "public domain, never the data's own values, which would reveal the people with rare ones."
+                    )
+                if kind is Mechanism.GAUSSIAN:
+                    raise ParameterError(
+                        "DP key selection adds discrete Laplace noise: choose Laplace or geometric, or declare a "
+                        "public domain for the Gaussian mechanism."
+                    )
+                return cls("histogram", budget.epsilon, budget.delta, kind, name, None)
+            values = parse_domain(domain)
+            if not values:
+                raise ParameterError(
+                    f"The declared domain of '{name}' is empty: type its public categories, separated by commas or "
+                    "one per line (e.g. F, M). With δ > 0 you may choose DP key selection instead."
+                )
+            return cls("histogram", budget.epsilon, budget.delta, kind, name, values)
+        lower = _number(low, "the lower bound L", "0")
+        upper = _number(high, "the upper bound U", "100")
+        if lower >= upper:
+            raise ParameterError(f"The bounds need L < U, got L = {lower:g} and U = {upper:g}.")
+        return cls(str(query), budget.epsilon, budget.delta, kind, name, None, (lower, upper))
+
+    def run(self, data: pd.DataFrame) -> DPRelease:
+        """The release on ``data`` with the core's functions, true values included (for the data owner)."""
+        common: dict[str, Any] = {
+            "epsilon": self.epsilon,
+            "delta": self.delta,
+            "mechanism": self.mechanism,
+            "include_true": True,
+        }
+        if self.query == "count":
+            return dp_count(data, **common)
+        if self.column is None:  # from_form never makes one; a hand-made request may
+            raise ParameterError(f"A {self.query} needs a column.")
+        if self.query == "histogram":
+            return dp_histogram(data, self.column, domain=self.domain, **common)
+        if self.bounds is None:
+            raise ParameterError(f"A {self.query} needs the bounds L < U.")
+        function = dp_sum if self.query == "sum" else dp_mean
+        return function(data, self.column, self.bounds, **common)
+
+
+@dataclass(frozen=True)
+class ReleaseOutcome:
+    """A release that was charged, and the dataset's account after the charge."""
+
+    release: DPRelease
+    account: DatasetAccount
+
+
+class ReleaseLedger:
+    """The budget ledger of every dataset, in ``folder``/ledger.json; new accounts open with ``total``."""
+
+    def __init__(self, folder: str | Path, total: PrivacyBudget) -> None:
+        self.folder = Path(folder)
+        self.total = total
+
+    @property
+    def path(self) -> Path:
+        return self.folder / LEDGER_FILE
+
+    def load(self) -> BudgetLedger:
+        """The ledger as it is on disk (empty before the first release)."""
+        return BudgetLedger.load(self.path)
+
+    def account(self, key: str) -> DatasetAccount:
+        """The account of the dataset ``key``; an empty one with the total budget before its first release."""
+        return self.load().accounts.get(key) or DatasetAccount(self.total)
+
+    def release(self, data: pd.DataFrame, key: str, request: ReleaseRequest) -> ReleaseOutcome:
+        """Compute ``request`` on ``data`` and charge its cost to ``key``'s account.
+
+        Raises :class:`~dashboard.core.privacy.ledger.BudgetExceededError` when the cost does not fit in what is
+        left (checked before the computation against the request's ε, and after it against the cost OpenDP proves),
+        or the core's errors for bad input; in every case the ledger is left as it was.
+        """
+        with self._locked():
+            ledger = self.load()
+            opening = key not in ledger.accounts
+            account = ledger.accounts.get(key) or DatasetAccount(self.total)
+            account.check(PrivacyBudget(request.epsilon, 0.0))  # refuse before computing when ε alone is too much
+            release = request.run(data)
+            ledger = ledger.charge(
+                key,
+                release.cost,
+                query=release.query,
+                columns=release.columns,
+                mechanism=release.mechanism.value,
+                budget=self.total if opening else None,
+            )
+            ledger.save(self.path)
+        return ReleaseOutcome(release, ledger.accounts[key])
+
+    @contextlib.contextmanager
+    def _locked(self) -> Iterator[None]:
+        self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with _THREAD_LOCK:
+            if fcntl is None:  # pragma: no cover - not on Linux
+                yield
+                return
+            with open(self.folder / ".lock", "a+b") as handle:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # released when the file is closed
+                yield
+
+
+def ledger_for(services: Services) -> ReleaseLedger:
+    """The app's ledger: in the store folder, new accounts opening with the settings' total budget."""
+    return ReleaseLedger(services.settings.store_dir / LEDGER_FOLDER, services.settings.dp_budget)
+
+
+def dataset_key(services: Services, loaded: LoadedDataset) -> str:
+    """The ledger key of ``loaded``: the SHA-256 of its column names and cells, computed once per dataset version
+    and process."""
+    key: str = services.cache.get_or_build(("dp-key", loaded.id, loaded.version), lambda: frame_sha256(loaded.frame))
+    return key
+
+
+def release_csv(release: DPRelease) -> str:
+    """The release as CSV (the keys, ``dp_value`` and ``error``), formula cells escaped; never the true values."""
+    return csv_text(release.to_frame(include_true=False))
+
+
+def display_digits(error: float) -> int:
+    """Decimals worth showing for values whose error bar is ``error``: down to about a tenth of it (more digits
+    would only show noise), 0 to 6."""
+    if not error > 0 or not math.isfinite(error):
+        return 6
+    return min(max(1 - math.floor(math.log10(error)), 0), 6)
+
+
+def result_rows(release: DPRelease) -> pd.DataFrame:
+    """One row per released value: its label (the category, or the query), the DP value, its error bar and the true
+    value (data owner only)."""
+    frame = release.to_frame(include_true=True)
+    keys = [c for c in frame.columns if c not in (DP_VALUE, DP_ERROR, DP_TRUE_VALUE)]
+    if keys:
+        labels = frame[keys].astype(str).agg(" · ".join, axis=1)
+    else:
+        labels = pd.Series([release.query + (f" of {release.columns[0]}" if release.columns else "")])
+    return pd.DataFrame(
+        {
+            "label": labels.to_numpy(dtype=object),
+            DP_VALUE: frame[DP_VALUE].to_numpy(dtype=float),
+            DP_ERROR: frame[DP_ERROR].to_numpy(dtype=float),
+            DP_TRUE_VALUE: frame[DP_TRUE_VALUE].to_numpy(dtype=float),
+        }
+    )
+
+
+def describe(release: DPRelease) -> str:
+    """The release's parameters in one sentence."""
+    what = QUERIES.get(release.query, release.query).split(" of ")[0]
+    subject = f" of '{release.columns[0]}'" if release.columns else ""
+    parts = [
+        f"{what}{subject}, {release.mechanism.value} noise, ε = {release.epsilon:g}, δ = {release.delta:g}",
+        f"sensitivity {release.sensitivity:g}, noise scale {release.scale:.4g}",
+    ]
+    if release.bounds is not None:
+        parts.append(f"values clamped into [{release.bounds[0]:g}, {release.bounds[1]:g}]")
+    if release.domain_size is not None:
+        parts.append(f"{release.domain_size:,} declared categories")
+    if release.threshold is not None:
+        parts.append(f"categories by DP key selection: only noisy counts ≥ {release.threshold:g} are released")
+    return "; ".join(parts) + "."
+
+
+_STEM = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def download_name(stem: str, release: DPRelease) -> str:
+    """The file name of a release's CSV."""
+    column = f"-{_STEM.sub('-', release.columns[0]).strip('-')}" if release.columns else ""
+    return f"{stem}-dp-{release.query}{column}.csv"
