@@ -205,12 +205,8 @@ def _duckdb_aggregate(
 ) -> pd.DataFrame:
     import duckdb
 
-    connection = duckdb.connect(config={"preserve_insertion_order": False})
+    connection = duckdb_connection(memory_limit, temp_directory, ordered=False)
     try:
-        if memory_limit is not None:
-            _set(connection, "memory_limit", memory_limit)
-        if temp_directory is not None:
-            _set(connection, "temp_directory", os.fspath(temp_directory))
         relation, text = _relation(connection, source)
         available = [str(c) for c in relation.columns]
         unknown = [name for name in names if name not in available]
@@ -233,6 +229,24 @@ def _duckdb_aggregate(
     if text:
         result = type_like_the_reader(result, names)
     return result
+
+
+def duckdb_connection(memory_limit: str | None, temp_directory: str | os.PathLike[str] | None, *, ordered: bool) -> Any:
+    """A DuckDB connection of its own with the memory limit and spill folder given (a bad value is a
+    :class:`ParameterError`); ``ordered`` keeps the rows of a query in the source's order (streaming needs it, a
+    GROUP BY does not)."""
+    import duckdb
+
+    connection = duckdb.connect(config={"preserve_insertion_order": ordered})
+    try:
+        if memory_limit is not None:
+            _set(connection, "memory_limit", memory_limit)
+        if temp_directory is not None:
+            _set(connection, "temp_directory", os.fspath(temp_directory))
+    except BaseException:
+        connection.close()
+        raise
+    return connection
 
 
 def _set(connection: Any, option: str, value: str) -> None:

@@ -48,8 +48,8 @@ from dashboard.core.engines.aggregate import (
     _first_line,
     _quote,
     _relation,
-    _set,
     aggregate_table,
+    duckdb_connection,
     source_paths,
     type_like_the_reader,
 )
@@ -303,12 +303,8 @@ def _streamed(
     become :class:`DataReadError`."""
     import duckdb
 
-    connection = duckdb.connect(config={"preserve_insertion_order": True})
+    connection = duckdb_connection(memory_limit, temp_directory, ordered=True)
     try:
-        if memory_limit is not None:
-            _set(connection, "memory_limit", memory_limit)
-        if temp_directory is not None:
-            _set(connection, "temp_directory", os.fspath(temp_directory))
         relation, text = _relation(connection, source)
         names = [str(c) for c in relation.columns]
         typing = _column_typing(connection, names) if text else {}
