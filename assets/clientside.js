@@ -78,11 +78,6 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
         "a[href]", "button:not([disabled])", "input:not([disabled]):not([type='hidden'])", "select:not([disabled])",
         "textarea:not([disabled])", "summary", "[tabindex]"
     ].join(",");
-    /* Where the focus moves between cells or header cells of a grid (not an editor, menu or filter popup). */
-    /* Where the focus is while the keyboard moves in a grid; the tab guards hold it for a moment when Tab or
-       Shift+Tab has just entered the grid, before the grid moves it to a cell, so a quick second press must also
-       leave from them. */
-    var GRID_NAVIGATION = ".ag-cell, .ag-header-cell, .ag-header-group-cell, .ag-full-width-row, .ag-row, .ag-tab-guard";
     var MAX_TABLE_ROWS = 1000;
 
     /* --- skip link ------------------------------------------------------------------------------------------- */
@@ -141,7 +136,9 @@ window.dash_clientside = Object.assign({}, window.dash_clientside, {
         }
         var active = document.activeElement;
         var grid = active && active.closest ? active.closest(".ag-root-wrapper") : null;
-        if (!grid || !active.matches(GRID_NAVIGATION) || active.closest(".ag-popup, .ag-cell-inline-editing")) {
+        // Anywhere in a grid (a cell, a header, the tab guards or the viewport that hold the focus for a moment
+        // after Tab has entered it), Tab leaves it; inside a column menu or a cell editor, Tab stays theirs.
+        if (!grid || active.closest(".ag-popup, .ag-menu, .ag-cell-inline-editing")) {
             return;
         }
         var target = stopOutside(grid, event.shiftKey);
