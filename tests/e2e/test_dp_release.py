@@ -25,6 +25,8 @@ from dashboard.core.privacy import Mechanism, accuracy
 from tests.e2e.test_accessibility import assert_accessible, open_numbers, settled
 
 TIMEOUT = 30_000
+# Every wait of this module may take as long as a callback on a loaded machine (the default is 5 s).
+expect.set_options(timeout=TIMEOUT)
 
 
 def number(text: str) -> float:
