@@ -4,9 +4,12 @@ rules applied to text that an engine read (see :mod:`dashboard.core.engines.aggr
 from __future__ import annotations
 
 import glob
+import mmap
 import os
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -14,16 +17,19 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.choices import Choice
-from dashboard.core.data.tables import infer_numeric_columns
+from dashboard.core.data.tables import infer_numeric_columns, quoted_space_pattern
 from dashboard.core.errors import DataReadError
 
 __all__ = [
     "COUNT",
     "PANDAS_NA_VALUES",
     "Aggregate",
+    "CsvText",
     "DatabaseSource",
     "Engine",
     "SparkTable",
+    "file_contains",
+    "file_matches",
     "first_line",
     "is_database_url",
     "is_spark_frame",
@@ -188,7 +194,38 @@ def first_line(exc: Exception) -> str:
     return (text[0] if text else type(exc).__name__).rstrip(".") + "."
 
 
-def type_like_the_reader(result: pd.DataFrame, names: list[str]) -> pd.DataFrame:
+def file_contains(path: Path, needle: bytes) -> bool:
+    """Whether the file holds ``needle`` (a scan at memory speed, without reading the file into Python)."""
+    if path.stat().st_size == 0:
+        return False
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as content:
+        return content.find(needle) >= 0
+
+
+def file_matches(path: Path, pattern: re.Pattern[bytes], needle: bytes) -> bool:
+    """Whether the file holds a match of ``pattern``, searched only when it holds ``needle`` (which every match
+    contains), without reading the file into Python."""
+    if not file_contains(path, needle):
+        return False
+    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as content:
+        return pattern.search(content) is not None
+
+
+@dataclass(frozen=True)
+class CsvText:
+    """A delimited text file that an engine reads as text: what the checks on the file itself need."""
+
+    path: Path
+    delimiter: str
+
+    @cached_property
+    def has_quoted_space(self) -> bool:
+        """Whether a quoted value starts with a space (:func:`~dashboard.core.data.tables.quoted_space_pattern`);
+        searched once, and only when a column has a value with leading spaces."""
+        return file_matches(self.path, quoted_space_pattern(self.delimiter), b'" ')
+
+
+def type_like_the_reader(result: pd.DataFrame, names: list[str], csv: CsvText | None = None) -> pd.DataFrame:
     """Apply :func:`read_table`'s missing markers and numeric typing to the text aggregate.
 
     The reader's decisions depend only on a column's set of distinct values and on whether it has missing values,
@@ -196,11 +233,27 @@ def type_like_the_reader(result: pd.DataFrame, names: list[str]) -> pd.DataFrame
     Leading spaces are removed first, as the reader's ``skipinitialspace`` removes them: on the distinct values
     rather than on every row in the engine (``ltrim`` per row tripled DuckDB's time on a CSV), so texts that differ
     only in leading spaces become equal values, which the class summary groups together.
+
+    The reader keeps the spaces at the start of a *quoted* value (``" x"``), which a parsed text no longer shows,
+    and finds a quote after skipped spaces (``  "x"``), which an engine may read as part of the text: when a value
+    has leading spaces and the file ``csv`` has either, the aggregate cannot be typed exactly and a
+    :class:`DataReadError` says so (``engine="pandas"`` reads the file).
     """
     frame = result.copy()
     for name in names:
         codes, uniques = pd.factorize(frame[name], use_na_sentinel=True)
         values = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
+        spaced = values.str.startswith(" ", na=False)
+        if (
+            csv is not None
+            and bool(spaced.any())
+            and (bool(values[spaced].str.match(' +"').any()) or csv.has_quoted_space)
+        ):
+            raise DataReadError(
+                f'{csv.path.name} has a quoted value that starts with a space (" x") or spaces before an opening '
+                "quote: the reader keeps spaces inside quotes and skips the ones before a value, and an engine that "
+                "reads the file as text cannot tell them apart. Read it with engine='pandas', or remove those spaces."
+            )
         values = values.str.lstrip(" ").where(values.notna(), None).astype(object)
         values = values.where(~values.isin(PANDAS_NA_VALUES), None)
         missing = bool((codes < 0).any()) or bool(values.isna().any())

@@ -41,7 +41,6 @@ import atexit
 import codecs
 import csv
 import io
-import mmap
 import os
 import re
 import shutil
@@ -59,7 +58,9 @@ import pandas as pd
 from dashboard.core.data.tables import _column_names, sniff_delimited
 from dashboard.core.engines.common import (
     COUNT,
+    CsvText,
     SparkTable,
+    file_contains,
     is_spark_frame,
     source_kind,
     source_paths,
@@ -130,6 +131,7 @@ class _Text:
 
     name: str
     names: list[str]
+    csv: CsvText
 
 
 def spark_aggregate(source: Any, names: list[str], *, master: str | None) -> pd.DataFrame:
@@ -409,7 +411,7 @@ def _read_csv(spark: Any, path: Path) -> tuple[Any, _Text]:
     ascii_compatible = "a\n".encode(encoding, errors="ignore") == b"a\n"
     # Line by line (split between tasks) only when no field can hold a line break and no row is all blanks: Spark's
     # line reader drops lines that are blank once trimmed, as a row of empty tab-separated fields is.
-    multi_line = not ascii_compatible or delimiter == "\t" or _contains(path, b'"')
+    multi_line = not ascii_compatible or delimiter == "\t" or file_contains(path, b'"')
     schema = T.StructType([T.StructField(f"_{i}", T.StringType()) for i in range(len(names) + 1)])
     reader = spark.read.options(
         header=True,
@@ -425,7 +427,7 @@ def _read_csv(spark: Any, path: Path) -> tuple[Any, _Text]:
     )
     _mute_header_check(spark)
     try:
-        return reader.schema(schema).csv(str(path.resolve())), _Text(path.name, names)
+        return reader.schema(schema).csv(str(path.resolve())), _Text(path.name, names, CsvText(path, delimiter))
     except _spark_errors() as exc:
         raise DataReadError(f"Spark could not read {path.name}: {_reason(exc)}") from exc
 
@@ -442,12 +444,6 @@ def _header(sample: bytes, encoding: str, delimiter: str, label: str) -> list[st
     except csv.Error as exc:
         raise DataReadError(f"{label} has no readable header: {exc}.") from exc
     raise DataReadError(f"{label} has no columns.")
-
-
-def _contains(path: Path, needle: bytes) -> bool:
-    """Whether the file holds ``needle`` (a scan at memory speed, without reading the file into Python)."""
-    with path.open("rb") as handle, mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as content:
-        return content.find(needle) >= 0
 
 
 def _java_charset(spark: Any, encoding: str) -> str | None:
@@ -486,7 +482,7 @@ def _text_aggregate(frame: Any, names: list[str], text: _Text) -> pd.DataFrame:
     columns = [F.col(f"_{text.names.index(name)}") for name in names] + [F.col(f"_{width}")]
     result = _collect(frame.groupBy(*columns), [*names, _EXTRA])
     _refuse_longer_rows(result[_EXTRA], text)
-    return type_like_the_reader(result.drop(columns=_EXTRA), names)
+    return type_like_the_reader(result.drop(columns=_EXTRA), names, text.csv)
 
 
 def _refuse_longer_rows(extra: pd.Series, text: _Text) -> None:

@@ -45,6 +45,7 @@ import pandas as pd
 from dashboard.core.data.tables import escape_formulas
 from dashboard.core.engines.aggregate import (
     COUNT,
+    CsvText,
     _first_line,
     _quote,
     _relation,
@@ -307,8 +308,8 @@ def _streamed(
     try:
         relation, text = _relation(connection, source)
         names = [str(c) for c in relation.columns]
-        typing = _column_typing(connection, names) if text else {}
-        yield _Reader(connection, names, text, typing, batch_rows)
+        typing = _column_typing(connection, names, text) if text is not None else {}
+        yield _Reader(connection, names, text is not None, typing, batch_rows)
     except duckdb.Error as exc:
         raise DataReadError(f"DuckDB could not stream the source: {_first_line(exc)}") from exc
     finally:
@@ -364,14 +365,14 @@ class _Reader:
         return pd.DataFrame(columns, index=pd.RangeIndex(len(frame)))
 
 
-def _column_typing(connection: Any, names: list[str]) -> dict[str, tuple[pd.Index, pd.Series]]:
+def _column_typing(connection: Any, names: list[str], csv: CsvText) -> dict[str, tuple[pd.Index, pd.Series]]:
     """Per CSV column: its distinct texts and their values as the reader types the column (a missing value last)."""
     typing = {}
     for name in names:
         distinct = connection.execute(f"SELECT DISTINCT {_quote(name)} AS v FROM src").df()["v"]
         texts = distinct.dropna().astype(object)
         frame = pd.DataFrame({name: pd.Series([*texts.tolist(), None], dtype=object)})
-        typed = type_like_the_reader(frame, [name])[name]
+        typed = type_like_the_reader(frame, [name], csv)[name]
         typing[name] = (pd.Index(texts.tolist(), dtype=object), typed)
     return typing
 

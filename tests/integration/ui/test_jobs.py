@@ -277,6 +277,7 @@ def test_the_risk_pages_analysis_waits_behind_the_sessions_other_job(tab: Callab
     )
     run([slow, combo])
     assert statuses(combo)[0] == "waiting: 1 job ahead of yours"
-    assert statuses(combo)[-1] == "Done"
+    # Then it worked (the poll that brings the answer may come before or after its last "Done" status).
+    assert statuses(combo)[-1] in ("Done", "Finding the smallest combinations that single out each unique record ...")
     assert combo.response is not None
     assert find(combo.response["combo-results"]["children"], "combination-grid") is not None

@@ -106,6 +106,31 @@ def test_csv_text_rules_match_the_reader(tmp_path: Path) -> None:
     assert same(*both) == []
 
 
+def test_quoted_leading_spaces_are_refused_not_merged(tmp_path: Path) -> None:
+    # The reader keeps the space inside quotes (" x" is its own value) and skips it before an unquoted value
+    # ( x is x). Parsed text cannot tell them apart: the text engines refuse the file rather than merge the values.
+    quoted = tmp_path / "quoted.csv"
+    quoted.write_text('a,b\n" x",1\nx,2\n y,3\ny,4\n', encoding="utf-8")
+    assert read_table(quoted)["a"].tolist() == [" x", "x", "y", "y"]
+    with pytest.raises(DataReadError, match="quoted value that starts with a space"):
+        aggregate_table(quoted, ["a"], engine="duckdb")
+    with pytest.raises(DataReadError, match="engine='pandas'"):
+        diagnose(quoted, ["a", "b"], engine="duckdb")
+    spaced = tmp_path / "spaced.csv"
+    spaced.write_text('a,b\nz,1\n  "z",2\n', encoding="utf-8")
+    assert read_table(spaced)["a"].tolist() == ["z", "z"]
+    with pytest.raises(DataReadError, match="spaces before an opening quote"):
+        aggregate_table(spaced, ["a"], engine="duckdb")
+    # Spaces before unquoted values only, and inside quotes but not first: the engines agree.
+    unquoted = tmp_path / "unquoted.csv"
+    unquoted.write_text('a,b\n"x y",1\nx,2\n y,3\ny,4\n', encoding="utf-8")
+    counts = [
+        aggregate_table(unquoted, ["a"], engine=engine).frame.groupby("a")[COUNT].sum().to_dict()
+        for engine in ("pandas", "duckdb")
+    ]
+    assert counts[0] == counts[1] == {"x y": 1, "x": 1, "y": 2}
+
+
 def test_engine_choice_and_errors(tmp_path: Path) -> None:
     small = tmp_path / "small.csv"
     small.write_text("a,b\n1,2\n", encoding="utf-8")
