@@ -40,6 +40,8 @@ __all__ = [
     "type_like_the_reader",
 ]
 
+#: pandas' ``str`` dtype: the reader's text columns.
+_TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 #: Name of the count column of an aggregate.
 COUNT = "__privdash_count"
 #: pandas' default missing-value markers (``pandas.read_csv(keep_default_na=True)``), applied to CSV text.
@@ -263,5 +265,7 @@ def type_like_the_reader(result: pd.DataFrame, names: list[str], csv: CsvText | 
         typed = infer_numeric_columns(values.rename(name).to_frame())[name]
         if pd.api.types.is_float_dtype(typed):
             typed = typed.astype(np.float64)
+        elif typed.dtype == object and typed.notna().any():
+            typed = typed.astype(_TEXT_DTYPE)  # text, as the reader gives it (pandas' str on Arrow; a fast take)
         frame[name] = typed.take(codes).reset_index(drop=True)
     return frame

@@ -177,3 +177,23 @@ def test_qi_combinations_from_the_aggregate_equal_those_of_the_rows(data_dir: Pa
         memory.combinations.n_records,
         memory.combinations.n_dropped,
     )
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "SELECT * FROM (VALUES (1::BIGINT, 1::INTEGER, 1.5::DOUBLE, true, 'a', 1::TINYINT, 2::UBIGINT, 1.5::FLOAT), "
+        "(NULL, 2, NULL, NULL, NULL, NULL, NULL, NULL)) t(a, b, c, d, e, f, g, h)",
+        "SELECT * FROM (VALUES (9223372036854775807::BIGINT, -1::SMALLINT, false, 'x')) t(a, b, c, d)",
+        "SELECT range AS n, range::VARCHAR AS s, CASE WHEN range % 3 = 0 THEN NULL ELSE range % 7 END AS m "
+        "FROM range(100000)",
+        "SELECT DATE '2020-01-01' AS d, 1.5::DECIMAL(5, 2) AS x, NULL::INTEGER AS n",
+    ],
+)
+def test_results_fetched_through_arrow_equal_duckdbs_own(query: str) -> None:
+    import duckdb
+
+    from dashboard.core.engines.aggregate import _fetch_frame
+
+    connection = duckdb.connect()
+    pd.testing.assert_frame_equal(_fetch_frame(connection.sql(query)), connection.sql(query).df(), check_exact=True)
