@@ -152,14 +152,21 @@ def main() -> None:
         for path in [p for p in (csv, parquet) if p.exists()]:
             size = path.stat().st_size
             print(f"\n{path.suffix[1:]}: {args.rows:,} rows, QI levels {args.levels}, {size / 1e6:.0f} MB")
-            print("| run | time | peak RSS | working memory (peak - after imports) | working / file | classes |")
-            print("|---|---|---|---|---|---|")
-            for name, body in RUNS.items():
-                result = run(name, body, path, args.repeat)
-                print(
-                    f"| {name} | {result['seconds']:.2f} s | {result['peak'] / 1e6:,.0f} MB | "
-                    f"{result['work'] / 1e6:,.0f} MB | {result['work'] / size:.1f}x | {result['classes']:,} |"
-                )
+            print_runs(RUNS, path, args.repeat, "classes")
+
+
+def print_runs(runs: dict[str, str], path: Path, repeat: int, counted: str) -> None:
+    """Time every run on ``path`` and print the table: time, peak, working memory, and the count each run gives
+    (``result``: the classes, or the rows read), which must agree."""
+    size = path.stat().st_size
+    print(f"| run | time | peak RSS | working memory (peak - after imports) | working / file | {counted} |")
+    print("|---|---|---|---|---|---|")
+    for name, body in runs.items():
+        result = run(name, body, path, repeat)
+        print(
+            f"| {name} | {result['seconds']:.2f} s | {result['peak'] / 1e6:,.0f} MB | "
+            f"{result['work'] / 1e6:,.0f} MB | {result['work'] / size:.1f}x | {result['classes']:,} |"
+        )
 
 
 if __name__ == "__main__":

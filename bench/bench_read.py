@@ -23,7 +23,7 @@ import tempfile
 from pathlib import Path
 
 from bench._common import machine
-from bench.bench_engines import make_table, run
+from bench.bench_engines import make_table, print_runs
 
 RUNS = {
     "privdash read_table": """
@@ -79,14 +79,7 @@ def main() -> None:
         make_table(args.rows, tuple(int(x) for x in args.levels.split(","))).to_csv(path, index=False)
         size = path.stat().st_size
         print(f"\ncsv: {args.rows:,} rows x 9 columns, {size / 1e6:.0f} MB")
-        print("| run | time | peak RSS | working memory (peak - after imports) | working / file | rows |")
-        print("|---|---|---|---|---|---|")
-        for name, body in RUNS.items():
-            result = run(name, body, path, args.repeat)
-            print(
-                f"| {name} | {result['seconds']:.2f} s | {result['peak'] / 1e6:,.0f} MB | "
-                f"{result['work'] / 1e6:,.0f} MB | {result['work'] / size:.1f}x | {result['classes']:,} |"
-            )
+        print_runs(RUNS, path, args.repeat, "rows")
 
 
 if __name__ == "__main__":
