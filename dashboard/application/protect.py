@@ -35,7 +35,6 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pandas as pd
 
 from dashboard.application.formats import fmt_count, fmt_number, fmt_share
@@ -465,9 +464,14 @@ def preview_protection(loaded: LoadedDataset, step: Step, progress: Progress | N
             changes=changes,
         )
     latitude, longitude = str(applied.params["latitude"]), str(applied.params["longitude"])
-    report(60, "Spatial k of every point, for the map ...")
+    report(60, "Spatial k of the points on the map ...")
     points = masking_points(
-        original, result.data, latitude=latitude, longitude=longitude, k_target=int(applied.params["k_target"])
+        original,
+        result.data,
+        latitude=latitude,
+        longitude=longitude,
+        k_target=int(applied.params["k_target"]),
+        sample=MAP_POINTS,
     )
     spatial = {"spatial_k": dict(result.summary["spatial_k"]), "displacement_m": dict(result.summary["displacement_m"])}
     return ProtectPreview(
@@ -476,7 +480,7 @@ def preview_protection(loaded: LoadedDataset, step: Step, progress: Progress | N
         summary=result.summary,
         reading=spatial_reading(spatial),
         spatial=spatial,
-        points=_sample(points, MAP_POINTS),
+        points=points,
     )
 
 
@@ -521,14 +525,6 @@ def _column_change(before: pd.Series, after: pd.Series, changed: int) -> ColumnC
         distribution=distribution,
         total_variation=total_variation,
     )
-
-
-def _sample(points: pd.DataFrame, size: int) -> pd.DataFrame:
-    """At most ``size`` rows, drawn without replacement with a fixed generator (the map of a table is stable)."""
-    if len(points) <= size:
-        return points
-    rows = np.sort(np.random.default_rng(0).choice(len(points), size=size, replace=False))
-    return points.iloc[rows]
 
 
 # --- readings ------------------------------------------------------------------------------------------------------

@@ -210,18 +210,26 @@ def spatial_k_anonymity(
     if len({a.shape for a in arrays}) != 1 or arrays[0].ndim != 1:
         raise ParameterError("Original and masked coordinates must be four 1-D arrays of the same length.")
     present = np.isfinite(np.column_stack(arrays)).all(axis=1) if len(arrays[0]) else np.zeros(0, dtype=bool)
+    k, displacement = _spatial_k_of(arrays, present, np.flatnonzero(present))
+    return SpatialK(k=k, displacement=displacement, target=target)
+
+
+def _spatial_k_of(arrays: list[np.ndarray], present: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Spatial k and displacement (metres) of the masked points at positions ``rows`` (all with four values), each
+    against every original point ``present``; ``-1`` and NaN elsewhere. A sample of points gets the k it has
+    among all the points, at the cost of its own queries only."""
     n = len(arrays[0])
     k = np.full(n, -1, dtype=np.int64)
     displacement = np.full(n, np.nan)
-    if present.any():
-        original = _unit_vectors(arrays[0][present], arrays[1][present])
-        masked = _unit_vectors(arrays[2][present], arrays[3][present])
+    if present.any() and len(rows):
+        tree = cKDTree(_unit_vectors(arrays[0][present], arrays[1][present]))
+        original = _unit_vectors(arrays[0][rows], arrays[1][rows])
+        masked = _unit_vectors(arrays[2][rows], arrays[3][rows])
         chord = np.linalg.norm(masked - original, axis=1)
-        tree = cKDTree(original)
         counts = tree.query_ball_point(masked, chord * (1.0 + _TIE_SLACK) + 1e-15, return_length=True)
-        k[present] = np.maximum(np.asarray(counts, dtype=np.int64), 1)
-        displacement[present] = _chord_to_metres(chord)
-    return SpatialK(k=k, displacement=displacement, target=target)
+        k[rows] = np.maximum(np.asarray(counts, dtype=np.int64), 1)
+        displacement[rows] = _chord_to_metres(chord)
+    return k, displacement
 
 
 # --------------------------------------------------------------------------------------------------------------
@@ -545,10 +553,17 @@ def masking_points(
     latitude: str,
     longitude: str,
     k_target: int = DEFAULT_K_TARGET,
+    sample: int | None = None,
 ) -> pd.DataFrame:
     """Original and masked points side by side, for a map: columns ``lat``, ``lon``, ``masked_lat``,
     ``masked_lon``, ``displacement_m`` and ``spatial_k`` (one row per record with coordinates, index of
-    ``original``). The two tables must have the same rows in the same order (a geomask step keeps every row)."""
+    ``original``). The two tables must have the same rows in the same order (a geomask step keeps every row).
+
+    ``sample``: at most this many records, drawn without replacement by a fixed generator (the same map for the
+    same table), each with its spatial k against *all* the original points; only their k is computed, so a map
+    of a million records costs the queries of its sample."""
+    if sample is not None:
+        sample = check_positive_int(sample, "sample")
     if len(original) != len(masked):
         raise ParameterError(
             f"The original ({len(original):,} rows) and masked ({len(masked):,} rows) tables must have the same rows."
@@ -557,19 +572,22 @@ def masking_points(
     masked_lat, masked_lon, masked_present = _coordinates(masked, latitude, longitude)
     if (present != masked_present).any():
         raise ParameterError("The original and masked tables have coordinates missing in different rows.")
-    k = spatial_k_anonymity(lat, lon, masked_lat, masked_lon, target=k_target)
-    frame = pd.DataFrame(
+    check_positive_int(k_target, "k_target")
+    rows = np.flatnonzero(present)
+    if sample is not None and len(rows) > sample:
+        rows = rows[np.sort(np.random.default_rng(0).choice(len(rows), size=sample, replace=False))]
+    k, displacement = _spatial_k_of([lat, lon, masked_lat, masked_lon], present, rows)
+    return pd.DataFrame(
         {
-            "lat": lat,
-            "lon": lon,
-            "masked_lat": masked_lat,
-            "masked_lon": masked_lon,
-            "displacement_m": k.displacement,
-            "spatial_k": k.k,
+            "lat": lat[rows],
+            "lon": lon[rows],
+            "masked_lat": masked_lat[rows],
+            "masked_lon": masked_lon[rows],
+            "displacement_m": displacement[rows],
+            "spatial_k": k[rows],
         },
-        index=original.index,
+        index=original.index[rows],
     )
-    return frame.loc[present]
 
 
 # --------------------------------------------------------------------------------------------------------------

@@ -313,3 +313,20 @@ def test_only_coordinate_columns_of_the_shared_data_change_type(data_dir: Path) 
         ("uk_postcode_districts_doogal", "Latitude"): True,
         ("uk_postcode_districts_doogal", "Longitude"): True,
     }
+
+
+def test_a_sample_of_points_gets_the_spatial_k_it_has_among_all() -> None:
+    data = cloud(400)
+    data.loc[[5, 9], ["lat", "lon"]] = np.nan
+    result = donut_mask(data, latitude="lat", longitude="lon", min_distance=10, max_distance=300, seed=4)
+    every = masking_points(data, result.data, latitude="lat", longitude="lon", k_target=3)
+    sample = masking_points(data, result.data, latitude="lat", longitude="lon", k_target=3, sample=50)
+    assert len(sample) == 50 and sample.index.is_monotonic_increasing
+    pd.testing.assert_frame_equal(sample, every.loc[sample.index])
+    # The same table gives the same map; a sample larger than the records is all of them.
+    again = masking_points(data, result.data, latitude="lat", longitude="lon", k_target=3, sample=50)
+    pd.testing.assert_frame_equal(sample, again)
+    whole = masking_points(data, result.data, latitude="lat", longitude="lon", k_target=3, sample=1_000)
+    pd.testing.assert_frame_equal(whole, every)
+    with pytest.raises(ParameterError, match="sample"):
+        masking_points(data, result.data, latitude="lat", longitude="lon", sample=0)
