@@ -31,6 +31,7 @@ negligible).
 from __future__ import annotations
 
 import contextlib
+import math
 import os
 import tempfile
 import time
@@ -240,7 +241,7 @@ def write_record_sizes(
     started = time.perf_counter()
     target, kind = _check_output(source, output, batch_rows)
     qis = list(classes.quasi_identifiers)
-    lookup = pd.MultiIndex.from_arrays([classes.class_codes[:, i] for i in range(len(qis))])
+    find_class = _class_finder(classes.class_codes, [len(c) for c in classes.categories])
     sizes = np.append(classes.sizes.astype(np.float64), np.nan)
     dropping = classes.missing_policy == MissingPolicy.DROP
 
@@ -248,18 +249,19 @@ def write_record_sizes(
         codes = []
         missing = np.zeros(len(batch), dtype=bool)
         for name, categories in zip(qis, classes.categories, strict=True):
-            values = batch[name]
-            code = categories.get_indexer(pd.Index(values))
-            absent = values.isna().to_numpy()
-            if (code[~absent] < 0).any():
-                unknown = values[(code < 0) & ~absent].iloc[0]
+            # Each distinct value of the batch is looked up once among the categories, then spread to its rows.
+            local, distinct = pd.factorize(batch[name], use_na_sentinel=True)
+            distinct_code = categories.get_indexer(pd.Index(distinct))
+            if (distinct_code < 0).any():
+                unknown = distinct[int(np.flatnonzero(distinct_code < 0)[0])]
                 raise DataReadError(
                     f"Column '{name}' holds {unknown!r}, which is in no class counted: the source changed since "
                     "its classes were counted. Diagnose it again."
                 )
+            absent = local < 0
             missing |= absent
-            codes.append(np.where(absent, -1, code))
-        row_class = lookup.get_indexer(pd.MultiIndex.from_arrays(codes)) if len(batch) else np.empty(0, np.intp)
+            codes.append(np.where(absent, -1, distinct_code[np.maximum(local, 0)]) if len(distinct) else local)
+        row_class = find_class(codes) if len(batch) else np.empty(0, np.intp)
         unmatched = row_class < 0
         if (unmatched & ~(missing & dropping)).any():
             raise DataReadError(
@@ -276,6 +278,46 @@ def write_record_sizes(
         check_columns(pd.DataFrame(columns=reader.names), qis, role="quasi-identifier")
         rows, _, batches, totals, _ = _write(reader, with_sizes, 1, target, kind, escape_formulas_in_csv, None)
     return StreamedRecords(target, rows, int(totals[0, 0]), batches, time.perf_counter() - started)
+
+
+def _class_finder(class_codes: np.ndarray, n_categories: Sequence[int]) -> Callable[[list[np.ndarray]], np.ndarray]:
+    """A function from the category codes of records (one array per QI, ``-1`` for missing) to their class's row in
+    ``class_codes`` (``-1``: in no class). The codes of a record become one integer (mixed radix, the missing code
+    included), looked up in a dense table when there are at most 2**24 possible keys, else by binary search among
+    the classes' sorted keys; when the keys would not fit 62 bits, a MultiIndex does the lookup."""
+    radices = [n + 1 for n in n_categories]
+    possible = math.prod(radices)
+    if possible >= 2**62:
+        lookup = pd.MultiIndex.from_arrays([class_codes[:, i] for i in range(class_codes.shape[1])])
+        return lambda codes: lookup.get_indexer(pd.MultiIndex.from_arrays(codes))
+    weights = np.cumprod([1, *radices[:-1]]).astype(np.int64)
+
+    def key_of(codes: Sequence[np.ndarray]) -> np.ndarray:
+        key = np.zeros(len(codes[0]) if len(codes) else 0, dtype=np.int64)
+        for code, weight in zip(codes, weights, strict=True):
+            key += (code.astype(np.int64) + 1) * weight
+        return key
+
+    keys = key_of([class_codes[:, i] for i in range(class_codes.shape[1])])
+    if possible <= _DENSE_KEYS:
+        table = np.full(possible, -1, dtype=np.intp)
+        table[keys] = np.arange(len(keys))
+        return lambda codes: table[key_of(codes)]
+    order = np.argsort(keys, kind="stable")
+    sorted_keys = keys[order]
+
+    def find(codes: list[np.ndarray]) -> np.ndarray:
+        key = key_of(codes)
+        if not len(sorted_keys):
+            return np.full(len(key), -1, dtype=np.intp)
+        position = np.minimum(np.searchsorted(sorted_keys, key), len(sorted_keys) - 1)
+        return np.where(sorted_keys[position] == key, order[position], -1)
+
+    return find
+
+
+#: Possible class keys up to which :func:`_class_finder` looks classes up in a dense table (128 MiB at most).
+_DENSE_KEYS = 2**24
 
 
 def with_record_sizes(data: pd.DataFrame, classes: EquivalenceClasses) -> pd.DataFrame:

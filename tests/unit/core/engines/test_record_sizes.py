@@ -110,3 +110,20 @@ def test_cli_refuses_record_risk_on_an_aggregate_engine(
     assert code == 2
     assert "--record-risk streams the records of a file" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_the_class_lookup_by_integer_keys_equals_the_multiindex_lookup() -> None:
+    from dashboard.core.engines.streaming import _class_finder
+
+    rng = np.random.default_rng(3)
+    n_categories = [3, 5, 2, 7]
+    class_codes = np.unique(np.column_stack([rng.integers(-1, n, 300) for n in n_categories]), axis=0)
+    records = [rng.integers(-1, n, 5_000) for n in n_categories]
+    by_keys = _class_finder(class_codes, n_categories)(records)  # a dense table of the 1,152 possible keys
+    # More possible keys than a dense table holds (binary search), and too many for 62 bits (a MultiIndex).
+    np.testing.assert_array_equal(by_keys, _class_finder(class_codes, [*n_categories[:3], 2**23])(records))
+    np.testing.assert_array_equal(by_keys, _class_finder(class_codes, [2**20] * 4)(records))
+    found = by_keys >= 0
+    assert found.any() and (~found).any()
+    np.testing.assert_array_equal(class_codes[by_keys[found]], np.column_stack(records)[found])
+    assert (_class_finder(class_codes[:0], n_categories)(records) == -1).all()
