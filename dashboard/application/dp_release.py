@@ -37,7 +37,7 @@ import pandas as pd
 
 from dashboard.application.services import LoadedDataset, Services
 from dashboard.core.data.tables import csv_text
-from dashboard.core.errors import ColumnError, ParameterError
+from dashboard.core.errors import ColumnError, ParameterError, check_finite
 from dashboard.core.privacy import (
     BudgetLedger,
     DatasetAccount,
@@ -105,15 +105,7 @@ def _number(value: Any, what: str, example: str) -> float:
     if value is None or (isinstance(value, str) and not value.strip()):
         raise ParameterError(f"Give {what}, e.g. {example}.")
     name = what[:1].upper() + what[1:] if what[:1].isascii() else what  # "ε ..." stays lower case
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        number = float(value.strip()) if isinstance(value, str) else float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number such as {example}, got {value!r}.") from None
-    if not math.isfinite(number):
-        raise ParameterError(f"{name} must be a finite number, got {value!r}.")
-    return number
+    return check_finite(value, name, example=example)
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,6 @@ data owner.
 from __future__ import annotations
 
 import json
-import math
 import re
 import secrets
 from collections.abc import Callable, Hashable, Mapping, Sequence
@@ -40,7 +39,7 @@ import pandas as pd
 from dashboard.application.formats import fmt_count, fmt_number, fmt_share
 from dashboard.core.data.contract import ColumnRole, DataContract, StatisticalType
 from dashboard.core.data.tables import csv_text
-from dashboard.core.errors import PrivdashError
+from dashboard.core.errors import ParameterError, PrivdashError, check_finite
 from dashboard.core.geo.geomask import masking_points
 from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
 from dashboard.core.transform.perturbation import NOISE_METHODS, NUMERICAL_PERTURBATIONS
@@ -206,15 +205,10 @@ def _number(value: Any, what: str) -> float:
     """A number from a form field; empty or non-numeric input raises :class:`ProtectError` naming the field."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise ProtectError(f"Give {what}.")
-    if isinstance(value, bool):
-        raise ProtectError(f"{what[0].upper()}{what[1:]} must be a number, got {value!r}.")
     try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ProtectError(f"{what[0].upper()}{what[1:]} must be a number, got {value!r}.") from None
-    if not math.isfinite(number):
-        raise ProtectError(f"{what[0].upper()}{what[1:]} must be a finite number, got {value!r}.")
-    return number
+        return check_finite(value, what[0].upper() + what[1:])
+    except ParameterError as exc:
+        raise ProtectError(str(exc)) from None
 
 
 def _whole(value: Any, what: str) -> int:

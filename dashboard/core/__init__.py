@@ -75,6 +75,7 @@ from dashboard.core.errors import (
     ReadLimitError,
     TooManyQuasiIdentifiersError,
     check_columns,
+    check_finite,
 )
 from dashboard.core.geo.geography import default_cache_dir, district_neighbours, district_polygons_dir
 from dashboard.core.geo.geomask import SpatialK, donut_mask, masking_points, perturb_coordinates, spatial_k_anonymity
@@ -282,6 +283,7 @@ __all__ = [
     "canonical_text",
     "cells_changed",
     "check_columns",
+    "check_finite",
     "check_targets",
     "class_size_frequencies",
     "classifier_accuracy",

@@ -9,6 +9,7 @@ core is a bug.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from difflib import get_close_matches
 
@@ -25,6 +26,7 @@ __all__ = [
     "TooManyQuasiIdentifiersError",
     "check_columns",
     "check_counts",
+    "check_finite",
     "check_fraction",
     "check_positive_int",
     "check_threshold",
@@ -139,6 +141,21 @@ def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
     if value < minimum:
         raise ParameterError(f"{name} must be at least {minimum}, got {value!r}.")
     return int(value)
+
+
+def check_finite(value: object, name: str, *, example: str | None = None) -> float:
+    """Return ``value`` (a number, or text such as ``"1e-6"``) as a finite float, or raise :class:`ParameterError`
+    naming ``name`` (and ``example`` of a valid value, when given)."""
+    such_as = f" such as {example}" if example is not None else ""
+    if isinstance(value, bool):
+        raise ParameterError(f"{name} must be a number{such_as}, got {value!r}.")
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        raise ParameterError(f"{name} must be a number{such_as}, got {value!r}.") from None
+    if not math.isfinite(number):
+        raise ParameterError(f"{name} must be a finite number, got {value!r}.")
+    return number
 
 
 def check_fraction(value: object, name: str, *, inclusive_zero: bool = True, inclusive_one: bool = True) -> float:

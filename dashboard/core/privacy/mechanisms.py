@@ -34,7 +34,7 @@ from typing import Any
 
 import opendp.prelude as dp
 
-from dashboard.core.errors import ParameterError
+from dashboard.core.errors import ParameterError, check_finite
 
 __all__ = ["DEFAULT_CONFIDENCE", "Calibrated", "Mechanism", "PrivacyBudget", "accuracy", "calibrate"]
 
@@ -77,7 +77,7 @@ class PrivacyBudget:
     delta: float = 0.0
 
     def __post_init__(self) -> None:
-        epsilon, delta = _number(self.epsilon, "ε (epsilon)"), _number(self.delta, "δ (delta)")
+        epsilon, delta = check_finite(self.epsilon, "ε (epsilon)"), check_finite(self.delta, "δ (delta)")
         if not epsilon > 0:
             raise ParameterError(f"ε (epsilon) must be a finite number above 0, got {self.epsilon!r}.")
         if not 0 <= delta < 1:
@@ -102,18 +102,6 @@ class PrivacyBudget:
     def split(self, parts: int) -> PrivacyBudget:
         """An equal share of this budget for each of ``parts`` sequentially composed measurements."""
         return PrivacyBudget(self.epsilon / parts, self.delta / parts)
-
-
-def _number(value: Any, name: str) -> float:
-    if isinstance(value, bool):
-        raise ParameterError(f"{name} must be a number, got {value!r}.")
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ParameterError(f"{name} must be a number, got {value!r}.") from None
-    if not math.isfinite(number):
-        raise ParameterError(f"{name} must be a finite number, got {value!r}.")
-    return number
 
 
 @dataclass(frozen=True)
@@ -169,7 +157,7 @@ def accuracy(mechanism: Mechanism, scale: float, confidence: float = DEFAULT_CON
 
 def check_confidence(confidence: float) -> float:
     """``confidence`` as a float strictly between 0 and 1 (the coverage of an error bar)."""
-    value = _number(confidence, "The confidence of the error bars")
+    value = check_finite(confidence, "The confidence of the error bars")
     if not 0 < value < 1:
         raise ParameterError(f"The confidence of the error bars must be in (0, 1), e.g. 0.95; got {confidence!r}.")
     return value
