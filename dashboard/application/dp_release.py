@@ -36,6 +36,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard.application.services import LoadedDataset, Services
+from dashboard.application.storage import exclusive_lock
 from dashboard.core.data.tables import csv_text
 from dashboard.core.errors import ColumnError, ParameterError, check_finite
 from dashboard.core.privacy import (
@@ -51,11 +52,6 @@ from dashboard.core.privacy import (
     frame_sha256,
 )
 from dashboard.core.privacy.release import DP_ERROR, DP_TRUE_VALUE, DP_VALUE
-
-try:  # the lock between processes; without fcntl (Windows) only the threads of one process are serialised
-    import fcntl
-except ImportError:  # pragma: no cover - not on Linux
-    fcntl = None  # type: ignore[assignment]
 
 __all__ = [
     "CATEGORY_SOURCES",
@@ -257,13 +253,8 @@ class ReleaseLedger:
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
         self.folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with _THREAD_LOCK:
-            if fcntl is None:  # pragma: no cover - not on Linux
-                yield
-                return
-            with open(self.folder / ".lock", "a+b") as handle:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)  # released when the file is closed
-                yield
+        with exclusive_lock(self.folder / ".lock", _THREAD_LOCK):
+            yield
 
 
 def ledger_for(services: Services) -> ReleaseLedger:

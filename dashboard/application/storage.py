@@ -73,6 +73,7 @@ __all__ = [
     "Quota",
     "QuotaExceeded",
     "Sweeper",
+    "exclusive_lock",
     "is_upload_id",
     "owner_digest",
     "private_file",
@@ -113,6 +114,22 @@ def is_upload_id(value: object) -> bool:
 def owner_digest(session: str) -> str:
     """The digest stored as a dataset's owner, so metadata files do not hold session tokens."""
     return hashlib.sha256(session.encode()).hexdigest()
+
+
+@contextlib.contextmanager
+def exclusive_lock(lock_file: Path, threads: threading.Lock) -> Iterator[None]:
+    """Hold ``threads`` (this process's threads) and, through ``flock`` on ``lock_file`` (created, owner only),
+    every other process; both are released on leaving."""
+    with threads:
+        if fcntl is None:  # pragma: no cover - not on Linux
+            yield
+            return
+        fd = os.open(lock_file, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # closing releases the lock
 
 
 def private_file(path: Path, data: bytes) -> None:
@@ -368,19 +385,9 @@ class DatasetStore:
         path.mkdir(mode=0o700)
         return path
 
-    @contextlib.contextmanager
-    def _exclusive(self) -> Iterator[None]:
-        """Hold the store's lock: this process's threads and, through ``flock``, every other process."""
-        with self._lock:
-            if fcntl is None:  # pragma: no cover - not on Linux
-                yield
-                return
-            fd = os.open(self.root / ".lock", os.O_RDWR | os.O_CREAT, 0o600)
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                yield
-            finally:
-                os.close(fd)  # closing releases the lock
+    def _exclusive(self) -> contextlib.AbstractContextManager[None]:
+        """Hold the store's lock: this process's threads and every other process."""
+        return exclusive_lock(self.root / ".lock", self._lock)
 
     def delete(self, dataset_id: str, *, session: str) -> None:
         """Delete a dataset; only the session that uploaded it may."""
