@@ -892,7 +892,8 @@ class _TextColumn:
     """A column of Arrow text with its distinct values settled (spaces skipped, markers found)."""
 
     column: Any  # the column as read (ChunkedArray of large strings)
-    uniques: Any  # its distinct values, in order of first appearance, leading spaces removed
+    as_read: Any  # its distinct values, in order of first appearance
+    uniques: Any  # the same, leading spaces removed
     missing: Any  # which of them are missing-value markers
     present: Any  # the others, in the same order
     trimmed: bool
@@ -904,7 +905,7 @@ def _settle_text_column(column: Any, quoted_space: Callable[[], bool]) -> _TextC
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    uniques = pc.unique(column)  # in order of first appearance
+    as_read = uniques = pc.unique(column)  # in order of first appearance
     trimmed = bool(pc.any(pc.starts_with(uniques, " ")).as_py())
     if trimmed:
         if bool(pc.any(pc.match_substring_regex(uniques, _SPACED_QUOTE.pattern)).as_py()) or quoted_space():
@@ -912,7 +913,7 @@ def _settle_text_column(column: Any, quoted_space: Callable[[], bool]) -> _TextC
         uniques = pc.utf8_ltrim(uniques, characters=" ")
     missing = pc.is_in(uniques, value_set=pa.array(sorted(_NA_MARKERS), type=pa.large_string()))
     present = pc.filter(uniques, pc.invert(missing))
-    return _TextColumn(column, uniques, missing, present, trimmed)
+    return _TextColumn(column, as_read, uniques, missing, present, trimmed)
 
 
 def _typed_column(
@@ -939,21 +940,14 @@ def _typed_column(
             lookup[~is_missing] = typed[: len(text.present)]
             if has_missing:
                 lookup[is_missing] = typed[-1]  # the block's missing row: NaN
-            codes = pc.index_in(text.column, value_set=_untrimmed(text)).to_numpy()
+            codes = pc.index_in(text.column, value_set=text.as_read).to_numpy()
             return lookup[codes]
     column = text.column
     if text.trimmed or has_missing:
         settled = pc.if_else(text.missing, pa.scalar(None, pa.large_string()), text.uniques)
-        codes = pc.index_in(column, value_set=_untrimmed(text))
+        codes = pc.index_in(column, value_set=text.as_read)
         column = settled.take(codes)
     return pd.array(column, dtype=_TEXT_DTYPE)
-
-
-def _untrimmed(text: _TextColumn) -> Any:
-    """The distinct values as read (before leading spaces were removed), in the order of ``text.uniques``."""
-    import pyarrow.compute as pc
-
-    return pc.unique(text.column) if text.trimmed else text.uniques
 
 
 def _header_width(text: str, delimiter: str) -> int:
