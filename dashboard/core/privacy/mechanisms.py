@@ -27,7 +27,9 @@ P[|noise| <= a] >= confidence, from OpenDP's ``*_scale_to_accuracy`` helpers (fo
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -36,7 +38,15 @@ import opendp.prelude as dp
 
 from dashboard.core.errors import ParameterError, check_finite
 
-__all__ = ["DEFAULT_CONFIDENCE", "Calibrated", "Mechanism", "PrivacyBudget", "accuracy", "calibrate"]
+__all__ = [
+    "DEFAULT_CONFIDENCE",
+    "Calibrated",
+    "Mechanism",
+    "PrivacyBudget",
+    "accuracy",
+    "calibrate",
+    "out_of_range",
+]
 
 dp.enable_features("contrib")
 
@@ -114,6 +124,18 @@ class Calibrated:
     cost: PrivacyBudget
 
 
+@contextlib.contextmanager
+def out_of_range(parameter: str) -> Iterator[None]:
+    """Turn OpenDP's refusals (``OpenDPException``) and float overflows inside the block into a
+    :class:`ParameterError` that names ``parameter``, the input whose value OpenDP cannot compute with."""
+    try:
+        yield
+    except (dp.OpenDPException, OverflowError, ZeroDivisionError) as exc:
+        reason = getattr(exc, "message", None) or getattr(exc, "variant", None) or str(exc)
+        reason = " ".join(str(reason).split())
+        raise ParameterError(f"Out of the range OpenDP can compute with: {parameter} ({reason}).") from None
+
+
 def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget) -> Calibrated:
     """Chain ``transformation`` (a query whose output is a number or a vector of numbers) with the noise of
     ``mechanism`` at the smallest scale whose privacy loss for one person (OpenDP's privacy map) fits ``budget``.
@@ -121,7 +143,26 @@ def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget) 
     For Laplace and geometric noise the scale is Δ/ε (Δ from OpenDP's stability map) and δ = 0; for Gaussian noise
     the scale is found by OpenDP's binary search over the zCDP measurement converted to (ε, δ) at ``budget.delta``.
     """
+    with out_of_range(f"ε = {budget.epsilon:g}" + (f", δ = {budget.delta:g}" if budget.delta else "")):
+        calibrated = _calibrate(transformation, mechanism, budget)
+    # A scale so large (tiny ε) or so small (huge ε) that the noise or its error bar is not a finite number.
+    try:
+        error = accuracy(mechanism, calibrated.scale)
+    except ParameterError:
+        error = math.inf
+    if not (math.isfinite(calibrated.scale) and calibrated.scale > 0 and math.isfinite(error) and error >= 0):
+        side = "small" if calibrated.scale >= 1 else "large"
+        raise ParameterError(
+            f"ε = {budget.epsilon:g} is too {side}: the noise scale {calibrated.scale:g} (sensitivity "
+            f"{calibrated.sensitivity:g} / ε) gives an error bar of {error:g}, not a finite number."
+        )
+    return calibrated
+
+
+def _calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget) -> Calibrated:
     sensitivity = float(transformation.map(D_IN))
+    if not math.isfinite(sensitivity):
+        raise OverflowError(f"the sensitivity is {sensitivity:g}")
     if mechanism is Mechanism.GAUSSIAN:
         if budget.delta <= 0:
             raise ParameterError("The Gaussian mechanism needs δ > 0 (--delta), e.g. 1e-6; or use laplace.")
@@ -132,8 +173,10 @@ def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget) 
 
         scale = float(dp.binary_search_param(gaussian, d_in=D_IN, d_out=(budget.epsilon, budget.delta)))
         measurement = gaussian(scale)
-        epsilon, delta = measurement.map(D_IN)
-        return Calibrated(measurement, scale, sensitivity, PrivacyBudget(float(epsilon), float(delta)))
+        epsilon, delta = (float(v) for v in measurement.map(D_IN))
+        if not (0 < epsilon < math.inf and 0 <= delta < 1):
+            raise OverflowError(f"the proven loss is ε = {epsilon:g}, δ = {delta:g}")
+        return Calibrated(measurement, scale, sensitivity, PrivacyBudget(epsilon, delta))
     # Laplace noise on an integer domain is OpenDP's discrete Laplace; on a float domain the continuous one.
     scale = sensitivity / budget.epsilon
     measurement = transformation >> dp.m.then_laplace(scale)
@@ -145,14 +188,21 @@ def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget) 
 
 
 def accuracy(mechanism: Mechanism, scale: float, confidence: float = DEFAULT_CONFIDENCE) -> float:
-    """Half-width a with P[|noise| <= a] >= ``confidence`` for the noise of ``mechanism`` at ``scale``."""
+    """Half-width a with P[|noise| <= a] >= ``confidence`` for the noise of ``mechanism`` at ``scale``; a
+    :class:`ParameterError` when a is not a finite number >= 0 (a noise scale near the float limits)."""
     confidence = check_confidence(confidence)
     alpha = 1.0 - confidence
-    if mechanism is Mechanism.GEOMETRIC:
-        return float(dp.discrete_laplacian_scale_to_accuracy(scale, alpha))
-    if mechanism is Mechanism.GAUSSIAN:
-        return float(dp.gaussian_scale_to_accuracy(scale, alpha))
-    return float(dp.laplacian_scale_to_accuracy(scale, alpha))
+    what = f"The {confidence:.6g} error bar of noise of scale {scale:g}"
+    with out_of_range(what):
+        if mechanism is Mechanism.GEOMETRIC:
+            value = float(dp.discrete_laplacian_scale_to_accuracy(scale, alpha))
+        elif mechanism is Mechanism.GAUSSIAN:
+            value = float(dp.gaussian_scale_to_accuracy(scale, alpha))
+        else:
+            value = float(dp.laplacian_scale_to_accuracy(scale, alpha))
+    if not (math.isfinite(value) and value >= 0):
+        raise ParameterError(f"{what} is {value:g}, not a finite number: choose ε (or the confidence) nearer to 1.")
+    return value
 
 
 def check_confidence(confidence: float) -> float:

@@ -30,7 +30,9 @@ True values are returned only when asked for (``include_true=True``) and are the
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -51,6 +53,7 @@ from dashboard.core.privacy.mechanisms import (
     accuracy,
     calibrate,
     check_confidence,
+    out_of_range,
 )
 from dashboard.core.transform.hierarchy import canonical_text
 
@@ -59,13 +62,17 @@ __all__ = [
     "DP_TRUE_VALUE",
     "DP_VALUE",
     "MAX_DOMAIN_CELLS",
+    "MAX_THRESHOLD",
     "QUERIES",
     "DPRelease",
+    "category_text",
     "dp_class_sizes",
     "dp_count",
     "dp_histogram",
     "dp_mean",
     "dp_sum",
+    "key_selection_delta",
+    "key_selection_threshold",
     "read_domain_file",
     "sum_measurement",
 ]
@@ -205,7 +212,8 @@ def dp_sum(
     budget, kind, confidence = PrivacyBudget(epsilon, delta), Mechanism.parse(mechanism), check_confidence(confidence)
     values, low, high = _numeric(data, column, bounds, kind)
     calibrated = sum_measurement((low, high), kind, budget)
-    value = calibrated.measurement(values)
+    with out_of_range(f"The sum of '{column}' within [{low:g}, {high:g}]"):
+        value = calibrated.measurement(values)
     exact = float(np.clip(values, low, high).sum())
     release = _scalar("sum", (column,), kind, calibrated, confidence, value, exact, include_true)
     return _with(release, bounds=(low, high))
@@ -217,7 +225,9 @@ def sum_measurement(bounds: tuple[float, float], mechanism: Mechanism | str, bud
     kind = Mechanism.parse(mechanism)
     low, high = _bounds(bounds)
     domain, clamp_bounds = _value_domain(kind, low, high)
-    transformation = dp.t.make_clamp(domain, dp.symmetric_distance(), bounds=clamp_bounds) >> dp.t.then_sum()
+    with out_of_range(f"The bounds [{low:g}, {high:g}]"):
+        transformation = dp.t.make_clamp(domain, dp.symmetric_distance(), bounds=clamp_bounds) >> dp.t.then_sum()
+        transformation.map(D_IN)
     return calibrate(transformation, kind, budget)
 
 
@@ -236,13 +246,14 @@ def dp_mean(
     of (ε, δ), composed by OpenDP; clamped into [L, U]. The error bar is a first-order approximation."""
     budget, kind, confidence = PrivacyBudget(epsilon, delta), Mechanism.parse(mechanism), check_confidence(confidence)
     values, low, high = _numeric(data, column, bounds, kind)
-    domain, clamp_bounds = _value_domain(kind, low, high)
+    domain, _ = _value_domain(kind, low, high)
     metric, half = dp.symmetric_distance(), budget.split(2)
-    summed = calibrate(dp.t.make_clamp(domain, metric, bounds=clamp_bounds) >> dp.t.then_sum(), kind, half)
+    summed = sum_measurement((low, high), kind, half)
     counted = calibrate(dp.t.make_count(domain, metric, TO=dp.i64 if kind.discrete else float), kind, half)
-    composed = dp.c.make_composition([summed.measurement, counted.measurement])
-    noisy_sum, noisy_count = composed(values)
-    cost = _cost(composed.map(D_IN))
+    with out_of_range(f"The mean of '{column}' within [{low:g}, {high:g}] at ε = {budget.epsilon:g}"):
+        composed = dp.c.make_composition([summed.measurement, counted.measurement])
+        noisy_sum, noisy_count = composed(values)
+        cost = _cost(composed.map(D_IN))
     denominator = max(float(noisy_count), 1.0)
     mean = float(np.clip(float(noisy_sum) / denominator, low, high))
     # Each part at confidence 1 - α/2, so both hold together with probability >= confidence (union bound).
@@ -392,22 +403,20 @@ def _key_selection(
     keys = _keys(data, columns)
     counting = dp.t.make_count_by(dp.vector_domain(dp.atom_domain(T=str)), dp.symmetric_distance(), TV=int)
     scale = 1.0 / budget.epsilon  # one person changes one key's count by one: Δ₀ = Δ₁ = Δ∞ = 1
-
-    def selection(threshold: int) -> Any:
-        return counting >> dp.m.then_laplace_threshold(scale=scale, threshold=threshold)
-
-    try:
-        threshold = int(dp.binary_search(lambda t: _delta(selection(int(t))) <= budget.delta, bounds=(1, 2**31 - 1)))
-    except (dp.OpenDPException, ValueError):
-        raise ParameterError(
-            f"DP key selection at ε = {budget.epsilon:g}, δ = {budget.delta:g} would need a threshold above 2^31 "
-            "rows; use a larger ε or δ."
-        ) from None
-    measurement = selection(threshold)
-    cost = _cost(measurement.map(D_IN))
-    if cost.epsilon > budget.epsilon * (1 + 1e-9):
+    with out_of_range(f"DP key selection at ε = {budget.epsilon:g}, δ = {budget.delta:g}"):
+        if not math.isfinite(scale):
+            raise OverflowError(f"the noise scale 1/ε is {scale:g}")
+        threshold = key_selection_threshold(scale, budget.delta)
+        measurement = counting >> dp.m.then_laplace_threshold(scale=scale, threshold=threshold)
+        proven = _cost(measurement.map(D_IN))
+        accuracy(Mechanism.GEOMETRIC, scale, confidence)
+    if proven.epsilon > budget.epsilon * (1 + 1e-9):
         raise ParameterError(f"DP key selection cannot meet ε = {budget.epsilon:g}; use a larger ε.")
-    released: dict[str, int] = measurement(keys.tolist())
+    # OpenDP 0.16's map charges P[Z > τ - 1], a factor e^ε below the chance that a one-person key is kept
+    # (opendp/opendp#2922): the charge is the exact δ, or OpenDP's if a later version proves more.
+    cost = PrivacyBudget(proven.epsilon, max(key_selection_delta(scale, threshold), proven.delta))
+    with out_of_range(f"DP key selection at ε = {budget.epsilon:g}, δ = {budget.delta:g}"):
+        released: dict[str, int] = measurement(keys.tolist())
     selected = pd.Series(released, dtype=np.int64).sort_index()
     cells = _split(pd.Index(selected.index, dtype=object), columns)
     error = accuracy(Mechanism.GEOMETRIC, scale, confidence)
@@ -432,10 +441,78 @@ def _key_selection(
     )
 
 
+#: The largest threshold of DP key selection (OpenDP counts keys in 32-bit integers).
+MAX_THRESHOLD = 2**31 - 1
+#: Relative upward rounding of the exact δ of key selection (its floating-point error is a few parts in 10^16).
+_DELTA_ROUNDING = 1e-12
+
+
+def key_selection_delta(scale: float, threshold: int) -> float:
+    """The exact δ of DP key selection: the chance that a key held by one person is released.
+
+    Its count 1 gets discrete Laplace noise Z, P[Z = z] = (1 - r)/(1 + r) · r^|z| with r = e^(-1/scale), and the key
+    is kept when 1 + Z >= τ. For τ >= 1, P[Z >= τ - 1] = Σ_{z >= τ-1} (1 - r)/(1 + r) · r^z = r^(τ-1)/(1 + r).
+    Every other neighbouring pair (a count c >= 2 changed by one) is covered by ε: the threshold is
+    post-processing of a noisy count. Rounded up by one part in 10^12 so the charge is never below the exact value.
+    """
+    if threshold < 1:
+        raise ParameterError(f"The threshold of DP key selection must be at least 1, got {threshold}.")
+    rate = 1.0 / scale  # r = e^-rate
+    log_delta = -(threshold - 1) * rate - math.log1p(math.exp(-rate))
+    return math.exp(log_delta) * (1 + _DELTA_ROUNDING)
+
+
+def key_selection_threshold(scale: float, delta: float) -> int:
+    """The smallest threshold τ >= 1 whose exact δ (:func:`key_selection_delta`) is at most ``delta``: about
+    1 + scale · ln(1 / ((1 + r) δ)), r = e^(-1/scale); :class:`ParameterError` beyond :data:`MAX_THRESHOLD`."""
+    if not 0 < delta < 1:
+        raise ParameterError(f"DP key selection needs 0 < δ < 1, got {delta:g}.")
+    rate = 1.0 / scale
+    steps = (-math.log(delta) - math.log1p(math.exp(-rate))) / rate
+    if not math.isfinite(steps) or steps > MAX_THRESHOLD:
+        raise ParameterError(
+            f"DP key selection at ε = {rate:g}, δ = {delta:g} would need a threshold above 2^31 rows; use a larger "
+            "ε or δ."
+        )
+    threshold = max(1, 1 + math.ceil(steps))
+    while key_selection_delta(scale, threshold) > delta:  # the closed form, rounded: settle it on the exact test
+        threshold += 1
+    while threshold > 1 and key_selection_delta(scale, threshold - 1) <= delta:
+        threshold -= 1
+    if threshold > MAX_THRESHOLD:
+        raise ParameterError(
+            f"DP key selection at ε = {rate:g}, δ = {delta:g} would need a threshold above 2^31 rows; use a larger "
+            "ε or δ."
+        )
+    return threshold
+
+
+#: Text that spells a number in decimal without a leading zero (``30``, ``30.0``, ``-2.5``, ``3e1``, ``.5``).
+_NUMERAL = re.compile(r"[+-]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INTEGER = re.compile(r"[+-]?[0-9]+")
+
+
+def category_text(values: Sequence[Any] | pd.Index) -> pd.Index:
+    """The category of each value, as text: its canonical text (integral numbers without decimals, see
+    :func:`~dashboard.core.transform.hierarchy.canonical_text`), where text that spells a number is that number's
+    canonical text (``"30.0"``, ``"3e1"`` and ``"+30"`` are ``30``). Text with a leading zero (``007``) is a code,
+    not a number, and stays as it is. Declared domains and the data go through the same rule, so they match by
+    value."""
+    labels = canonical_text(values if isinstance(values, pd.Index) else list(values))
+    if isinstance(values, pd.Index) and values.dtype.kind in "iufb":
+        return labels  # numbers: their canonical text is already the category
+    text = np.asarray(labels, dtype=object)
+    for position, label in enumerate(text):
+        if isinstance(label, str) and _NUMERAL.fullmatch(label):
+            number: Any = int(label) if _INTEGER.fullmatch(label) else float(label)
+            text[position] = canonical_text([number])[0]
+    return pd.Index(text, dtype=object)
+
+
 def _text(values: pd.Series) -> pd.Series:
-    """Canonical text of each value (missing as :data:`MISSING_LABEL`), computed once per distinct value."""
+    """The category text of each value (missing as :data:`MISSING_LABEL`), computed once per distinct value."""
     codes, uniques = pd.factorize(values, use_na_sentinel=True)
-    labels = np.append(np.asarray(canonical_text(pd.Index(uniques)), dtype=object), MISSING_LABEL)
+    labels = np.append(np.asarray(category_text(pd.Index(uniques)), dtype=object), MISSING_LABEL)
     return pd.Series(labels[codes], index=values.index, dtype=object)  # code -1 (missing) picks the last label
 
 
@@ -453,7 +530,7 @@ def _domain_cells(columns: tuple[str, ...], domains: Mapping[str, Sequence[Any]]
         values = domains[column]
         if isinstance(values, str | bytes) or not len(values):
             raise ParameterError(f"The domain of '{column}' must be a non-empty list of values.")
-        levels.append(pd.Index(canonical_text(list(values))).unique())
+        levels.append(category_text(list(values)).unique())
     size = int(np.prod([len(level) for level in levels], dtype=float))
     if size > MAX_DOMAIN_CELLS:
         raise ParameterError(
@@ -531,10 +608,6 @@ def _value_domain(kind: Mechanism, low: float, high: float) -> tuple[Any, tuple[
     if kind.discrete:
         return dp.vector_domain(dp.atom_domain(T=dp.i64)), (int(low), int(high))
     return dp.vector_domain(dp.atom_domain(T=float, nan=False)), (low, high)
-
-
-def _delta(measurement: Any) -> float:
-    return float(measurement.map(D_IN)[1])
 
 
 def _cost(loss: Any) -> PrivacyBudget:

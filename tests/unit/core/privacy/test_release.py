@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 import numpy as np
 import pandas as pd
@@ -107,8 +108,8 @@ def test_key_selection_threshold_grows_as_delta_shrinks(table: pd.DataFrame) -> 
     loose = dp_histogram(table, "city", epsilon=1.0, delta=1e-3).threshold
     tight = dp_histogram(table, "city", epsilon=1.0, delta=1e-9).threshold
     assert loose is not None and tight is not None and tight > loose
-    # Laplace tail: P[Z >= t - 1] = exp(-(t - 1)/b) / 2 <= δ gives t close to 1 + ln(1/(2δ)).
-    assert tight == pytest.approx(1 + math.log(1 / 2e-9), abs=2)
+    # Discrete Laplace tail: P[Z >= t - 1] = r^(t-1)/(1 + r) <= δ with r = e^-ε gives t = 1 + ⌈ln(1/((1 + r)δ))/ε⌉.
+    assert tight == 1 + math.ceil(math.log(1 / ((1 + math.exp(-1)) * 1e-9)))
 
 
 def test_class_size_table_over_declared_domains(table: pd.DataFrame) -> None:
@@ -134,6 +135,43 @@ def test_domains_match_numbers_as_text() -> None:
     data = pd.DataFrame({"age": [30.0, 30.0, 41.0, np.nan]})
     release = dp_histogram(data, "age", epsilon=100, domain=[30, "41", "(missing)"], include_true=True)
     assert release.to_frame(include_true=True)[DP_TRUE_VALUE].tolist() == [2, 1, 1]
+
+
+@pytest.mark.parametrize("declared", ["30.0", "30", "3e1", "+30", " 30.00 ", 30.0])
+def test_a_declared_number_matches_the_data_by_value(declared: object) -> None:
+    for column in ([30, 30, 41], [30.0, 30.0, 41.0], ["30", "30.0", "41"]):
+        data = pd.DataFrame({"age": column})
+        release = dp_histogram(data, "age", epsilon=100, domain=[declared, "41.0"], include_true=True)
+        assert release.table["age"].tolist() == ["30", "41"]
+        assert release.to_frame(include_true=True)[DP_TRUE_VALUE].tolist() == [2, 1], (declared, column)
+
+
+def test_codes_with_leading_zeros_stay_codes() -> None:
+    data = pd.DataFrame({"zip": ["007", "007", "7", "0.5"]})
+    release = dp_histogram(data, "zip", epsilon=100, domain=["007", "7", "7.0", ".50"], include_true=True)
+    assert release.table["zip"].tolist() == ["007", "7", "0.5"]  # 7 and 7.0 are one category
+    assert release.to_frame(include_true=True)[DP_TRUE_VALUE].tolist() == [2, 1, 1]
+
+
+@pytest.mark.parametrize(
+    ("call", "named"),
+    [
+        (lambda t: dp_count(t, epsilon=5e-324), "ε = 4.94066e-324"),
+        (lambda t: dp_count(t, epsilon=1e300, mechanism="geometric"), "ε = 1e+300 is too large"),
+        (lambda t: dp_count(t, epsilon=1e-300, delta=1e-10, mechanism="gaussian"), "ε = 1e-300"),
+        (lambda t: dp_sum(t, "age", (-1e308, 1e308), epsilon=1), "bounds [-1e+308, 1e+308]"),
+        (lambda t: dp_mean(t, "age", (-1e308, 1e308), epsilon=1), "bounds [-1e+308, 1e+308]"),
+        (lambda t: dp_histogram(t, "city", epsilon=5e-324, delta=0.1), "ε = 4.94066e-324"),
+        (lambda t: dp_histogram(t, "city", epsilon=1e300, delta=0.1), "not a finite number"),
+    ],
+)
+def test_parameters_opendp_cannot_compute_with_are_named(
+    table: pd.DataFrame, call: Callable[[pd.DataFrame], object], named: str
+) -> None:
+    with pytest.raises(ParameterError) as caught:
+        call(table)
+    assert named in str(caught.value)
+    assert "Traceback" not in str(caught.value)
 
 
 def test_sum_clamps_and_drops_missing(table: pd.DataFrame) -> None:
@@ -205,7 +243,7 @@ def test_large_domains_small_budgets_and_empty_tables() -> None:
     with pytest.raises(ParameterError, match="1,002,001 cells"):
         dp_class_sizes(data, ["a", "b"], epsilon=1, domains={"a": values, "b": values})
     with pytest.raises(ParameterError, match="larger ε or δ"):
-        dp_histogram(data, "a", epsilon=1, delta=1e-300)
+        dp_histogram(data, "a", epsilon=1e-7, delta=1e-300)
     empty = data.iloc[:0]
     assert dp_histogram(empty, "a", epsilon=1, delta=1e-6).table.empty
     columns = dp_class_sizes(empty, ["a", "b"], epsilon=1, delta=1e-6).table.columns
