@@ -45,7 +45,6 @@ when the list is applied; the resolved values end up in the recipe (:attr:`FixRu
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -968,15 +967,13 @@ class RecipeOutcome:
         return len(self.data)
 
 
-def reapply_recipe(frame: pd.DataFrame, text: str, *, key: str | None = None) -> RecipeOutcome:
-    """Apply the recipe in ``text`` (JSON, as the Fix page or ``privdash anonymize --save-recipe`` write it) to
-    ``frame``; ``key`` is the pseudonymization key of the settings. Raises ``PrivdashError`` with a message for the
-    page (not JSON, not a recipe, a step that does not fit the table)."""
-    try:
-        obj = json.loads(text)
-    except (TypeError, ValueError) as exc:
-        raise FixError(f"This file is not a recipe: it is not JSON ({exc}).") from None
-    recipe = Recipe.from_dict(obj)
+def reapply_recipe(frame: pd.DataFrame, text: str | bytes, *, key: str | None = None) -> RecipeOutcome:
+    """Apply the recipe in ``text`` (JSON, as the Fix page or ``privdash anonymize --save-recipe`` write it; the
+    bytes of an uploaded file are decoded as :meth:`Recipe.from_bytes` does) to ``frame``; ``key`` is the
+    pseudonymization key of the settings. Raises ``PrivdashError`` with a message for the page (not JSON, not a
+    recipe, a step that does not fit the table)."""
+    source = "The recipe file"
+    recipe = Recipe.from_bytes(text, source) if isinstance(text, bytes) else Recipe.from_json(text, source)
     data, results = apply_recipe(frame, recipe, secrets={"key": key})
     steps = tuple(
         f"{result.step.kind}: {len(result.data):,} records out"

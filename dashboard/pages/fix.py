@@ -864,14 +864,15 @@ def recipe_card() -> Any:
     )
 
 
-def recipe_text(contents: str | None) -> str:
-    """The text of an uploaded file (a ``data:...;base64,...`` URL); raises :class:`FixError` when unreadable."""
+def recipe_text(contents: str | None) -> bytes:
+    """The bytes of an uploaded file (a ``data:...;base64,...`` URL; decoded as a recipe by
+    :meth:`Recipe.from_bytes`); raises :class:`FixError` when the upload is unreadable."""
     if not contents or "," not in contents:
         raise FixError("Choose a recipe file.")
     try:
-        return base64.b64decode(contents.split(",", 1)[1], validate=True).decode("utf-8")
-    except (ValueError, UnicodeDecodeError):
-        raise FixError("The recipe file is not UTF-8 text.") from None
+        return base64.b64decode(contents.split(",", 1)[1], validate=True)
+    except ValueError:
+        raise FixError("The recipe file could not be decoded; choose it again.") from None
 
 
 def recipe_outcome(runs: FixRuns, state: ViewState, contents: str | None) -> RecipeOutcome:

@@ -144,8 +144,10 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                 dmc.NumberInput(
                     id="protect-noise-share",
                     label="Noise sd (share of the column's sd)",
+                    description="From 0 to 100; sdcMicro's addNoise(noise = 10) is 0.1",
                     value=0.1,
                     min=0,
+                    max=100,
                     step=0.05,
                     decimalScale=4,
                     w=260,
@@ -164,6 +166,7 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                 dmc.NumberInput(
                     id="protect-swap-p",
                     label="p: largest rank distance (% of the values)",
+                    description="A percentage: sdcMicro's rankSwap(P = 0.05) is p = 5 (its code reads P as a fraction)",
                     value=5,
                     min=0,
                     max=100,

@@ -58,6 +58,8 @@ DEFAULT_INTERVAL_K = 0.05
 
 # Distances within this relative margin of the nearest one count as ties (rounding in the tree search).
 _TIE_TOLERANCE = 1e-9
+#: The largest magnitude compared: squares and sums of the values must stay within the floating-point range.
+_LARGEST_VALUE = 1e150
 
 
 @dataclass(frozen=True)
@@ -231,7 +233,17 @@ def _numeric(data: pd.DataFrame, names: Sequence[str], which: str) -> np.ndarray
             f"Record linkage and interval disclosure need numerical columns; in the {which} table "
             f"{format_values(bad)} {'is' if len(bad) == 1 else 'are'} not numerical."
         )
-    return np.column_stack([data[name].to_numpy(dtype=np.float64, na_value=np.nan) for name in names])
+    values = np.column_stack([data[name].to_numpy(dtype=np.float64, na_value=np.nan) for name in names])
+    with np.errstate(over="ignore", invalid="ignore"):
+        # Distances square the standardised values: a column whose mean or spread overflows cannot be compared.
+        spread = np.nanmax(np.abs(values), axis=0, initial=0.0)
+    bad = [name for name, largest in zip(names, spread, strict=True) if not largest < _LARGEST_VALUE]
+    if bad:
+        raise ParameterError(
+            f"Record linkage and interval disclosure need finite numbers below {_LARGEST_VALUE:.0e}; in the {which} "
+            f"table {format_values(bad)} {'holds' if len(bad) == 1 else 'hold'} infinite or larger values."
+        )
+    return values
 
 
 def _sd(x: np.ndarray) -> np.ndarray:

@@ -868,15 +868,16 @@ def masking_hierarchy(
     ``HierarchyBuilderRedactionBased``, right-to-left redaction), e.g. ``12345 -> 1234* -> 123** -> ...``.
 
     Values are taken as canonical text (whole numbers without decimals); a value shorter than ``i`` is masked
-    entirely, keeping its length. ``steps`` defaults to the longest value's length. With ``top``, a final ``*``
-    level is added when the last level still has several values (values of different lengths).
+    entirely, keeping its length. ``steps`` defaults to the longest value's length, and is capped at it (further
+    levels would repeat the fully masked one). With ``top``, a final ``*`` level is added when the last level still
+    has several values (values of different lengths).
     """
     if not isinstance(char, str) or len(char) != 1:
         raise HierarchyError(f"The masking character must be a single character, got {char!r}.")
     leaves = _distinct(values)
     text = list(canonical_text(leaves))
     longest = max((len(t) for t in text), default=0)
-    count = longest if steps is None else check_positive_int(steps, "Masking steps")
+    count = longest if steps is None else min(check_positive_int(steps, "Masking steps"), longest)
     built = []
     for step in range(1, count + 1):
         built.append(np.asarray([t[: max(len(t) - step, 0)] + char * min(step, len(t)) for t in text], dtype=object))

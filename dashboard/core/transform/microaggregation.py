@@ -80,6 +80,8 @@ __all__ = [
 ]
 
 QI_TYPES = ("NUMERICAL", "ORDINAL", "NOMINAL")
+# Decimals of the published means: a float64 keeps about 15 significant digits.
+_MAX_DECIMALS = 15
 
 # Index-accelerated searches pay off for large groups of few numerical dimensions (k-d trees degrade with more).
 _INDEX_MIN_POINTS = 3000
@@ -732,7 +734,7 @@ def microaggregate(
     orders
         Declared order of each ordinal QI, lowest first.
     decimals
-        Round the published cluster means to this many decimals (default: no rounding).
+        Round the published cluster means to this many decimals, 0 to 15 (default: no rounding).
 
     Returns
     -------
@@ -754,6 +756,10 @@ def microaggregate(
     k = check_positive_int(k, "k", minimum=2)
     if decimals is not None:
         decimals = check_positive_int(decimals, "decimals", minimum=0)
+        if decimals > _MAX_DECIMALS:
+            raise ParameterError(
+                f"decimals must be at most {_MAX_DECIMALS} (a float keeps about 15 significant digits), got {decimals}."
+            )
     kinds, resolved_orders = _resolve_types(data, qis, types, orders)
     step = Step(
         "microaggregation",
@@ -853,7 +859,10 @@ def microaggregate(
         means = _cluster_mean(labels, original, n_clusters)
         published = means[labels]
         if decimals is not None:
-            published = np.round(published, decimals)
+            with np.errstate(over="ignore", invalid="ignore"):
+                rounded = np.round(published, decimals)
+            # Rounding multiplies by 10**decimals: a mean too large for that has no decimals to round anyway.
+            published = np.where(np.isfinite(rounded) | ~np.isfinite(published), rounded, published)
         output[name] = pd.Series(published, index=data.index, name=name)
         was_missing = np.isnan(original)
         imputed += int((was_missing & ~np.isnan(published)).sum())

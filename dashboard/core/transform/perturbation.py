@@ -26,7 +26,9 @@ standard deviation, n - 1, of the non-missing values, as R's ``sd``):
   ``correlated2``, Kim's transformation ``x * sqrt(1 - delta^2) + delta * N(...)`` that also restores means and
   variances.
 
-Missing values stay missing.
+``share`` lies in [0, :data:`MAX_NOISE_SHARE`] (noise a hundred times the column's spread already leaves nothing of
+the values); noise whose published values would overflow the floating-point range is refused. Missing values stay
+missing.
 
 Rank swapping (Moore 1996, "Controlled data-swapping techniques for masking public use microdata sets", US Census
 Bureau; sdcMicro ``rankSwap`` with ``P``)
@@ -42,6 +44,13 @@ rank distance is spread over ``1 .. D`` (triangular rather than uniform). sdcMic
 before swapping (``TopPercent``, ``BottomPercent``) is not applied; use the ``top_bottom_code`` step first.
 Missing values are not swapped.
 
+``p`` is a *percentage*, as sdcMicro's documentation describes ``rankSwap(P = )``; sdcMicro's code, however, reads
+``P`` as a *fraction* of the values (its C++ ``RankSwap`` takes partners up to ``floor(P * m) - 1`` ranks away,
+``m`` the values neither missing nor top / bottom coded, while ``TopPercent`` and ``BottomPercent`` are divided by
+100). So privdash's ``p = 5`` is sdcMicro's ``rankSwap(P = 0.05, TopPercent = 0, BottomPercent = 0)``, and
+sdcMicro's ``rankSwap(P = 5)`` lets any two values of the column swap (privdash's ``p = 100``). To reproduce an
+sdcMicro call, give ``p = 100 * P``.
+
 PRAM, the post-randomisation method (Gouweleeuw, Kooiman, Willenborg & de Wolf 1998, "Post randomisation for
 statistical disclosure control: theory and implementation", Journal of Official Statistics 14(4); Kooiman,
 Willenborg & Gouweleeuw 1997, "PRAM: a method for disclosure limitation of microdata", Statistics Netherlands)
@@ -51,6 +60,7 @@ other records. ``matrix`` gives ``P`` as ``{original: {published: probability}}`
 must sum to 1). Without it, the *invariant* matrix of sdcMicro's ``pram(pd, alpha)`` is built from the column's
 observed distribution ``p``: a base matrix ``P`` with diagonal ``d_i ~ U(pd, 1)`` and ``(1 - d_i) / (L - 1)``
 elsewhere, its reverse ``Q[k, j] = P[j, k] p_j / sum_l p_l P[l, k]``, and ``R = alpha * P Q + (1 - alpha) * I``.
+Either matrix is dense: a column is recoded over at most :data:`MAX_PRAM_CATEGORIES` categories.
 ``p R = p``: the expected distribution of the published column is the original one. Missing values stay missing.
 
 Shuffling within equivalence classes
@@ -63,6 +73,7 @@ values: any statistic by class is unchanged, while the link between a record and
 
 from __future__ import annotations
 
+import math
 import secrets
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -72,9 +83,11 @@ import pandas
 import pandas as pd
 
 from dashboard.core.errors import ColumnError, ParameterError, check_columns, check_fraction, format_values
-from dashboard.core.transform.steps import Step, TransformResult, register_step
+from dashboard.core.transform.steps import Step, TransformResult, describe_value, register_step
 
 __all__ = [
+    "MAX_NOISE_SHARE",
+    "MAX_PRAM_CATEGORIES",
     "NOISE_METHODS",
     "NUMERICAL_PERTURBATIONS",
     "PERTURBATIVE_STEPS",
@@ -94,6 +107,12 @@ NUMERICAL_PERTURBATIONS = frozenset({"add_noise", "rank_swap"})
 
 # Row sums of a transition matrix may differ from 1 by rounding in the JSON they come from, no more.
 _ROW_SUM_TOLERANCE = 1e-9
+#: The largest noise share: noise with a standard deviation 100 times the column's.
+MAX_NOISE_SHARE = 100.0
+#: The most categories PRAM recodes in one column (its transition matrix is dense: 2,000 categories take 32 MB).
+MAX_PRAM_CATEGORIES = 2_000
+#: Seeds are recorded in recipes, whose whole numbers fit 64 bits.
+_MAX_SEED = 2**63 - 1
 
 Seed = int | np.random.Generator | None
 
@@ -107,9 +126,23 @@ def _generator(seed: Seed) -> tuple[np.random.Generator, int | None]:
         return seed, None
     if seed is None:
         seed = secrets.randbits(63)  # recorded, so the step can be replayed
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ParameterError(f"seed must be a whole number >= 0, got {seed!r}.")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed <= _MAX_SEED:
+        raise ParameterError(f"seed must be a whole number from 0 to {_MAX_SEED:,}, got {describe_value(seed)}.")
     return np.random.default_rng(int(seed)), int(seed)
+
+
+def _number(value: object, name: str, meaning: str) -> float:
+    """``value`` as a finite float; anything else (text, true/false, NaN, infinity, a whole number beyond the float
+    range) raises :class:`ParameterError` naming ``name`` and what it means."""
+    if isinstance(value, bool) or not isinstance(value, int | float | np.integer | np.floating):
+        raise ParameterError(f"{name} must be a number ({meaning}), got {describe_value(value)}.")
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        raise ParameterError(f"{name} must be a finite number ({meaning}), got {describe_value(value)}.")
+    return number
 
 
 def _numeric_column(data: pd.DataFrame, name: str, step: str) -> np.ndarray:
@@ -145,16 +178,16 @@ def add_noise(
     Raises
     ------
     ParameterError
-        ``share`` negative or not a finite number, an unknown ``method``, a bad ``seed``, ``correlated`` noise
-        with fewer than two complete records.
+        ``share`` outside [0, :data:`MAX_NOISE_SHARE`] or not a number, an unknown ``method``, a bad ``seed``,
+        ``correlated`` noise with fewer than two complete records, noisy values beyond the floating-point range.
     ColumnError
         Unknown or non-numerical columns.
     """
     names = check_columns(data, columns, role="column to add noise to")
-    if isinstance(share, bool) or not isinstance(share, int | float) or not np.isfinite(share):
-        raise ParameterError(f"share must be a finite number >= 0, got {share!r}.")
-    if share < 0:
-        raise ParameterError(f"share must be >= 0 (the noise's standard deviation over the column's), got {share}.")
+    meaning = "the noise's standard deviation over the column's"
+    share = _number(share, "share", meaning)
+    if not 0 <= share <= MAX_NOISE_SHARE:
+        raise ParameterError(f"share must lie in [0, {MAX_NOISE_SHARE:g}] ({meaning}), got {share:g}.")
     if method not in NOISE_METHODS:
         raise ParameterError(f"Unknown noise method {method!r}; choose one of {', '.join(NOISE_METHODS)}.")
     rng, recorded = _generator(seed)
@@ -164,23 +197,37 @@ def add_noise(
         return TransformResult(data.copy(), step, {"records": 0, "cells_changed": dict.fromkeys(names, 0)})
     n, d = x.shape
     missing = np.isnan(x)
-    if method == "uncorrelated":
-        sd = _sample_sd(x)
-        noise = rng.standard_normal((n, d))
-        noise *= share * sd
-    else:
-        complete = ~missing.any(axis=1)
-        if complete.sum() < 2:
-            raise ParameterError("Correlated noise needs at least two records with every selected column present.")
-        sigma = np.atleast_2d(np.cov(x[complete], rowvar=False))
-        # A square root of Sigma through its eigen-decomposition: unlike Cholesky it accepts singular covariances
-        # (a constant or collinear column), whose tiny negative eigenvalues from rounding are clipped to 0.
-        eigenvalues, vectors = np.linalg.eigh(sigma)
-        root = vectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
-        noise = rng.standard_normal((n, d)) @ (share * root).T
-        sd = np.sqrt(np.diag(sigma))
-    published = x + noise
+    complete = ~missing.any(axis=1)
+    if method == "correlated" and complete.sum() < 2:
+        raise ParameterError("Correlated noise needs at least two records with every selected column present.")
+    # Values near the float range overflow the spread or the noise: the published values are checked below.
+    with np.errstate(over="ignore", invalid="ignore"):
+        if method == "uncorrelated":
+            sd = _sample_sd(x)
+            noise = rng.standard_normal((n, d))
+            noise *= share * sd
+        else:
+            sigma = np.atleast_2d(np.cov(x[complete], rowvar=False))
+            if not np.isfinite(sigma).all():
+                sigma = np.full_like(sigma, np.inf)
+                noise = np.full((n, d), np.inf)
+            else:
+                # A square root of Sigma through its eigen-decomposition: unlike Cholesky it accepts singular
+                # covariances (a constant or collinear column), whose tiny negative eigenvalues from rounding are
+                # clipped to 0.
+                eigenvalues, vectors = np.linalg.eigh(sigma)
+                root = vectors * np.sqrt(np.clip(eigenvalues, 0.0, None))
+                noise = rng.standard_normal((n, d)) @ (share * root).T
+            sd = np.sqrt(np.diag(sigma))
+        published = x + noise
     published[missing] = np.nan
+    overflow = ~missing & ~np.isfinite(published)
+    if overflow.any():
+        column = names[int(np.flatnonzero(overflow.any(axis=0))[0])]
+        raise ParameterError(
+            f"Noise of share {share:g} on '{column}' gives numbers beyond the floating-point range (its values or "
+            "their spread are too large): lower the share or rescale the column."
+        )
     output = data.copy()
     changed = {}
     for j, name in enumerate(names):
@@ -211,7 +258,8 @@ def _sample_sd(x: np.ndarray) -> np.ndarray:
 
 def rank_swap(data: pd.DataFrame, *, columns: Sequence[str], p: float, seed: Seed = None) -> TransformResult:
     """Swap the values of each numerical column in pairs whose ranks differ by at most ``floor(p / 100 * m)``
-    (``m`` non-missing values; see the module docstring).
+    (``m`` non-missing values; see the module docstring). ``p`` is a percentage: sdcMicro's ``rankSwap(P = x)``,
+    whose code reads ``P`` as a fraction, is ``p = 100 * x``.
 
     Raises
     ------
@@ -221,8 +269,12 @@ def rank_swap(data: pd.DataFrame, *, columns: Sequence[str], p: float, seed: See
         Unknown or non-numerical columns.
     """
     names = check_columns(data, columns, role="column to swap")
-    if isinstance(p, bool) or not isinstance(p, int | float) or not (0 < p <= 100):
-        raise ParameterError(f"p must be a percentage in (0, 100] (the largest rank distance), got {p!r}.")
+    meaning = "the largest rank distance, as a percentage of the values"
+    p = _number(p, "p", meaning)
+    if not 0 < p <= 100:
+        raise ParameterError(
+            f"p must be a percentage in (0, 100] ({meaning}; sdcMicro's rankSwap(P = x) is p = 100 * x), got {p:g}."
+        )
     rng, recorded = _generator(seed)
     step = Step("rank_swap", {"columns": list(names), "p": float(p), "seed": recorded})
     output = data.copy()
@@ -310,8 +362,8 @@ def pram(
     """
     names = check_columns(data, columns, role="column to PRAM")
     given = _check_matrix(matrix) if matrix is not None else None
-    pd_ = check_fraction(pd, "pd")
-    alpha = check_fraction(alpha, "alpha")
+    pd_ = check_fraction(_number(pd, "pd", "the smallest probability of keeping a category"), "pd")
+    alpha = check_fraction(_number(alpha, "alpha", "the share of the randomisation"), "alpha")
     rng, recorded = _generator(seed)
     params: dict[str, Any] = {"columns": list(names), "seed": recorded}
     if given is not None:
@@ -340,6 +392,11 @@ def pram(
             row_of_unique = np.array([position[text] for text in texts], dtype=np.int64)
         else:
             categories = sorted(set(texts))
+            if len(categories) > MAX_PRAM_CATEGORIES:
+                raise ParameterError(
+                    f"PRAM of '{name}': the column has {len(categories):,} categories, more than the "
+                    f"{MAX_PRAM_CATEGORIES:,} PRAM recodes (its transition matrix is dense): generalize it first."
+                )
             position = {category: i for i, category in enumerate(categories)}
             row_of_unique = np.array([position[text] for text in texts], dtype=np.int64)
             counts = np.bincount(row_of_unique[raw_codes[~missing]], minlength=len(categories))
@@ -363,6 +420,11 @@ def _check_matrix(matrix: object) -> tuple[list[str], np.ndarray]:
             "The PRAM matrix must be a non-empty object {original category: {published category: probability}}."
         )
     categories = [str(key) for key in matrix]
+    if len(categories) > MAX_PRAM_CATEGORIES:
+        raise ParameterError(
+            f"The PRAM matrix has {len(categories):,} categories, more than the {MAX_PRAM_CATEGORIES:,} PRAM recodes "
+            "(the matrix is dense)."
+        )
     if len(set(categories)) != len(categories):
         raise ParameterError("The PRAM matrix names a category twice (categories are compared as text).")
     index = {category: i for i, category in enumerate(categories)}
@@ -380,10 +442,13 @@ def _check_matrix(matrix: object) -> tuple[list[str], np.ndarray]:
                     "matrix must be square (every published category is also an original one)."
                 )
             if isinstance(probability, bool) or not isinstance(probability, int | float) or probability != probability:
-                raise ParameterError(f"PRAM matrix entry ['{row}']['{target}'] must be a number, got {probability!r}.")
+                raise ParameterError(
+                    f"PRAM matrix entry ['{row}']['{target}'] must be a number, got {describe_value(probability)}."
+                )
             if probability < 0 or probability > 1:
                 raise ParameterError(
-                    f"PRAM matrix entry ['{row}']['{target}'] must be a probability in [0, 1], got {probability!r}."
+                    f"PRAM matrix entry ['{row}']['{target}'] must be a probability in [0, 1], got "
+                    f"{describe_value(probability)}."
                 )
             transition[i, index[str(target)]] = float(probability)
         total = float(transition[i].sum())

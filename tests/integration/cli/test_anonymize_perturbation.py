@@ -101,7 +101,7 @@ def test_categorical_steps_only_report_no_linkage(
 @pytest.mark.parametrize(
     ("step", "message"),
     [
-        ({"kind": "add_noise", "params": {"columns": ["income"], "share": -0.5}}, "share must be >= 0"),
+        ({"kind": "add_noise", "params": {"columns": ["income"], "share": -0.5}}, "share must lie in [0, 100]"),
         ({"kind": "add_noise", "params": {"columns": ["region"], "share": 0.1}}, "'region' holds"),
         ({"kind": "rank_swap", "params": {"columns": ["income"], "p": 0}}, r"p must be a percentage in (0, 100]"),
         ({"kind": "rank_swap", "params": {"columns": ["income"], "p": 150}}, r"p must be a percentage in (0, 100]"),

@@ -228,7 +228,7 @@ def test_bad_choices_are_refused_with_a_message(
 @pytest.mark.parametrize(
     ("method", "kwargs", "error", "message"),
     [
-        ("add_noise", {"columns": ["age"], "share": -0.5}, ParameterError, "share must be >= 0"),
+        ("add_noise", {"columns": ["age"], "share": -0.5}, ParameterError, r"share must lie in \[0, 100\]"),
         ("rank_swap", {"columns": ["age"], "p": 150}, ParameterError, r"p must be a percentage in \(0, 100\]"),
         ("pram", {"columns": ["diagnosis"], "pd_": 1.5, "alpha": 0.5}, ParameterError, "pd"),
     ],
