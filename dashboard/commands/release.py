@@ -1,26 +1,33 @@
 """``privdash release``: a differentially private count, histogram (or class-size table), sum or mean of a table,
-with its error bar, charged to the dataset's privacy budget in a ledger.
+with its error bar, charged to the privacy budget of the population it describes, in a ledger.
 
 Each person must contribute one row. The release is refused, and nothing is written (neither the output nor the
 ledger), when an input is wrong or the release would exceed the budget. True values are printed only with
 ``--show-true`` (for the data owner) and never go to the output file.
+
+The ledger's accounts are keyed by the dataset identity the data owner declares (``--dataset-identity``, asked for
+at the first release of a table); a copy of a released table, in any row order, is recognised and charged to the
+same account (see :mod:`dashboard.core.privacy.ledger`). Loading, checking, computing, charging and saving run under
+one lock (``flock`` on ``.<ledger name>.lock`` beside the ledger), so parallel releases cannot overspend.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from dashboard.application.storage import exclusive_lock
 from dashboard.commands._common import format_table, jsonable, print_json, split_columns
 from dashboard.core import (
-    BudgetLedger,
     DPRelease,
     Mechanism,
     ParameterError,
@@ -30,15 +37,19 @@ from dashboard.core import (
     dp_histogram,
     dp_mean,
     dp_sum,
-    file_sha256,
     load_hierarchies,
     read_domain_file,
     read_table_with_info,
     write_table,
 )
+from dashboard.core.errors import DataReadError, check_finite
+from dashboard.core.privacy import BudgetLedger, DatasetAccount, TableFingerprint, check_identity, file_sha256
+from dashboard.core.privacy.ledger import read_only
 
 _QUERIES = ("count", "histogram", "sum", "mean")
 _OUTPUTS = (".csv", ".tsv", ".parquet", ".json")
+#: Serialises the releases of this process's threads (``flock`` serialises the processes).
+_THREAD_LOCK = threading.Lock()
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -91,6 +102,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--budget", metavar="EPS[,DELTA]", help="the dataset's total privacy budget, fixed when its account opens"
     )
     parser.add_argument(
+        "--dataset-identity",
+        metavar="NAME",
+        help="with --ledger: the population the records describe (e.g. adult-census-1994), whose budget the "
+        "release spends; needed at the first release of a table, recognised afterwards (also in copies)",
+    )
+    parser.add_argument(
+        "--distinct-population",
+        action="store_true",
+        help="confirm that --dataset-identity names other people than a similar table already in the ledger",
+    )
+    parser.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="write the release (.csv, .tsv, .parquet or .json)"
     )
     parser.add_argument(
@@ -103,58 +125,107 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    epsilon = check_finite(args.epsilon, "--epsilon")
+    delta = check_finite(args.delta, "--delta")
     mechanism = Mechanism.parse(args.mechanism)
-    cost_limit = PrivacyBudget(args.epsilon, args.delta)
+    cost_limit = PrivacyBudget(epsilon, delta)
     total = PrivacyBudget.parse(args.budget) if args.budget is not None else None
-    if total is not None and args.ledger is None:
-        raise ParameterError("--budget is the total budget kept in a ledger: give the ledger file with --ledger.")
+    if args.ledger is None and (total is not None or args.dataset_identity is not None or args.distinct_population):
+        raise ParameterError(
+            "--budget, --dataset-identity and --distinct-population belong to the budget ledger: give the ledger "
+            "file with --ledger."
+        )
+    identity = check_identity(args.dataset_identity) if args.dataset_identity is not None else None
     _check_output(args)
     _check_query_arguments(args)
-    # Fail before reading the data when the ledger already rules this release out.
-    ledger, dataset = None, ""
     if args.ledger is not None:
-        ledger = BudgetLedger.load(args.ledger)
-        dataset = file_sha256(args.file)
-        ledger.account(dataset, total).check(PrivacyBudget(cost_limit.epsilon, 0.0))
+        _check_ledger_path(args.ledger)
+        # Fail before reading the data when the ledger already rules this release out.
+        known = BudgetLedger.load(args.ledger).accounts.get(identity or "")
+        if known is not None:
+            known.check(PrivacyBudget(cost_limit.epsilon, 0.0))
     data, info = read_table_with_info(args.file, sheet=args.sheet)
     for note in info.notes:
         print(f"privdash release: note: {note}", file=sys.stderr)
-    release = _compute(args, data, mechanism)
-    account = None
-    if ledger is not None:
-        # The charge is checked against the cost OpenDP proves; the ledger is saved before anything is shown.
-        ledger = ledger.charge(
-            dataset,
-            release.cost,
-            query=release.query,
-            columns=release.columns,
-            mechanism=release.mechanism.value,
-            budget=total,
-        )
-        ledger.save(args.ledger)
+    account, dataset, resolution = None, "", None
+    if args.ledger is None:
+        release = _compute(args, data, mechanism)
+    else:
+        fingerprint = TableFingerprint.of(data)
+        with _ledger_lock(args.ledger):
+            # One critical section: load, resolve, check, compute, charge and save.
+            ledger = BudgetLedger.load(args.ledger)
+            resolution = ledger.resolve(
+                fingerprint,
+                identity,
+                aliases=(file_sha256(args.file),),
+                confirm_distinct=args.distinct_population,
+            )
+            for warning in resolution.warnings:
+                print(f"privdash release: warning: {warning}", file=sys.stderr)
+            dataset = resolution.identity
+            ledger.account(dataset, total).check(PrivacyBudget(cost_limit.epsilon, 0.0))
+            release = _compute(args, data, mechanism)
+            # The charge is checked against the cost OpenDP proves; the ledger is saved before anything is shown.
+            ledger = ledger.charge(
+                dataset,
+                release.cost,
+                query=release.query,
+                columns=release.columns,
+                mechanism=release.mechanism.value,
+                budget=total,
+                fingerprint=fingerprint,
+            )
+            ledger.save(args.ledger)
         account = ledger.account(dataset)
     if args.output is not None:
         _write(release, args.output, Path(args.file))
         print(f"privdash release: wrote {len(release.table):,} value(s) to {args.output}", file=sys.stderr)
     if args.json:
         payload = release.to_dict(include_true=args.show_true)
-        if account is not None:
-            payload["ledger"] = {
-                "dataset_sha256": dataset,
-                "budget": {"epsilon": account.budget.epsilon, "delta": account.budget.delta},
-                "spent": dict(zip(("epsilon", "delta"), account.spent, strict=True)),
-                "remaining": dict(zip(("epsilon", "delta"), account.remaining, strict=True)),
-            }
+        if account is not None and resolution is not None:
+            payload["ledger"] = _ledger_json(dataset, resolution.how, account)
         print_json(payload)
     else:
         print(render_text(release, show_true=args.show_true))
         if account is not None:
             left_epsilon, left_delta = account.remaining
             print(
-                f"\nbudget: spent ε={account.spent[0]:g}, δ={account.spent[1]:g} of ε={account.budget.epsilon:g}, "
-                f"δ={account.budget.delta:g}; left ε={left_epsilon:g}, δ={left_delta:g}"
+                f"\nbudget of '{dataset}': spent ε={account.spent[0]:g}, δ={account.spent[1]:g} of "
+                f"ε={account.budget.epsilon:g}, δ={account.budget.delta:g}; left ε={left_epsilon:g}, δ={left_delta:g}"
             )
     return 0
+
+
+def _ledger_json(dataset: str, how: str, account: DatasetAccount) -> dict[str, Any]:
+    return {
+        "dataset_identity": dataset,
+        "identity_from": how,
+        "budget": {"epsilon": account.budget.epsilon, "delta": account.budget.delta},
+        "spent": dict(zip(("epsilon", "delta"), account.spent, strict=True)),
+        "remaining": dict(zip(("epsilon", "delta"), account.remaining, strict=True)),
+    }
+
+
+def _check_ledger_path(ledger: Path) -> None:
+    """A ledger path the release can lock and write: a file (or a new name) in an existing, writable folder."""
+    if ledger.is_dir():
+        raise DataReadError(f"The budget ledger {ledger} is a folder; give a file name such as ledger.json.")
+    if not ledger.parent.is_dir():
+        raise DataReadError(f"The folder of the budget ledger {ledger} does not exist; create it first.")
+    if ledger.exists() and read_only(ledger):
+        raise DataReadError(f"The budget ledger {ledger} is read-only: nothing can be charged to it.")
+
+
+@contextlib.contextmanager
+def _ledger_lock(ledger: Path) -> Iterator[None]:
+    """Hold the exclusive lock of ``ledger``: ``flock`` on ``.<name>.lock`` in its folder (created, owner only)."""
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(exclusive_lock(ledger.parent / f".{ledger.name}.lock", _THREAD_LOCK))
+        except OSError as exc:
+            raise DataReadError(f"Cannot lock the budget ledger {ledger}: {exc.strerror or exc}.") from None
+        yield
 
 
 def _check_output(args: argparse.Namespace) -> None:

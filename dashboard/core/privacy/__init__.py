@@ -3,10 +3,14 @@ privacy-budget ledger per dataset. See :mod:`.mechanisms` (definitions and noise
 contribution bounds, the domain rule, error bars) and :mod:`.ledger` (sequential composition)."""
 
 from dashboard.core.privacy.ledger import (
+    NEAR_COPY,
     BudgetExceededError,
     BudgetLedger,
     DatasetAccount,
+    IdentityResolution,
     LedgerEntry,
+    TableFingerprint,
+    check_identity,
     file_sha256,
     frame_sha256,
 )
@@ -17,6 +21,7 @@ from dashboard.core.privacy.mechanisms import (
     PrivacyBudget,
     accuracy,
     calibrate,
+    out_of_range,
 )
 from dashboard.core.privacy.release import (
     MAX_DOMAIN_CELLS,
@@ -26,6 +31,8 @@ from dashboard.core.privacy.release import (
     dp_histogram,
     dp_mean,
     dp_sum,
+    key_selection_delta,
+    key_selection_threshold,
     read_domain_file,
     sum_measurement,
 )
@@ -33,16 +40,20 @@ from dashboard.core.privacy.release import (
 __all__ = [
     "DEFAULT_CONFIDENCE",
     "MAX_DOMAIN_CELLS",
+    "NEAR_COPY",
     "BudgetExceededError",
     "BudgetLedger",
     "Calibrated",
     "DPRelease",
     "DatasetAccount",
+    "IdentityResolution",
     "LedgerEntry",
     "Mechanism",
     "PrivacyBudget",
+    "TableFingerprint",
     "accuracy",
     "calibrate",
+    "check_identity",
     "dp_class_sizes",
     "dp_count",
     "dp_histogram",
@@ -50,6 +61,9 @@ __all__ = [
     "dp_sum",
     "file_sha256",
     "frame_sha256",
+    "key_selection_delta",
+    "key_selection_threshold",
+    "out_of_range",
     "read_domain_file",
     "sum_measurement",
 ]
