@@ -8,15 +8,21 @@ row. The categories of a histogram are a public domain the user types, or, with 
 never the data's own values (a rare value shown as a category would reveal its holder).
 
 The ledger
-    Basic sequential composition (Dwork and Roth 2014, Theorem 3.16): a dataset's releases of (ε₁, δ₁), ...,
+    Basic sequential composition (Dwork and Roth 2014, Theorem 3.16): a population's releases of (ε₁, δ₁), ...,
     (ε_k, δ_k) together cost (Σ εᵢ, Σ δᵢ), charged against one total budget (``Settings.dp_budget``, fixed when the
-    dataset's first release is charged). A release that does not fit is refused and nothing is recorded. The ledger
-    is the core's :class:`~dashboard.core.privacy.ledger.BudgetLedger`, one JSON file in the store folder,
+    population's first release is charged). A release that does not fit is refused and nothing is recorded. The
+    ledger is the core's :class:`~dashboard.core.privacy.ledger.BudgetLedger`, one JSON file in the store folder,
     ``<store>/privacy/ledger.json``: beside the uploads but outside their expiring folders, because the people in a
-    table do not regain privacy when its upload expires. A dataset is keyed by the SHA-256 of its column names and
-    cells (:func:`~dashboard.core.privacy.ledger.frame_sha256`), so the same table opened again (uploaded again, or
-    under another link) draws on the same budget. Check, release, charge and save run under a lock shared by the
-    server's processes, so two releases cannot both spend the last of a budget.
+    table do not regain privacy when its upload expires.
+Whose budget
+    Accounts are keyed by the **dataset identity**, the population the data owner names in the form's "Population"
+    field. Left empty, a release is charged to the population this table's rows (in any order, under any file name
+    or link) were released under before, else to the population of a near copy (with a warning), else to the
+    table's name. Naming another population for the same rows is refused, and for a near copy it needs the
+    "other people" box ticked (:meth:`~dashboard.core.privacy.ledger.BudgetLedger.resolve`). The table's
+    fingerprint is computed once per dataset version and process (:func:`table_keys`). Resolve, check, release,
+    charge and save run under a lock shared by the server's processes, so two releases cannot both spend the last
+    of a budget.
 True values
     The exact values are computed beside the DP ones for the data owner's eyes only: they are never in
     :func:`release_csv` (the download) and never in the ledger.
@@ -29,7 +35,7 @@ import math
 import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -43,8 +49,11 @@ from dashboard.core.privacy import (
     BudgetLedger,
     DatasetAccount,
     DPRelease,
+    IdentityResolution,
     Mechanism,
     PrivacyBudget,
+    TableFingerprint,
+    check_identity,
     dp_count,
     dp_histogram,
     dp_mean,
@@ -59,7 +68,7 @@ __all__ = [
     "ReleaseLedger",
     "ReleaseOutcome",
     "ReleaseRequest",
-    "dataset_key",
+    "TableKeys",
     "describe",
     "display_digits",
     "download_name",
@@ -67,6 +76,7 @@ __all__ = [
     "parse_domain",
     "release_csv",
     "result_rows",
+    "table_keys",
 ]
 
 #: The queries offered: value -> label.
@@ -85,6 +95,8 @@ CATEGORY_SOURCES: Mapping[str, str] = {
 LEDGER_FOLDER, LEDGER_FILE = "privacy", "ledger.json"
 #: Serialises the releases of this process's threads (``flock`` does it across processes).
 _THREAD_LOCK = threading.Lock()
+#: How the form's fields are named in the ledger's messages.
+IDENTITY_FIELD, DISTINCT_BOX = "the Population field", "the box 'Other people than the similar table'"
 
 
 def parse_domain(text: str | None) -> tuple[str, ...]:
@@ -116,6 +128,8 @@ class ReleaseRequest:
     column: str | None = None
     domain: tuple[str, ...] | None = None
     bounds: tuple[float, float] | None = None
+    identity: str | None = None
+    distinct: bool = False
 
     @classmethod
     def from_form(
@@ -131,9 +145,30 @@ class ReleaseRequest:
         domain: Any = None,
         low: Any = None,
         high: Any = None,
+        identity: Any = None,
+        distinct: Any = False,
     ) -> ReleaseRequest:
         """Check the form's values against the dataset's ``columns``; :class:`ParameterError` (or
-        :class:`ColumnError`) with a message that names the field to correct."""
+        :class:`ColumnError`) with a message that names the field to correct. An empty ``identity`` is None (the
+        ledger recognises the table, or uses its name); ``distinct`` confirms other people than a near copy."""
+        population = check_identity(identity) if identity is not None and str(identity).strip() else None
+        request = cls._checked(columns, query, epsilon, delta, mechanism, column, categories, domain, low, high)
+        return replace(request, identity=population, distinct=bool(distinct))
+
+    @classmethod
+    def _checked(
+        cls,
+        columns: Sequence[str],
+        query: Any,
+        epsilon: Any,
+        delta: Any,
+        mechanism: Any,
+        column: Any,
+        categories: Any,
+        domain: Any,
+        low: Any,
+        high: Any,
+    ) -> ReleaseRequest:
         if query not in QUERIES:
             raise ParameterError("Choose what to release: a count, a histogram, a sum or a mean.")
         eps = _number(epsilon, "ε (epsilon)", "0.5")
@@ -200,15 +235,32 @@ class ReleaseRequest:
 
 
 @dataclass(frozen=True)
+class TableKeys:
+    """How the ledger knows a table: its order-independent ``fingerprint``, its ``legacy`` key (the SHA-256 of its
+    cells in row order, the key of version-1 ledgers) and its ``title``, the population's name by default."""
+
+    fingerprint: TableFingerprint
+    legacy: str
+    title: str
+
+    @classmethod
+    def of(cls, data: pd.DataFrame, title: str) -> TableKeys:
+        return cls(TableFingerprint.of(data), frame_sha256(data), title)
+
+
+@dataclass(frozen=True)
 class ReleaseOutcome:
-    """A release that was charged, and the dataset's account after the charge."""
+    """A release that was charged, the population it was charged to, its account after the charge and the warnings
+    given before spending (a near copy)."""
 
     release: DPRelease
+    identity: str
     account: DatasetAccount
+    warnings: tuple[str, ...] = ()
 
 
 class ReleaseLedger:
-    """The budget ledger of every dataset, in ``folder``/ledger.json; new accounts open with ``total``."""
+    """The budget ledger of every population, in ``folder``/ledger.json; new accounts open with ``total``."""
 
     def __init__(self, folder: str | Path, total: PrivacyBudget) -> None:
         self.folder = Path(folder)
@@ -222,33 +274,62 @@ class ReleaseLedger:
         """The ledger as it is on disk (empty before the first release)."""
         return BudgetLedger.load(self.path)
 
-    def account(self, key: str) -> DatasetAccount:
-        """The account of the dataset ``key``; an empty one with the total budget before its first release."""
-        return self.load().accounts.get(key) or DatasetAccount(self.total)
+    def account(self, identity: str) -> DatasetAccount:
+        """The account of the population ``identity``; an empty one with the total budget before its first release."""
+        return self.load().accounts.get(identity) or DatasetAccount(self.total)
 
-    def release(self, data: pd.DataFrame, key: str, request: ReleaseRequest) -> ReleaseOutcome:
-        """Compute ``request`` on ``data`` and charge its cost to ``key``'s account.
+    def known(self, table: TableKeys) -> tuple[str, DatasetAccount] | None:
+        """The population and account this table would be charged to with no identity given, when the ledger
+        knows it (the same rows, or a near copy); None for a table never released."""
+        ledger = self.load()
+        try:
+            resolution = self._resolve(ledger, table, None, False, default=None)
+        except ParameterError:
+            return None
+        return resolution.identity, ledger.accounts[resolution.identity]
+
+    def release(self, data: pd.DataFrame, table: TableKeys, request: ReleaseRequest) -> ReleaseOutcome:
+        """Compute ``request`` on ``data`` and charge its cost to the population the table resolves to.
 
         Raises :class:`~dashboard.core.privacy.ledger.BudgetExceededError` when the cost does not fit in what is
         left (checked before the computation against the request's ε, and after it against the cost OpenDP proves),
-        or the core's errors for bad input; in every case the ledger is left as it was.
+        :class:`ParameterError` when the table belongs to another population than the one named (or is a near copy
+        of one and other people were not confirmed), or the core's errors for bad input; in every case the ledger is
+        left as it was.
         """
         with self._locked():
             ledger = self.load()
-            opening = key not in ledger.accounts
-            account = ledger.accounts.get(key) or DatasetAccount(self.total)
+            resolution = self._resolve(ledger, table, request.identity, request.distinct, default=table.title)
+            identity = resolution.identity
+            opening = identity not in ledger.accounts
+            account = ledger.accounts.get(identity) or DatasetAccount(self.total)
             account.check(PrivacyBudget(request.epsilon, 0.0))  # refuse before computing when ε alone is too much
             release = request.run(data)
             ledger = ledger.charge(
-                key,
+                identity,
                 release.cost,
                 query=release.query,
                 columns=release.columns,
                 mechanism=release.mechanism.value,
                 budget=self.total if opening else None,
+                fingerprint=table.fingerprint,
             )
             ledger.save(self.path)
-        return ReleaseOutcome(release, ledger.accounts[key])
+        return ReleaseOutcome(release, identity, ledger.accounts[identity], resolution.warnings)
+
+    @staticmethod
+    def _resolve(
+        ledger: BudgetLedger, table: TableKeys, identity: str | None, distinct: bool, *, default: str | None
+    ) -> IdentityResolution:
+        return ledger.resolve(
+            table.fingerprint,
+            identity,
+            aliases=(table.legacy,),
+            default=default,
+            confirm_distinct=distinct,
+            option=IDENTITY_FIELD,
+            confirm_option=DISTINCT_BOX,
+        )
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -262,11 +343,13 @@ def ledger_for(services: Services) -> ReleaseLedger:
     return ReleaseLedger(services.settings.store_dir / LEDGER_FOLDER, services.settings.dp_budget)
 
 
-def dataset_key(services: Services, loaded: LoadedDataset) -> str:
-    """The ledger key of ``loaded``: the SHA-256 of its column names and cells, computed once per dataset version
-    and process."""
-    key: str = services.cache.get_or_build(("dp-key", loaded.id, loaded.version), lambda: frame_sha256(loaded.frame))
-    return key
+def table_keys(services: Services, loaded: LoadedDataset) -> TableKeys:
+    """The ledger's keys of ``loaded`` (fingerprint, version-1 key, title), computed once per dataset version and
+    process."""
+    keys: TableKeys = services.cache.get_or_build(
+        ("dp-table", loaded.id, loaded.version), lambda: TableKeys.of(loaded.frame, loaded.title)
+    )
+    return keys
 
 
 def release_csv(release: DPRelease) -> str:

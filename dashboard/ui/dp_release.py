@@ -24,13 +24,13 @@ from dashboard.application.dp_release import (
     QUERIES,
     ReleaseOutcome,
     ReleaseRequest,
-    dataset_key,
     describe,
     display_digits,
     download_name,
     ledger_for,
     release_csv,
     result_rows,
+    table_keys,
 )
 from dashboard.application.services import LoadedDataset, Services
 from dashboard.application.state import ViewState
@@ -73,7 +73,11 @@ def card(loaded: LoadedDataset, state: ViewState, services: Services) -> Any:
             id="dp-card",
         )
     try:
-        ledger: Any = ledger_view(ledger_for(services).account(dataset_key(services, loaded)))
+        known = ledger_for(services).known(table_keys(services, loaded))
+        if known is None:
+            ledger: Any = ledger_view(DatasetAccount(services.settings.dp_budget), None)
+        else:
+            ledger = ledger_view(known[1], known[0])
     except PrivdashError as exc:
         ledger = error_alert(str(exc), title="The budget ledger cannot be read", alert_id="dp-ledger-error")
     return card_box(
@@ -196,6 +200,26 @@ def form(loaded: LoadedDataset) -> Any:
                 id="dp-bounds-box",
                 style=bounds_style,
             ),
+            dmc.Group(
+                [
+                    dmc.TextInput(
+                        id="dp-identity",
+                        label="Population (dataset identity)",
+                        description="The people this table describes, whose budget the release spends. Left empty: "
+                        "the population this table (or a copy of it) was released under, else the table's name.",
+                        placeholder=loaded.title,
+                        w=420,
+                    ),
+                    dmc.Checkbox(
+                        id="dp-distinct",
+                        label="Other people than the similar table",
+                        description="Tick only when the ledger warns of a similar table that describes other people",
+                        mt="lg",
+                    ),
+                ],
+                gap="md",
+                align="flex-start",
+            ),
             dmc.Group(dmc.Button("Release", id="dp-release"), gap="md"),
         ],
         gap="sm",
@@ -239,7 +263,10 @@ def result_view(outcome: ReleaseOutcome) -> Any:
             for label, value, error, true in shown.itertuples(index=False)
         ]
     )
-    notes: list[Any] = []
+    notes: list[Any] = [
+        dmc.Alert(warning, title="Warning: a similar table", color="yellow", variant="light", className="dp-warning")
+        for warning in outcome.warnings
+    ]
     if len(rows) > len(shown):
         notes.append(
             dmc.Text(f"The first {len(shown):,} of {len(rows):,} values are shown; the download holds all.", size="xs")
@@ -251,7 +278,8 @@ def result_view(outcome: ReleaseOutcome) -> Any:
         [
             dmc.Alert(
                 describe(release),
-                title=f"Released: ε = {release.epsilon:g}, δ = {release.delta:g} charged to the budget",
+                title=f"Released: ε = {release.epsilon:g}, δ = {release.delta:g} charged to the budget of "
+                f"'{outcome.identity}'",
                 color="blue",
                 variant="light",
                 id="dp-released",
@@ -316,8 +344,9 @@ def release_figure(rows: pd.DataFrame, key_header: str) -> go.Figure:
     return fig
 
 
-def ledger_view(account: DatasetAccount) -> Any:
-    """The dataset's budget: spent and remaining (ε, δ), and the releases charged to it, newest first."""
+def ledger_view(account: DatasetAccount, identity: str | None) -> Any:
+    """The budget of the population ``identity`` (None: the table was never released, ``account`` is the budget a
+    first release opens): spent and remaining (ε, δ), and the releases charged to it, newest first."""
     spent_epsilon, spent_delta = account.spent
     left_epsilon, left_delta = account.remaining
     total = account.budget
@@ -357,7 +386,15 @@ def ledger_view(account: DatasetAccount) -> Any:
         )
     return dmc.Stack(
         [
-            dmc.Title("Privacy budget of this dataset", order=3, fz="sm", fw=600),
+            dmc.Title(
+                f"Privacy budget of the population '{identity}'"
+                if identity is not None
+                else "Privacy budget: no release of this table yet",
+                order=3,
+                fz="sm",
+                fw=600,
+                id="dp-population",
+            ),
             dmc.Text(
                 f"Spent ε = {spent_epsilon:.4g} of {total.epsilon:g}, δ = {spent_delta:.3g} of {total.delta:g}; "
                 f"remaining ε = {left_epsilon:.4g}, δ = {left_delta:.3g}.",
@@ -416,6 +453,8 @@ def register(app: Dash, services: Services) -> None:
         State("dp-epsilon", "value"),
         State("dp-delta", "value"),
         State("dp-mechanism", "value"),
+        State("dp-identity", "value"),
+        State("dp-distinct", "checked"),
         State(PAGE_STATE, "data"),
         running=[(Output("dp-release", "disabled"), True, False)],  # one release per press: no double charge
         prevent_initial_call=True,
@@ -431,6 +470,8 @@ def register(app: Dash, services: Services) -> None:
         epsilon: Any,
         delta: Any,
         mechanism: Any,
+        identity: Any,
+        distinct: Any,
         data: Any,
     ) -> tuple[Any, Any, Any]:
         if not clicks:
@@ -450,15 +491,17 @@ def register(app: Dash, services: Services) -> None:
                 epsilon=epsilon,
                 delta=delta,
                 mechanism=mechanism,
+                identity=identity,
+                distinct=distinct,
             )
-            outcome = ledger.release(loaded.frame, dataset_key(services, loaded), request)
+            outcome = ledger.release(loaded.frame, table_keys(services, loaded), request)
         except BudgetExceededError as exc:
             return error_alert(str(exc), title="Refused: over the privacy budget", alert_id="dp-error"), no_update, None
         except PrivdashError as exc:
             return error_alert(str(exc), title="Nothing was released", alert_id="dp-error"), no_update, None
         stem = loaded.id.split(":", 1)[1] if loaded.is_demo else Path(loaded.title).stem or "data"
         payload = {"csv": release_csv(outcome.release), "filename": download_name(stem, outcome.release)}
-        return result_view(outcome), ledger_view(outcome.account), payload
+        return result_view(outcome), ledger_view(outcome.account, outcome.identity), payload
 
     @app.callback(
         Output("dp-download", "data"),

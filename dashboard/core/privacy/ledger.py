@@ -380,7 +380,8 @@ class BudgetLedger:
             if declared is not None and declared != known:
                 raise ParameterError(
                     f"These rows (in any order) were released under the dataset identity '{_short(known)}': they draw "
-                    f"on its budget. Drop {option}, or give '{_short(known)}'; a copy cannot open a new budget."
+                    f"on its budget. Give '{_short(known)}' in {option} or leave it out; a copy cannot open a new "
+                    "budget."
                 )
             return IdentityResolution(known, "declared" if declared else "recognised")
         others = [(name, share) for name, share in self.near_copies(fingerprint) if name != declared]
@@ -403,7 +404,7 @@ class BudgetLedger:
             name, share = others[0]
             note = (
                 f"Charged to '{_short(name)}': this table shares about {share:.0%} of its rows with a table released "
-                f"under it. Declare {option} to release it as another population."
+                f"under it. Name another population with {option} if these are other people."
             )
             return IdentityResolution(name, "near-copy", (note,), share)
         if default is not None:

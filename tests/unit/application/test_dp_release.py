@@ -4,6 +4,7 @@ back by a new app, unchanged by a refusal or by bad input), and the download wit
 from __future__ import annotations
 
 import io
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,12 +14,13 @@ import pytest
 from dashboard.application.dp_release import (
     ReleaseLedger,
     ReleaseRequest,
-    dataset_key,
+    TableKeys,
     display_digits,
     ledger_for,
     parse_domain,
     release_csv,
     result_rows,
+    table_keys,
 )
 from dashboard.application.services import Services
 from dashboard.application.settings import Settings
@@ -32,7 +34,7 @@ TABLE = pd.DataFrame(
         "name": [f"p{i}" for i in range(10)],
     }
 )
-KEY = frame_sha256(TABLE)
+KEY = TableKeys.of(TABLE, "people")
 
 
 def settings(tmp_path: Path) -> Settings:
@@ -40,24 +42,28 @@ def settings(tmp_path: Path) -> Settings:
 
 
 def request(**form: object) -> ReleaseRequest:
-    return ReleaseRequest.from_form(list(TABLE.columns), **form)  # type: ignore[arg-type]
+    return ReleaseRequest.from_form(list(TABLE.columns), **form)
 
 
 def test_the_ledger_is_kept_in_the_store_and_read_back_by_a_new_app(tmp_path: Path) -> None:
     first = Services(settings(tmp_path))
     loaded = first.dataset("demo:people")
-    key = dataset_key(first, loaded)
-    assert key == frame_sha256(loaded.frame)  # keyed by the content: the same table opened again shares the budget
-    outcome = ledger_for(first).release(loaded.frame, key, ReleaseRequest.from_form(loaded.columns, **COUNT))
-    assert outcome.account.spent == (0.25, 0.0)
+    keys = table_keys(first, loaded)
+    assert keys.legacy == frame_sha256(loaded.frame) and keys.title == loaded.title
+    assert ledger_for(first).known(keys) is None  # never released
+    outcome = ledger_for(first).release(loaded.frame, keys, ReleaseRequest.from_form(loaded.columns, **COUNT))
+    assert outcome.account.spent == (0.25, 0.0) and outcome.identity == loaded.title  # no identity: its name
     assert ledger_for(first).path.parent.parent == first.settings.store_dir
 
     second = Services(settings(tmp_path))  # another process: nothing shared but the folder
-    account = ledger_for(second).account(dataset_key(second, second.dataset("demo:people")))
+    known = ledger_for(second).known(table_keys(second, second.dataset("demo:people")))
+    assert known is not None
+    identity, account = known
+    assert identity == loaded.title
     assert [(e.query, e.mechanism, e.epsilon, e.delta) for e in account.entries] == [("count", "laplace", 0.25, 0.0)]
     assert account.budget == PrivacyBudget(1.0, 1e-6) and account.remaining == (0.75, 1e-6)
-    # A table with other cells is another dataset, with its own (untouched) account.
-    assert ledger_for(second).account(KEY).entries == ()
+    # A table of other people is another population, with its own (untouched) account.
+    assert ledger_for(second).known(KEY) is None and ledger_for(second).account("people").entries == ()
 
 
 COUNT = {"query": "count", "epsilon": "0.25"}
@@ -71,12 +77,12 @@ def test_a_release_over_the_budget_is_refused_and_nothing_is_recorded(tmp_path: 
     with pytest.raises(BudgetExceededError, match=r"only ε=0\.05.* is left after 2 release"):
         ledger.release(TABLE, KEY, request(**COUNT))
     assert ledger.path.read_bytes() == before
-    account = ledger.account(KEY)
+    account = ledger.account("people")
     assert [e.epsilon for e in account.entries] == [0.25, 0.2]
     assert account.spent[0] == pytest.approx(0.45)
     # What is left can still be spent, to the last bit.
     ledger.release(TABLE, KEY, request(query="count", epsilon=0.05))
-    assert ledger.account(KEY).remaining[0] == pytest.approx(0.0, abs=1e-12)
+    assert ledger.account("people").remaining[0] == pytest.approx(0.0, abs=1e-12)
 
 
 def test_a_gaussian_release_whose_delta_does_not_fit_is_refused(tmp_path: Path) -> None:
@@ -192,7 +198,7 @@ def test_the_total_budget_setting(tmp_path: Path) -> None:
     ReleaseLedger(tmp_path, PrivacyBudget(0.5, 0.0)).release(TABLE, KEY, request(**COUNT))
     later = ReleaseLedger(tmp_path, PrivacyBudget(3.0, 0.0))
     later.release(TABLE, KEY, request(**COUNT))
-    assert BudgetLedger.load(later.path).accounts[KEY].budget == PrivacyBudget(0.5, 0.0)
+    assert BudgetLedger.load(later.path).accounts["people"].budget == PrivacyBudget(0.5, 0.0)
     with pytest.raises(BudgetExceededError):
         later.release(TABLE, KEY, request(**COUNT))
 
@@ -203,3 +209,46 @@ def test_domain_text_and_display_digits() -> None:
     assert parse_domain(None) == () and parse_domain("  ") == ()
     assert display_digits(11.98) == 0 and display_digits(2.9) == 1 and display_digits(0.03) == 3
     assert display_digits(0.0) == 6 and display_digits(1e-12) == 6
+
+
+def test_the_population_is_kept_across_copies_and_asked_for_near_copies(tmp_path: Path) -> None:
+    ledger = ReleaseLedger(tmp_path / "privacy", PrivacyBudget(1.0, 0.0))
+    named = request(**COUNT, identity="  Town survey 2024 ")
+    assert named.identity == "Town survey 2024"
+    assert ledger.release(TABLE, KEY, named).identity == "Town survey 2024"
+    # The same rows re-sorted, uploaded under another name: the same population, even with nothing typed.
+    resorted = TABLE.sample(frac=1, random_state=3).reset_index(drop=True)
+    copy = TableKeys.of(resorted, "copy.csv")
+    outcome = ledger.release(resorted, copy, request(**COUNT))
+    assert outcome.identity == "Town survey 2024" and outcome.account.spent[0] == pytest.approx(0.5)
+    before = ledger.path.read_bytes()
+    with pytest.raises(ParameterError, match="were released under the dataset identity 'Town survey 2024'"):
+        ledger.release(resorted, copy, request(**COUNT, identity="Fresh budget"))
+    # One corrected cell: charged to the same population with a warning, or refused under another until confirmed.
+    corrected = TABLE.assign(age=TABLE["age"].where(TABLE.index != 0, 21))
+    near = TableKeys.of(corrected, "corrected.csv")
+    with pytest.raises(ParameterError, match="the box 'Other people than the similar table'"):
+        ledger.release(corrected, near, request(**COUNT, identity="Fresh budget"))
+    assert ledger.path.read_bytes() == before
+    confirmed = ledger.release(corrected, near, request(**COUNT, identity="Fresh budget", distinct=True))
+    assert confirmed.identity == "Fresh budget" and "shares about 90%" in confirmed.warnings[0]
+    assert ledger.account("Town survey 2024").spent[0] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize(
+    ("form", "message"),
+    [
+        ({**COUNT, "identity": "a\tb"}, "control character"),
+        ({**COUNT, "identity": "x" * 250}, "250 characters"),
+        ({"query": "count", "epsilon": "5e-324"}, "ε = 4.94066e-324"),
+        ({"query": "sum", "epsilon": 1, "column": "age", "low": "-1e308", "high": "1e308"}, "bounds"),
+        ({"query": "histogram", "epsilon": "1e-9", "delta": "1e-300", "column": "city", "categories": "keys"}, "2^31"),
+    ],
+)
+def test_out_of_range_input_is_refused_and_spends_nothing(
+    tmp_path: Path, form: dict[str, object], message: str
+) -> None:
+    ledger = ReleaseLedger(tmp_path / "privacy", PrivacyBudget(1.0, 1e-6))
+    with pytest.raises(ParameterError, match=re.escape(message)):
+        ledger.release(TABLE, KEY, request(**form))
+    assert not ledger.path.exists()
