@@ -17,8 +17,9 @@ Pseudonymise (keyed HMAC-SHA256)
     settings); there is no default key, and keys shorter than 16 bytes are refused. The key is never recorded: the
     step records the variable it is configured in and a fingerprint (``HMAC-SHA256(key, "privdash key
     fingerprint")``, first 16 hex characters), and a recorded fingerprint is checked when the step is applied again
-    (the key is a *secret* of the step: ``apply_recipe(data, recipe, secrets={"key": key})`` hands it over). If two
-    distinct values would share a pseudonym the step fails and asks for a longer one.
+    (the key is a *secret* of the step: ``apply_recipe(data, recipe, secrets={"key": key})`` hands it over); the
+    summary of a step re-applied that way warns that its output can be joined with the earlier release on the
+    pseudonyms. If two distinct values would share a pseudonym the step fails and asks for a longer one.
 
 Missing values stay missing in every method. No value mapping is returned: a table from identifiers to
 pseudonyms or masks would itself re-identify people.
@@ -220,6 +221,12 @@ def pseudonymize(
         "length": length,
         "distinct_values": {name: int(data[name].nunique(dropna=True)) for name in names},
     }
+    if key_fingerprint is not None:  # a recorded step re-applied: the key of the release it was recorded for
+        summary["warning"] = (
+            f"The same key (fingerprint {fingerprint}) as the release this step was recorded for: equal values get "
+            "equal pseudonyms, so the two releases can be joined on them. Use a new key per release unless linking "
+            "them is intended."
+        )
     return TransformResult(result, step, summary)
 
 

@@ -169,3 +169,12 @@ def test_values_with_the_same_text_share_a_pseudonym() -> None:
     assert pd.isna(values[3])
     masked = mask_identifiers(mixed, columns=["id"])
     assert masked.data["id"].tolist()[:3] == ["*", "*", "*"]
+
+
+def test_a_recorded_step_reapplied_warns_that_the_releases_can_be_joined() -> None:
+    first = pseudonymize(people(), columns=["email"], key=KEY)
+    assert "warning" not in first.summary  # a first release: nothing to join with yet
+    again = pseudonymize(people().iloc[::-1], columns=["email"], key=KEY, key_fingerprint=key_fingerprint(KEY))
+    assert "can be joined" in again.summary["warning"] and key_fingerprint(KEY) in again.summary["warning"]
+    # The reason for the warning: the same person's pseudonym is the same in both releases.
+    assert set(again.data["email"].dropna()) == set(first.data["email"].dropna())
