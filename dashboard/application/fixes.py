@@ -35,9 +35,11 @@ Links made before the vocabulary was unified may say ``budget`` (suppress_record
 
 Hierarchy rules (``rule``: the core's rule settings, :func:`dashboard.core.transform.hierarchy.build_hierarchy`)::
 
-    {"builder": "intervals", "widths": [5, 10, 20], "origin"?: 0}   {"builder": "quantiles", "bins": [8, 4, 2]}
+    {"builder": "intervals", "widths": [5, 10, 20], "origin"?: 0, "low"?: 20, "high"?: 80}
+    {"builder": "quantiles", "bins": [8, 4, 2], "digits"?: 2}    {"builder": "frequency", "ratio"?: 2}
     {"builder": "dates", "levels": ["month", "year"]}            {"builder": "postcodes", "levels": ["district"]}
-    {"builder": "masking", "steps": 3}                           {"builder": "rare", "min_count": 10}
+    {"builder": "prefix", "lengths": [3, 2, 1]}                  {"builder": "masking", "steps": 3}
+    {"builder": "rare", "min_count": 10}
 
 Quasi-identifiers, ordinal orders and the missing-value policy of a step come from the view state's data contract
 when the list is applied; the resolved values end up in the recipe (:attr:`FixRun.recipe`).
@@ -116,6 +118,8 @@ BUILDERS: dict[str, str] = {
     "quantiles": "Intervals of equal frequency",
     "dates": "Dates: month, quarter, year",
     "postcodes": "UK postcodes: sector, district, area",
+    "frequency": "Group categories, rarest first",
+    "prefix": "Code prefixes (ICD, NACE, ZIP)",
     "masking": "Mask trailing characters",
     "rare": "Group rare categories",
 }
@@ -192,16 +196,31 @@ def check_rule(rule: Any) -> dict[str, Any]:
             raise FixError(f"The '{builder}' rule needs '{key}': a non-empty list of numbers, finest level first.")
         if builder == "intervals":
             out[key] = [_positive(v, "An interval width") for v in values]
-            if rule.get("origin") is not None:
-                out["origin"] = _real(rule["origin"], "The interval origin")
+            for name, what in (("origin", "The interval origin"), ("low", "The bottom code"), ("high", "The top code")):
+                if rule.get(name) is not None:
+                    number = _real(rule[name], what)
+                    out[name] = int(number) if number.is_integer() else number
         else:
             out[key] = [_whole(v, "A number of quantile intervals", 1) for v in values]
+            if rule.get("digits") is not None:
+                out["digits"] = _whole(rule["digits"], "Significant digits", 1)
     elif builder in ("dates", "postcodes"):
         known = _DATE_LEVELS if builder == "dates" else _POSTCODE_LEVELS
         levels = rule.get("levels")
         if not isinstance(levels, list) or not levels or not all(v in known for v in levels):
             raise FixError(f"The '{builder}' rule needs 'levels': some of {', '.join(known)}, in that order.")
         out["levels"] = list(levels)
+    elif builder == "frequency":
+        if rule.get("ratio") is not None:
+            ratio = _real(rule["ratio"], "The ratio of group counts")
+            if ratio <= 1:
+                raise FixError(f"The ratio of group counts must be above 1, got {ratio:g}.")
+            out["ratio"] = int(ratio) if ratio.is_integer() else ratio
+    elif builder == "prefix":
+        lengths = rule.get("lengths")
+        if not isinstance(lengths, list) or not lengths:
+            raise FixError("The 'prefix' rule needs 'lengths': the characters kept per level, longest first.")
+        out["lengths"] = [_whole(v, "A prefix length", 1) for v in lengths]
     elif builder == "masking":
         out["steps"] = _whole(rule.get("steps"), "Masking steps", 1)
     else:
@@ -301,10 +320,15 @@ def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
 
 
 def rule_text(rule: Mapping[str, Any]) -> str:
-    """The rule's parameter as the page's text field shows it (``5, 10, 20``; ``month, year``; ``10``)."""
+    """The rule's parameter as the page's text field shows it (``5, 10, 20, >=80``; ``month, year``; ``10``)."""
     builder = rule.get("builder")
     if builder == "intervals":
-        return ", ".join(f"{w:g}" for w in rule["widths"])
+        codes = [f"{sign}{rule[name]:g}" for name, sign in (("low", "<"), ("high", ">=")) if rule.get(name) is not None]
+        return ", ".join([*(f"{w:g}" for w in rule["widths"]), *codes])
+    if builder == "frequency":
+        return f"{rule.get('ratio', 2):g}"
+    if builder == "prefix":
+        return ", ".join(str(n) for n in rule["lengths"])
     if builder == "quantiles":
         return ", ".join(str(b) for b in rule["bins"])
     if builder in ("dates", "postcodes"):
@@ -324,24 +348,43 @@ def rule_from_text(builder: str, text: str | None) -> dict[str, Any]:
     if not parts:
         raise FixError(f"Give the parameter of the '{BUILDERS[builder].lower()}' rule.")
     rule: dict[str, Any] = {"builder": builder}
-    if builder in ("intervals", "quantiles", "masking", "rare"):
-        try:
-            numbers = [float(p) for p in parts]
-        except ValueError:
-            raise FixError(f"'{text}' is not a list of numbers.") from None
+    if builder == "intervals":  # top and bottom codes written ">=80" and "<20"
+        for name, sign in (("high", ">="), ("low", "<")):
+            codes = [p[len(sign) :].strip() for p in parts if p.startswith(sign)]
+            parts = [p for p in parts if not p.startswith(sign)]
+            if len(codes) > 1:
+                raise FixError(f"Give at most one '{sign}' code.")
+            if codes:
+                rule[name] = _number_text(codes[0], text)
+    if builder in ("intervals", "quantiles", "frequency", "prefix", "masking", "rare"):
+        numbers = [_number_text(p, text) for p in parts]
         if builder == "intervals":
-            rule["widths"] = [int(n) if n.is_integer() else n for n in numbers]
+            rule["widths"] = numbers
         elif builder == "quantiles":
-            rule["bins"] = [int(n) if n.is_integer() else n for n in numbers]
+            rule["bins"] = numbers
+        elif builder == "prefix":
+            rule["lengths"] = numbers
+        elif builder == "frequency":
+            if len(numbers) != 1:
+                raise FixError(
+                    "Give one number for the 'frequency' rule: the factor by which each level divides the groups."
+                )
+            rule["ratio"] = numbers[0]
         elif len(numbers) != 1:
             raise FixError(f"Give one whole number for the '{BUILDERS[builder].lower()}' rule.")
         else:
-            rule["steps" if builder == "masking" else "min_count"] = (
-                int(numbers[0]) if numbers[0].is_integer() else numbers[0]
-            )
+            rule["steps" if builder == "masking" else "min_count"] = numbers[0]
     else:
         rule["levels"] = [p.lower() for p in parts]
     return check_rule(rule)
+
+
+def _number_text(part: str, text: str | None) -> int | float:
+    try:
+        number = float(part)
+    except ValueError:
+        raise FixError(f"'{text}' is not a list of numbers.") from None
+    return int(number) if number.is_integer() else number
 
 
 # --- applying a list -----------------------------------------------------------------------------------------------

@@ -743,10 +743,13 @@ def _shown(visible: bool) -> dict[str, str]:
 
 def _rule_help(builder: str) -> str:
     return {
-        "intervals": "Widths, finest first, each a multiple of the previous (e.g. 5, 10, 20)",
+        "intervals": "Widths, finest first, each a multiple of the previous, then optional top and bottom codes "
+        "(e.g. 5, 10, 20, >=80, <20)",
         "quantiles": "Intervals per level, finest first (e.g. 8, 4, 2)",
         "dates": "Levels: month, quarter, year",
         "postcodes": "Levels: sector, district, area",
+        "frequency": "Factor by which each level divides the number of groups; the rarest are merged first (e.g. 2)",
+        "prefix": "Characters kept per level, longest first (e.g. 3, 2, 1)",
         "masking": "Levels of masking (last characters hidden per level)",
         "rare": "Values seen fewer times than this become 'Other'",
     }.get(builder, "")

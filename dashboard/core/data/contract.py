@@ -374,11 +374,23 @@ class Suggestion:
     reason: str
 
 
+#: An integer column with at most this many distinct values (and at least :data:`CODED_MIN_ROWS` values) is taken
+#: for coded categories (``roof`` 1-5 in sdcMicro's testdata) and suggested as nominal.
+CODED_MAX_VALUES = 10
+CODED_MIN_ROWS = 20
+
+
 def infer_statistical_type(column: pd.Series) -> StatisticalType:
-    """Guess a column's type from its dtype and values (numbers, dates, UK postcodes, else nominal)."""
+    """Guess a column's type from its dtype and values (numbers, dates, UK postcodes, else nominal).
+
+    Integer columns with 2 to :data:`CODED_MAX_VALUES` distinct values in at least :data:`CODED_MIN_ROWS` values
+    are coded categories (survey codes such as ``roof`` 1-5, the key variables of the IHSN SDC practice guide's
+    examples): nominal, so that they get category groups instead of numeric intervals."""
     if isinstance(column.dtype, pd.CategoricalDtype) and column.dtype.ordered:
         return StatisticalType.ORDINAL
     if pd.api.types.is_bool_dtype(column):
+        return StatisticalType.NOMINAL
+    if pd.api.types.is_integer_dtype(column) and _is_coded(column):
         return StatisticalType.NOMINAL
     if pd.api.types.is_numeric_dtype(column):
         return StatisticalType.COORDINATE if _is_coordinate(column) else StatisticalType.NUMERICAL
@@ -390,6 +402,13 @@ def infer_statistical_type(column: pd.Series) -> StatisticalType:
     if len(sample) and sample.str.match(r"^\d{4}-\d{2}-\d{2}").mean() > 0.95:
         return StatisticalType.DATE
     return StatisticalType.NOMINAL
+
+
+def _is_coded(column: pd.Series) -> bool:
+    """An integer column of few distinct values, each seen at least twice on average (see
+    :func:`infer_statistical_type`)."""
+    present = int(column.notna().sum())
+    return present >= CODED_MIN_ROWS and 2 <= column.nunique(dropna=True) <= CODED_MAX_VALUES
 
 
 def _is_coordinate(column: pd.Series) -> bool:

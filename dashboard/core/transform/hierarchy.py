@@ -28,18 +28,24 @@ stay missing at every level. A value that matches no leaf is an error that lists
 Rule-based hierarchies
 ----------------------
 The builders (:func:`interval_hierarchy`, :func:`date_hierarchy`, :func:`postcode_hierarchy`,
-:func:`masking_hierarchy`, :func:`rare_category_hierarchy`) also record the *rule* they applied, with every
-parameter resolved (e.g. the cut points a quantile builder chose). :meth:`Hierarchy.for_values` re-applies the rule
-to other values, so a saved recipe generalizes new data with exactly the same mapping.
+:func:`frequency_hierarchy`, :func:`prefix_hierarchy`, :func:`masking_hierarchy`, :func:`rare_category_hierarchy`)
+also record the *rule* they applied, with every parameter resolved (e.g. the cut points a quantile builder chose,
+the members of each frequency group). :meth:`Hierarchy.for_values` re-applies the rule to other values, so a saved
+recipe generalizes new data with exactly the same mapping; rules saved by older versions (``rare``, ``masking``,
+``intervals`` without coding bounds) are still read.
 
 *Rule settings* are what a user writes to ask for a builder (``{"builder": "intervals", "widths": [5, 10]}``);
 :func:`build_hierarchy` applies them, and :func:`default_rule` suggests settings for a column of a given statistical
-type (:func:`search_hierarchy`: the hierarchy the least-lossy search uses per quasi-identifier).
+type (:func:`search_hierarchy`: the hierarchy the least-lossy search uses per quasi-identifier). Default hierarchies
+keep information: intervals at round widths with the tails coded, frequency groups for categories, prefixes for
+structured codes, and never a *pointless* level (:func:`pointless_levels`), one that changes values without
+lowering their number.
 """
 
 from __future__ import annotations
 
 import csv
+import heapq
 import io
 import itertools
 import math
@@ -67,14 +73,18 @@ __all__ = [
     "date_hierarchy",
     "default_rule",
     "format_arx_hierarchy",
+    "frequency_hierarchy",
     "hierarchy_from_rule",
     "interval_hierarchy",
     "load_hierarchies",
+    "looks_like_codes",
     "lookup",
     "masking_hierarchy",
     "nice_width",
     "parse_arx_hierarchy",
+    "pointless_levels",
     "postcode_hierarchy",
+    "prefix_hierarchy",
     "rare_category_hierarchy",
     "read_arx_hierarchy",
     "search_hierarchy",
@@ -555,13 +565,24 @@ def hierarchy_from_rule(rule: Mapping[str, Any], values: pd.Series | Sequence[An
     options = {k: v for k, v in rule.items() if k != "builder"}
     try:
         if builder == "intervals":
-            return interval_hierarchy(values, widths=options["widths"], origin=options["origin"], top=options["top"])
+            return interval_hierarchy(
+                values,
+                widths=options["widths"],
+                origin=options["origin"],
+                low=options.get("low"),
+                high=options.get("high"),
+                top=options["top"],
+            )
         if builder == "cuts":
             return interval_hierarchy(values, cuts=options["cuts"], top=options["top"])
         if builder == "dates":
             return date_hierarchy(values, levels=options["levels"], dayfirst=options["dayfirst"], top=options["top"])
         if builder == "postcodes":
             return postcode_hierarchy(values, levels=options["levels"], top=options["top"])
+        if builder == "frequency":
+            return _frequency_from_rule(values, {"builder": builder, **options})
+        if builder == "prefix":
+            return prefix_hierarchy(values, lengths=options["lengths"], top=options["top"])
         if builder == "masking":
             return masking_hierarchy(values, steps=options["steps"], char=options["char"], top=options["top"])
         if builder == "rare":
@@ -569,7 +590,8 @@ def hierarchy_from_rule(rule: Mapping[str, Any], values: pd.Series | Sequence[An
     except KeyError as exc:
         raise HierarchyError(f"The '{builder}' hierarchy rule lacks the parameter {exc}.") from None
     raise HierarchyError(
-        f"Unknown hierarchy builder {builder!r}; known: intervals, cuts, dates, postcodes, masking, rare."
+        f"Unknown hierarchy builder {builder!r}; known: intervals, cuts, dates, postcodes, frequency, prefix, "
+        "masking, rare."
     )
 
 
@@ -603,6 +625,9 @@ def interval_hierarchy(
     origin: float | None = None,
     cuts: Sequence[Sequence[float]] | None = None,
     bins: Sequence[int] | None = None,
+    digits: int | None = None,
+    low: float | None = None,
+    high: float | None = None,
     top: bool = True,
 ) -> Hierarchy:
     """Nested numeric intervals over the distinct values of a numeric column (ARX ``HierarchyBuilderIntervalBased``).
@@ -612,7 +637,10 @@ def interval_hierarchy(
     ``widths``
         Fixed-width levels, finest first, e.g. ``[5, 10, 20]``; each width must be a whole multiple of the
         previous one so intervals nest. Intervals are ``[origin + i w, origin + (i + 1) w)``; ``origin``
-        defaults to the largest multiple of the coarsest width not above the minimum value.
+        defaults to the largest multiple of the coarsest width not above the minimum value (or ``low``).
+        ``low`` and ``high`` bottom- and top-code the tails at every level: values below ``low`` are published as
+        ``<low`` and values from ``high`` on as ``>=high`` (IHSN SDC practice guide, top and bottom coding); both
+        must lie on the coarsest width's grid so that the levels nest.
     ``cuts``
         Explicit interior boundaries per level, finest first, e.g. ``[[18, 25, 35, 50, 65], [35, 65]]``; each
         level's boundaries must be a subset of the finer level's. Intervals are ``< c_0``, ``[c_i, c_{i+1})``
@@ -621,7 +649,8 @@ def interval_hierarchy(
         Quantile levels: ``bins[0]`` intervals of about equal frequency at the finest level (boundaries are data
         values at the quantiles ``j / bins[0]``, method ``inverted_cdf``, duplicates removed), then each coarser
         level's boundaries are the quantiles ``j / bins[L]`` snapped to the nearest boundary of the finer level.
-        Resolved into ``cuts`` in :attr:`Hierarchy.rule`.
+        Resolved into ``cuts`` in :attr:`Hierarchy.rule`. With ``digits``, every boundary is rounded to that
+        many significant digits (round bands at the quantiles; boundaries that become equal are merged).
 
     Intervals over whole numbers with whole boundaries are labelled ``lo-hi`` with ``hi`` inclusive (ARX style,
     ``20-24``); otherwise ``[lo, hi)``. With ``top`` a final level ``*`` is added. Non-numeric values raise
@@ -636,28 +665,44 @@ def interval_hierarchy(
     leaves, numbers = leaves[order], numbers[order]
     if bins is not None:
         cuts = _quantile_cuts(values, bins)
+        if digits is not None:
+            places = check_positive_int(digits, "Significant digits")
+            cuts = [sorted({float(f"{c:.{places}g}") for c in level}) for level in cuts]
+    elif digits is not None:
+        raise HierarchyError("digits= rounds quantile boundaries (bins=) only.")
     integral = bool(len(numbers)) and bool(np.all(numbers == np.round(numbers)))
     levels: list[np.ndarray] = []
     if widths is not None:
         widths_f = _check_widths(widths)
         if origin is None:
-            low = float(numbers.min()) if len(numbers) else 0.0
-            origin = math.floor(low / widths_f[-1]) * widths_f[-1]
+            start = float(low) if low is not None else float(numbers.min()) if len(numbers) else 0.0
+            origin = math.floor(start / widths_f[-1]) * widths_f[-1]
         origin_f = float(origin)
         if not math.isfinite(origin_f):
             raise HierarchyError(f"origin must be a finite number, got {origin!r}.")
+        low_f, high_f = _coding_bounds(low, high, origin_f, widths_f[-1])
         whole = integral and all(float(w).is_integer() for w in widths_f) and origin_f.is_integer()
         for width in widths_f:
             index = np.floor((numbers - origin_f) / width)
             lows = origin_f + index * width
-            levels.append(_interval_labels(lows, lows + width, whole))
+            highs = lows + width
+            below, above = numbers < low_f, numbers >= high_f
+            lows, highs = np.where(below, -np.inf, lows), np.where(below, low_f, highs)
+            lows, highs = np.where(above, high_f, lows), np.where(above, np.inf, highs)
+            levels.append(_interval_labels(lows, highs, whole))
         rule: dict[str, Any] = {
             "builder": "intervals",
             "widths": [_plain_number(w) for w in widths_f],
             "origin": _plain_number(origin_f),
             "top": top,
         }
+        if math.isfinite(low_f):
+            rule["low"] = _plain_number(low_f)
+        if math.isfinite(high_f):
+            rule["high"] = _plain_number(high_f)
     else:
+        if low is not None or high is not None:
+            raise HierarchyError("low= and high= code the tails of fixed-width intervals (widths=) only.")
         assert cuts is not None
         cut_levels = _check_cuts(cuts)
         whole = integral and all(float(c).is_integer() for level in cut_levels for c in level)
@@ -669,6 +714,28 @@ def interval_hierarchy(
             levels.append(_interval_labels(lows, highs, whole))
         rule = {"builder": "cuts", "cuts": [[_plain_number(c) for c in lv] for lv in cut_levels], "top": top}
     return _build(leaves, _with_top(levels, top) if levels else [np.full(len(leaves), TOP, dtype=object)], rule)
+
+
+def _coding_bounds(low: Any, high: Any, origin: float, width: float) -> tuple[float, float]:
+    """The bottom- and top-coding bounds (``-inf`` / ``inf`` when absent), checked to lie on the grid
+    ``origin + i * width`` of the coarsest level (so that every level's intervals nest)."""
+    bounds = []
+    for name, value, default in (("low", low, -np.inf), ("high", high, np.inf)):
+        if value is None:
+            bounds.append(default)
+            continue
+        if isinstance(value, bool) or not isinstance(value, int | float | np.number) or not math.isfinite(value):
+            raise HierarchyError(f"{name} must be a finite number, got {value!r}.")
+        steps = (float(value) - origin) / width
+        if abs(steps - round(steps)) > 1e-9:
+            raise HierarchyError(
+                f"{name} = {value:g} must be the origin {origin:g} plus a whole multiple of the coarsest width "
+                f"{width:g}, so that the levels nest."
+            )
+        bounds.append(float(value))
+    if bounds[0] >= bounds[1]:
+        raise HierarchyError(f"low must be below high, got low = {low!r} and high = {high!r}.")
+    return bounds[0], bounds[1]
 
 
 def _plain_number(value: float) -> int | float:
@@ -920,16 +987,195 @@ def _rare_from_keep(
     return _build(leaves, _with_top([level], top), rule)
 
 
+#: Group counts of the frequency grouping shrink by at least this factor per level (halving by default).
+FREQUENCY_RATIO = 2.0
+#: At most this many levels of frequency groups or prefixes between the leaves and ``*`` (keeps the lattice small).
+MAX_GROUP_LEVELS = 5
+
+
+def frequency_hierarchy(
+    values: pd.Series | Sequence[Any],
+    *,
+    ratio: float = FREQUENCY_RATIO,
+    max_levels: int = MAX_GROUP_LEVELS,
+    top: bool = True,
+) -> Hierarchy:
+    """Group categories by frequency, the rarest merged first (the IHSN SDC practice guide's "combine categories
+    with few observations", ARX's order-based grouping by frequency).
+
+    With ``m`` distinct values, the groups are made by repeatedly merging the two groups with the fewest records
+    (ties: the group whose most frequent member comes later in the order most frequent first, then by text); level
+    ``L`` is the grouping when ``ceil(m / r**L)`` groups are left, ``r = max(ratio, m ** (1 / max_levels))``,
+    down to two groups; then ``*`` (with ``top``). So every level has fewer groups than the level below it, big
+    categories stay themselves longest, and a merged group holds records of similar weight to the others. A group
+    of one value keeps the value's (canonical) text; a merged group is labelled by its members, most frequent
+    first (``Germany/Canada``, ``Mexico/Philippines/Germany/... (12 values)``).
+
+    The resolved rule records the members of every group, so re-applied to other data the mapping is the same; a
+    value it has not seen joins the group of the rarest value seen.
+    """
+    if isinstance(ratio, bool) or not isinstance(ratio, int | float) or not ratio > 1:
+        raise HierarchyError(f"The frequency ratio must be a number above 1, got {ratio!r}.")
+    max_levels = check_positive_int(max_levels, "max_levels")
+    series = values if isinstance(values, pd.Series) else pd.Series(list(values))
+    counts = series.value_counts(dropna=True, sort=False)
+    if not len(counts):
+        raise HierarchyError("Cannot build a hierarchy: the column has no non-missing values.")
+    text = np.asarray(canonical_text(counts.index), dtype=object)
+    order = np.lexsort((text, -counts.to_numpy()))  # most frequent first, then by text
+    members = [_jsonable(v) for v in counts.index[order]]
+    sizes = counts.to_numpy()[order].astype(np.int64)
+    m = len(members)
+    step = max(float(ratio), m ** (1.0 / max_levels))
+    targets: list[int] = []
+    while True:
+        target = math.ceil((targets[-1] if targets else m) / step)
+        if target < 2 or target >= (targets[-1] if targets else m):
+            break
+        targets.append(target)
+    groups = [[[int(i) for i in g] for g in level] for level in _merge_rarest(sizes, targets)]
+    rule = {
+        "builder": "frequency",
+        "ratio": _plain_number(ratio),
+        "max_levels": max_levels,
+        "order": members,
+        "groups": groups,
+        "top": top,
+    }
+    return _frequency_from_rule(series, rule)
+
+
+def _merge_rarest(sizes: np.ndarray, targets: Sequence[int]) -> list[list[list[int]]]:
+    """Positions (into ``sizes``, most frequent first) of the members of each group when ``targets[j]`` groups are
+    left, merging the two groups of fewest records first (Huffman's order; ties: the later group first)."""
+    heap = [(int(size), -i, i) for i, size in enumerate(sizes)]
+    heapq.heapify(heap)
+    members: dict[int, list[int]] = {i: [i] for i in range(len(sizes))}
+    out: list[list[list[int]]] = []
+    for target in targets:
+        while len(heap) > target:
+            size_a, _, a = heapq.heappop(heap)
+            size_b, _, b = heapq.heappop(heap)
+            keep, gone = min(a, b), max(a, b)  # the group of the more frequent member keeps its id
+            members[keep] = sorted(members[keep] + members.pop(gone))
+            heapq.heappush(heap, (size_a + size_b, -keep, keep))
+        out.append([members[i] for i in sorted(members)])
+    return out
+
+
+def _frequency_from_rule(values: pd.Series | Sequence[Any], rule: Mapping[str, Any]) -> Hierarchy:
+    leaves = _distinct(values)
+    order = pd.Index(list(rule["order"]), dtype=object)
+    if not len(order):
+        raise HierarchyError("A frequency rule needs the values it grouped ('order').")
+    position = lookup(order, leaves)
+    position = np.where(position < 0, len(order) - 1, position)  # unseen values count as the rarest
+    names = np.asarray(canonical_text(order), dtype=object)
+    built: list[np.ndarray] = []
+    for groups in rule["groups"]:
+        group_of = np.full(len(order), -1, dtype=np.int64)
+        for number, group in enumerate(groups):
+            group_of[np.asarray(group, dtype=np.int64)] = number
+        if (group_of < 0).any():
+            raise HierarchyError("A frequency rule's groups must hold every value of its 'order' once.")
+        labels = _group_labels(names, groups)
+        built.append(labels[group_of[position]])
+    return _build(leaves, _top_levels(built, bool(rule["top"]), len(leaves)), rule)
+
+
+def _group_labels(names: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:
+    """One label per group: a single member's text, else the members' texts (most frequent first, at most three,
+    then the count); a label equal to a single member's text elsewhere gets `` (group)``."""
+    labels = np.empty(len(groups), dtype=object)
+    for number, group in enumerate(groups):
+        texts = [str(names[i]) for i in group]
+        if len(texts) == 1:
+            labels[number] = texts[0]
+        elif len(texts) <= 3:
+            labels[number] = "/".join(texts)
+        else:
+            labels[number] = "/".join(texts[:3]) + f"/... ({len(texts)} values)"
+    single = {labels[i] for i, group in enumerate(groups) if len(group) == 1}
+    for number, group in enumerate(groups):
+        if len(group) > 1 and labels[number] in single:
+            labels[number] = f"{labels[number]} (group)"
+    return labels
+
+
+#: Separators ignored in structured codes (``A01.1``, ``01.11``, ``2211``, ``10-115``).
+_CODE_SEPARATORS = r"[\s.\-/]"
+
+
+def prefix_hierarchy(
+    values: pd.Series | Sequence[Any], *, lengths: Sequence[int] | None = None, top: bool = True
+) -> Hierarchy:
+    """Structured codes generalized to ever shorter prefixes (ICD-10 ``A01.1 -> A01* -> A0* -> A*``, NACE / ISCO
+    ``2211 -> 221* -> 22* -> 2*``, ZIP codes; the classifications' own hierarchy, as ARX's redaction builder
+    without keeping the length).
+
+    Separators (spaces, ``.``, ``-``, ``/``) are ignored; level ``j`` keeps the first ``lengths[j]`` characters
+    followed by ``*`` (a code no longer than that keeps all its characters and gets the ``*`` too, so ``A01`` and
+    ``A01.1`` share ``A01*``). ``lengths`` must decrease; by default every length from the longest code's minus one
+    down to 1. With ``top`` a final ``*``.
+    """
+    leaves = _distinct(values)
+    codes = pd.Series(np.asarray(canonical_text(leaves), dtype=object)).str.replace(_CODE_SEPARATORS, "", regex=True)
+    longest = int(codes.str.len().max()) if len(codes) else 0
+    chosen = list(range(longest - 1, 0, -1)) if lengths is None else list(lengths)
+    for length in chosen:
+        check_positive_int(length, "A prefix length")
+    if any(b >= a for a, b in itertools.pairwise(chosen)):
+        raise HierarchyError(f"Prefix lengths must decrease from the finest level, got {chosen}.")
+    built = [(codes.str.slice(0, length) + "*").to_numpy(dtype=object) for length in chosen]
+    rule = {"builder": "prefix", "lengths": [int(n) for n in chosen], "top": top}
+    return _build(leaves, _top_levels(built, top, len(leaves)), rule)
+
+
+def _top_levels(built: list[np.ndarray], top: bool, n_leaves: int) -> list[np.ndarray]:
+    """The levels with ``*`` added on top (with ``top``) when they leave several groups; without levels, ``*``
+    alone when there are several leaves (a single leaf has nothing to generalize)."""
+    if built:
+        return _with_top(built, top)
+    return [np.full(n_leaves, TOP, dtype=object)] if top and n_leaves > 1 else []
+
+
+def looks_like_codes(values: pd.Series | Sequence[Any]) -> bool:
+    """True for text codes with a prefix structure: every distinct value, separators removed, is 2 to 12 letters or
+    digits of which at least two thirds are digits, starting with at most three letters (``A01.1``, ``01.11``,
+    ``2211``, ``02139``), the lengths differ by at most 3, and the first characters alone already group them
+    (fewer distinct first characters than values)."""
+    leaves = _distinct(values)
+    if len(leaves) < 3 or _is_number_index(leaves):
+        return False
+    codes = pd.Series(np.asarray(canonical_text(leaves), dtype=object)).str.replace(_CODE_SEPARATORS, "", regex=True)
+    if not codes.str.fullmatch(r"[A-Za-z]{0,3}[0-9][A-Za-z0-9]{1,11}").all() or int(codes.str.len().max()) > 12:
+        return False
+    lengths = codes.str.len()
+    digits = codes.str.count(r"[0-9]")
+    if int(lengths.max() - lengths.min()) > 3 or bool((digits * 3 < lengths * 2).any()):
+        return False
+    return codes.str.slice(0, 1).nunique() < len(codes)
+
+
+def pointless_levels(hierarchy: Hierarchy) -> list[int]:
+    """The levels ``L >= 1`` that group the leaves exactly as level ``L - 1`` does: they change values without
+    lowering the number of distinct values (levels nest, so equal counts mean equal groups)."""
+    counts = [len(labels) for labels in hierarchy.labels]
+    return [level for level in range(1, len(counts)) if counts[level] == counts[level - 1]]
+
+
 # --- rule settings and defaults ------------------------------------------------------------------------------------
 
 #: What a user names to build a hierarchy (the *rule settings*, see :func:`build_hierarchy`).
-RULE_BUILDERS = ("intervals", "quantiles", "dates", "postcodes", "masking", "rare")
+RULE_BUILDERS = ("intervals", "quantiles", "dates", "postcodes", "frequency", "prefix", "masking", "rare")
 #: The settings each builder takes besides ``builder``.
 RULE_SETTINGS: dict[str, frozenset[str]] = {
-    "intervals": frozenset({"widths", "origin"}),
-    "quantiles": frozenset({"bins"}),
+    "intervals": frozenset({"widths", "origin", "low", "high"}),
+    "quantiles": frozenset({"bins", "digits"}),
     "dates": frozenset({"levels"}),
     "postcodes": frozenset({"levels"}),
+    "frequency": frozenset({"ratio"}),
+    "prefix": frozenset({"lengths"}),
     "masking": frozenset({"steps"}),
     "rare": frozenset({"min_count"}),
 }
@@ -940,12 +1186,14 @@ def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
 
     Rule settings name a builder and its main parameters, the rest taken at the builder's default::
 
-        {"builder": "intervals", "widths": [5, 10, 20], "origin"?: 0}   {"builder": "quantiles", "bins": [8, 4, 2]}
+        {"builder": "intervals", "widths": [5, 10, 20], "origin"?: 0, "low"?: 20, "high"?: 80}
+        {"builder": "quantiles", "bins": [8, 4, 2], "digits"?: 2}    {"builder": "frequency", "ratio"?: 2}
         {"builder": "dates", "levels": ["month", "year"]}            {"builder": "postcodes", "levels": ["district"]}
-        {"builder": "masking", "steps": 3}                           {"builder": "rare", "min_count": 10}
+        {"builder": "prefix", "lengths"?: [3, 2, 1]}                 {"builder": "masking", "steps": 3}
+        {"builder": "rare", "min_count": 10}
 
-    The hierarchy records its resolved rule (:attr:`Hierarchy.rule`), e.g. the cut points of the quantiles.
-    Unknown builders or settings raise :class:`HierarchyError`.
+    The hierarchy records its resolved rule (:attr:`Hierarchy.rule`), e.g. the cut points of the quantiles or the
+    members of the frequency groups. Unknown builders or settings raise :class:`HierarchyError`.
     """
     builder = rule.get("builder") if isinstance(rule, Mapping) else None
     if builder not in RULE_BUILDERS:
@@ -955,13 +1203,23 @@ def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
     if unknown:
         raise HierarchyError(f"The '{builder}' rule has unknown setting(s) {', '.join(unknown)}.")
     if builder == "intervals":
-        return interval_hierarchy(values, widths=options.get("widths"), origin=options.get("origin"))
+        return interval_hierarchy(
+            values,
+            widths=options.get("widths"),
+            origin=options.get("origin"),
+            low=options.get("low"),
+            high=options.get("high"),
+        )
     if builder == "quantiles":
-        return interval_hierarchy(values, bins=options.get("bins"))
+        return interval_hierarchy(values, bins=options.get("bins"), digits=options.get("digits"))
     if builder == "dates":
         return date_hierarchy(values, levels=options.get("levels", _DATE_LEVELS))
     if builder == "postcodes":
         return postcode_hierarchy(values, levels=options.get("levels", _POSTCODE_LEVELS))
+    if builder == "frequency":
+        return frequency_hierarchy(values, ratio=options.get("ratio", FREQUENCY_RATIO))
+    if builder == "prefix":
+        return prefix_hierarchy(values, lengths=options.get("lengths"))
     if builder == "masking":
         return masking_hierarchy(values, steps=options.get("steps"))
     return rare_category_hierarchy(values, min_count=options.get("min_count", 10))
@@ -976,37 +1234,139 @@ def nice_width(values: pd.Series, intervals: int = 20) -> float | int:
     span = float(numbers.max() - numbers.min()) if len(numbers) else 0.0
     if span <= 0:
         return 1
-    raw = span / intervals
-    power = 10 ** math.floor(math.log10(raw))
-    width = next(m * power for m in (1, 2, 5, 10) if m * power >= raw)
+    width = _round_width(span / intervals)
     if bool((numbers % 1 == 0).all()):
         width = max(width, 1)
-    return int(width) if float(width).is_integer() else float(width)
+    return _plain_number(width)
+
+
+def _round_width(raw: float) -> float:
+    """The smallest of 1, 2, 5 times a power of ten that is at least ``raw > 0``."""
+    power = 10.0 ** math.floor(math.log10(raw))
+    width = next(m * power for m in (1, 2, 5, 10) if m * power >= raw * (1 - 1e-12))
+    return float(f"{width:.12g}")
+
+
+#: Share of the records in each tail that default intervals bottom- and top-code (the 1st and 99th percentiles).
+TAIL_SHARE = 0.01
+#: Default intervals aim at about this many intervals of the finest width between the 1st and 99th percentiles.
+DEFAULT_INTERVALS = 20
+#: A column whose spread on one side of the median is this many times the other side's is skewed: quantile bands.
+SKEW_RATIO = 3.0
+#: The widths of the default levels by the finest width's leading digit (1, 2 or 5 times a power of ten): each a
+#: multiple of the one before, e.g. ages in 5, 10 and 20 years, amounts in 1,000, 5,000 and 10,000.
+_WIDTH_LADDERS = {1: (1, 5, 10), 2: (2, 10, 20), 5: (5, 10, 20)}
+#: Bands of the default quantile levels of a skewed column, finest first, and the significant digits their
+#: boundaries are rounded to.
+DEFAULT_BINS = (16, 8, 4)
+QUANTILE_DIGITS = 2
 
 
 def default_rule(values: pd.Series, kind: StatisticalType | str, k: int = 5) -> dict[str, Any]:
-    """Rule settings that suit a column of statistical type ``kind`` (see :func:`build_hierarchy`).
+    """Rule settings that suit a column of statistical type ``kind`` (see :func:`build_hierarchy`), resolved over
+    ``values`` so that no level is pointless (:func:`pointless_levels`: a level that groups the values as the level
+    below does is left out).
 
-    Numbers (a ``NUMERICAL`` column of a numeric dtype): intervals of a round width ``w`` (:func:`nice_width`),
-    then ``2w`` and ``4w``. Dates: month, quarter, year. Postcodes: sector, district, area. Anything else
-    (including a numerical column that holds text, e.g. interval labels): values seen fewer than
-    ``max(10, 2k)`` times grouped as rare.
+    * Numbers (a ``NUMERICAL`` or ``COORDINATE`` column of a numeric dtype), with ``p1``, ``p50``, ``p99`` the 1st,
+      50th and 99th percentiles (``inverted_cdf``, data values):
+
+      - skewed (``p99 - p50 > 3 (p50 - p1)`` or the reverse, e.g. money with a long tail): quantile bands,
+        ``bins`` 16, 8, 4, boundaries rounded to 2 significant digits (the first and last bands are the bottom
+        and top codes);
+      - otherwise fixed widths a person would choose: the finest ``w`` is the round width (1, 2 or 5 times a
+        power of ten, whole for whole numbers) nearest above ``(p99 - p1) / 20``, then ``w`` 5w 10w, ``w`` 5w 10w
+        or ``w`` 2w 4w for a ``w`` starting with 1, 2 or 5 (ages: 5, 10, 20 years); with ``W`` the coarsest
+        width, the tails are bottom- and top-coded at ``low = W floor(p1 / W)`` (values below it, fewer than 1%,
+        become ``<low``) and ``high = W (floor(p99 / W) + 1)`` (values from it on, beyond the 99th percentile,
+        become ``>=high``), each only when it cuts off some value.
+
+    * Dates: month, quarter, year. UK postcodes: sector, district, area.
+    * Text codes with a prefix structure (:func:`looks_like_codes`: ICD, NACE, ISCO, ZIP-like): prefixes one
+      character shorter per level (:func:`prefix_hierarchy`).
+    * Anything else (nominal and ordinal text, integer-coded categories, a numerical column that holds text):
+      frequency groups, the rarest categories merged first (:func:`frequency_hierarchy`).
+
+    ``k`` is accepted for callers of the older rule (rare values under ``max(10, 2k)``) and no longer used.
     """
     kind = StatisticalType(kind)
+    settings: dict[str, Any]
     if kind in (StatisticalType.NUMERICAL, StatisticalType.COORDINATE) and pd.api.types.is_numeric_dtype(values):
-        width = nice_width(values)
-        return {"builder": "intervals", "widths": [width, 2 * width, 4 * width]}
-    if kind == StatisticalType.DATE:
-        return {"builder": "dates", "levels": list(_DATE_LEVELS)}
-    if kind == StatisticalType.POSTCODE:
-        return {"builder": "postcodes", "levels": list(_POSTCODE_LEVELS)}
-    return {"builder": "rare", "min_count": max(10, 2 * k)}
+        settings = _number_rule(values)
+    elif kind == StatisticalType.DATE:
+        settings = {"builder": "dates", "levels": list(_DATE_LEVELS)}
+    elif kind == StatisticalType.POSTCODE:
+        settings = {"builder": "postcodes", "levels": list(_POSTCODE_LEVELS)}
+    elif looks_like_codes(values):
+        rule = prefix_hierarchy(values).rule
+        settings = {"builder": "prefix", "lengths": list(rule["lengths"]) if rule else []}
+    else:
+        settings = {"builder": "frequency"}
+    return _without_pointless_levels(settings, values)
+
+
+def _number_rule(values: pd.Series) -> dict[str, Any]:
+    numbers = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=np.float64)
+    numbers = numbers[np.isfinite(numbers)]
+    if len(np.unique(numbers)) < 2:
+        return {"builder": "frequency"}
+    low_q, median, high_q = np.quantile(numbers, [TAIL_SHARE, 0.5, 1 - TAIL_SHARE], method="inverted_cdf")
+    below, above = median - low_q, high_q - median
+    if max(below, above) > SKEW_RATIO * min(below, above):
+        return {"builder": "quantiles", "bins": list(DEFAULT_BINS), "digits": QUANTILE_DIGITS}
+    smallest, largest = float(numbers.min()), float(numbers.max())
+    span = float(high_q - low_q) or largest - smallest
+    finest = _round_width(span / DEFAULT_INTERVALS)
+    if bool(np.all(numbers == np.round(numbers))):
+        finest = max(finest, 1.0)
+    power = 10.0 ** math.floor(math.log10(finest) + 1e-12)
+    digit = round(finest / power)
+    widths = [_plain_number(float(f"{m * power:.12g}")) for m in _WIDTH_LADDERS[digit]]
+    coarsest = float(widths[-1])
+    settings: dict[str, Any] = {"builder": "intervals", "widths": widths}
+    low = math.floor(low_q / coarsest) * coarsest
+    high = (math.floor(high_q / coarsest) + 1) * coarsest
+    if low > smallest:
+        settings["low"] = _plain_number(low)
+    if high <= largest:
+        settings["high"] = _plain_number(high)
+    return settings
+
+
+#: The list setting whose entries are the levels of each builder's hierarchy, level 1 first.
+_LEVEL_SETTING = {
+    "intervals": "widths",
+    "quantiles": "bins",
+    "dates": "levels",
+    "postcodes": "levels",
+    "prefix": "lengths",
+}
+
+
+def _without_pointless_levels(settings: dict[str, Any], values: pd.Series) -> dict[str, Any]:
+    """``settings`` without the entries that make pointless levels over ``values``; settings that do not fit the
+    values are returned as they are (the builder's error is for the caller), settings left without a level become
+    frequency groups."""
+    key = _LEVEL_SETTING.get(settings["builder"])
+    while key is not None:
+        try:
+            pointless = pointless_levels(build_hierarchy(settings, values))
+        except HierarchyError:
+            return settings
+        entries = list(settings[key])
+        pointless = [level for level in pointless if level <= len(entries)]
+        if not pointless:
+            break
+        kept = [entry for level, entry in enumerate(entries, start=1) if level not in pointless]
+        if not kept:
+            return {"builder": "frequency"}
+        settings = {**settings, key: kept}
+    return settings
 
 
 def search_hierarchy(values: pd.Series, kind: StatisticalType | str, k: int) -> Hierarchy:
     """The hierarchy the least-lossy search uses for a quasi-identifier: the :func:`default_rule` of its type, or,
-    when the values do not fit that rule (e.g. a date column with unparseable values), masking."""
+    when the values do not fit that rule (e.g. a date column with unparseable values), frequency groups."""
     try:
         return build_hierarchy(default_rule(values, kind, k), values)
     except HierarchyError:
-        return masking_hierarchy(values)
+        return frequency_hierarchy(values)

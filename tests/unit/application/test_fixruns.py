@@ -110,9 +110,9 @@ def test_what_the_controls_need(services: Services, base: ViewState) -> None:
     assert runs.suggested_rule(base, "age") == {"builder": "intervals", "widths": [5, 10, 20]}
     generalized = base.updated(fix=(AGE,))
     # Interval labels in the fixed table: a numerical column now gets the rule of a nominal one.
-    assert runs.suggested_rule(generalized, "age")["builder"] == "rare"
+    assert runs.suggested_rule(generalized, "age")["builder"] == "frequency"
     dropped = base.updated(fix=({"kind": "drop", "columns": ["name"]},))
-    assert runs.suggested_rule(dropped, "name")["builder"] == "rare"
+    assert runs.suggested_rule(dropped, "name")["builder"] == "frequency"
     assert runs.hierarchy_hint(base, "age", "intervals", "5, 10", 1).startswith("Levels 0–3: ")
     assert "above the top level 3" in runs.hierarchy_hint(base, "age", "intervals", "5, 10", 7)
     assert "needs numbers" in runs.hierarchy_hint(base, "sex", "intervals", "5", 1)

@@ -20,6 +20,7 @@ from dashboard.core.transform.hierarchy import (
     date_hierarchy,
     default_rule,
     format_arx_hierarchy,
+    frequency_hierarchy,
     hierarchy_from_rule,
     interval_hierarchy,
     load_hierarchies,
@@ -27,6 +28,7 @@ from dashboard.core.transform.hierarchy import (
     nice_width,
     parse_arx_hierarchy,
     postcode_hierarchy,
+    prefix_hierarchy,
     rare_category_hierarchy,
     read_arx_hierarchy,
     search_hierarchy,
@@ -384,7 +386,11 @@ def test_rule_settings_build_the_builders_hierarchies() -> None:
         build_hierarchy({"builder": "cuts", "cuts": [[1]]}, ages)
     with pytest.raises(HierarchyError, match="unknown setting"):
         build_hierarchy({"builder": "masking", "steps": 2, "char": "#"}, codes)
-    assert len(RULE_BUILDERS) == 6
+    assert len(RULE_BUILDERS) == 8
+    assert build_hierarchy({"builder": "frequency"}, names).equals(frequency_hierarchy(names))
+    assert build_hierarchy({"builder": "prefix", "lengths": [1]}, codes).equals(prefix_hierarchy(codes, lengths=[1]))
+    coded = build_hierarchy({"builder": "intervals", "widths": [10], "high": 40}, ages)
+    assert coded.equals(interval_hierarchy(ages, widths=[10], high=40))
 
 
 def test_nice_width_is_round() -> None:
@@ -400,14 +406,16 @@ def test_default_rules_per_type() -> None:
     assert default_rule(ages, "DATE")["builder"] == "dates"
     postcodes = {"builder": "postcodes", "levels": ["sector", "district", "area"]}
     assert default_rule(ages, StatisticalType.POSTCODE) == postcodes
-    # Interval labels in a numerical column, or a nominal one: rare values grouped, at least 2k times.
+    # Interval labels in a numerical column, or a nominal one: frequency groups (k no longer matters).
     labels = pd.Series(["20-29", "30-39"])
-    assert default_rule(labels, StatisticalType.NUMERICAL) == {"builder": "rare", "min_count": 10}
-    assert default_rule(labels, StatisticalType.NOMINAL, k=8) == {"builder": "rare", "min_count": 16}
+    assert default_rule(labels, StatisticalType.NUMERICAL) == {"builder": "frequency"}
+    assert default_rule(labels, StatisticalType.NOMINAL, k=8) == {"builder": "frequency"}
+    icd = pd.Series(["A01.1", "A01.2", "A02.0", "B20.1", "B21.3"])
+    assert default_rule(icd, StatisticalType.NOMINAL) == {"builder": "prefix", "lengths": [3, 2]}  # A0* = A*
 
 
-def test_search_hierarchy_falls_back_to_masking() -> None:
+def test_search_hierarchy_falls_back_to_frequency_groups() -> None:
     ages = pd.Series(range(18, 98))
     assert search_hierarchy(ages, StatisticalType.NUMERICAL, 5).equals(interval_hierarchy(ages, widths=[5, 10, 20]))
     not_dates = pd.Series(["soon", "later"])
-    assert search_hierarchy(not_dates, StatisticalType.DATE, 5).equals(masking_hierarchy(not_dates))
+    assert search_hierarchy(not_dates, StatisticalType.DATE, 5).equals(frequency_hierarchy(not_dates))
