@@ -12,6 +12,12 @@ shared by all workers): 128 bits that cannot be guessed without the key, and the
 worker, so the address bar does not change when another worker answers and a state is stored once. A link lives
 ``ttl`` seconds (the store's lifetime of an upload) from when it was last written; a view that is opened again after
 half of that is written again, so a link in use does not expire. Files are ``0600`` in a ``0700`` folder.
+
+Bounds: a state is stored only when it is no longer than a link may be read back (:data:`MAX_STORED`, the limit of
+:meth:`ViewState.decode`); the folder keeps at most ``max_links`` links; and one client address may add at most
+``client_max_links`` new links within their lifetime (counted in a :class:`~dashboard.application.storage.
+ClientLedger`, so dropping the session cookie does not reset it). A refused state raises :class:`LinkRefused` with a
+message, and the address bar keeps its previous link.
 """
 
 from __future__ import annotations
@@ -25,14 +31,15 @@ import os
 import re
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
-from dashboard.application.state import DEFAULTS, QUERY_KEY, StateError, ViewState
+from dashboard.application.state import DEFAULTS, MAX_ENCODED, QUERY_KEY, StateError, ViewState
+from dashboard.application.storage import ClientLedger
 
-__all__ = ["LINK_KEY", "LINK_THRESHOLD", "LinkNotFound", "LinkStore"]
+__all__ = ["LINK_KEY", "LINK_THRESHOLD", "MAX_STORED", "LinkNotFound", "LinkRefused", "LinkStore"]
 
 #: The query parameter of a stored view state.
 LINK_KEY = "l"
@@ -40,12 +47,20 @@ LINK_KEY = "l"
 LINK_THRESHOLD = 1_500
 #: Stored links kept at most; past it, new long states stay in the URL (``?s=``) instead of filling the disk.
 MAX_LINKS = 20_000
+#: The longest encoded state that is stored (a longer one could not be read back).
+MAX_STORED = MAX_ENCODED
+#: New long links one client address may add within their lifetime.
+CLIENT_MAX_LINKS = 500
 _ID = re.compile(r"[A-Za-z0-9_-]{22}")
 _VERSION = 1
 
 
 class LinkNotFound(StateError):
     """A ``?l=`` link is malformed, expired or unknown."""
+
+
+class LinkRefused(StateError):
+    """A view state is not stored: too long, or its client address made too many links."""
 
 
 class LinkStore:
@@ -61,6 +76,10 @@ class LinkStore:
         Encoded states longer than this are stored; shorter ones stay in the URL.
     max_links
         Stored links kept at most (see :data:`MAX_LINKS`).
+    ledger, client_max_links
+        Where new links are counted per client address, and how many one address may add within ``ttl``.
+    client
+        Returns the digest of the current request's client address ("" outside a request); set by the web app.
     """
 
     def __init__(
@@ -70,6 +89,9 @@ class LinkStore:
         ttl: float = 24 * 3600,
         threshold: int = LINK_THRESHOLD,
         max_links: int = MAX_LINKS,
+        ledger: ClientLedger | None = None,
+        client_max_links: int = CLIENT_MAX_LINKS,
+        client: Callable[[], str] | None = None,
     ) -> None:
         if ttl <= 0:
             raise ValueError("ttl must be positive")
@@ -77,6 +99,9 @@ class LinkStore:
         self.ttl = float(ttl)
         self.threshold = int(threshold)
         self.max_links = int(max_links)
+        self.ledger = ledger
+        self.client_max_links = int(client_max_links)
+        self.client = client
         self._key: bytes | None = None
 
     # --- URLs -------------------------------------------------------------------------------------------------------
@@ -110,7 +135,17 @@ class LinkStore:
         return base64.urlsafe_b64encode(digest).decode().rstrip("=")
 
     def save(self, encoded: str, *, now: float | None = None) -> str | None:
-        """Store an encoded state and return its id (None when the folder holds :attr:`max_links` links)."""
+        """Store an encoded state and return its id (None when the folder holds :attr:`max_links` links).
+
+        Raises :class:`LinkRefused` for a state longer than :data:`MAX_STORED` characters, and for a new link of a
+        client address that added :attr:`client_max_links` links within their lifetime.
+        """
+        if len(encoded) > MAX_STORED:
+            raise LinkRefused(
+                f"This view's settings take {len(encoded):,} characters, more than a link may hold "
+                f"({MAX_STORED:,}); the address bar keeps the previous link. Give fewer columns a role or fewer "
+                "fix steps, or use the command line."
+            )
         current = time.time() if now is None else now
         link_id = self.link_id(encoded)
         path = self.root / f"{link_id}.json"
@@ -121,6 +156,15 @@ class LinkStore:
         except (OSError, ValueError, TypeError, KeyError, AttributeError):
             if self._count() >= self.max_links:
                 return None
+            client = self.client() if self.client is not None else ""
+            if self.ledger is not None and client:
+                admitted = self.ledger.admit(client, "link", limit=self.client_max_links, window=self.ttl, now=now)
+                if not admitted:
+                    raise LinkRefused(
+                        f"Your network address made {self.client_max_links:,} long links in the last "
+                        f"{self.ttl / 3600:g} h, the most one address may (PRIVDASH_CLIENT_MAX_LINKS); the address "
+                        "bar keeps the previous link."
+                    ) from None
         body = json.dumps({"v": _VERSION, "s": encoded, "created": current}, separators=(",", ":")).encode()
         temp = self.root / f".tmp-{secrets.token_hex(8)}"
         try:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -29,7 +30,15 @@ from dashboard.application.state import (
     order_permutation,
     sorted_labels,
 )
-from dashboard.application.storage import DatasetInfo, DatasetNotFound, DatasetStore, Quota, owner_digest
+from dashboard.application.storage import (
+    ClientLedger,
+    DatasetInfo,
+    DatasetNotFound,
+    DatasetStore,
+    Quota,
+    RateLimited,
+    owner_digest,
+)
 from dashboard.core.data.contract import (
     ColumnRole,
     DataContract,
@@ -99,12 +108,29 @@ class Services:
             settings.store_dir,
             ttl=settings.store_ttl,
             cache_items=settings.cache_items,
-            quota=Quota(settings.session_max_bytes, settings.session_max_datasets, settings.store_max_bytes),
+            quota=Quota(
+                settings.session_max_bytes,
+                settings.session_max_datasets,
+                settings.store_max_bytes,
+                client_bytes=settings.client_max_bytes,
+                client_datasets=settings.client_max_datasets,
+            ),
             sweep_interval=settings.sweep_interval,
         )
+        #: What each client address did recently (uploads, new long links), for the per-client limits; the web
+        #: app sets :attr:`client` to the digest of the current request's address.
+        self.clients = ClientLedger(settings.store_dir / "clients", threading.Lock(), keep=settings.store_ttl)
+        self.client: Callable[[], str] = lambda: ""
         #: Long view states of share links, kept beside the uploads with the same lifetime and swept with them.
-        self.links = LinkStore(settings.store_dir / "links", ttl=settings.store_ttl)
+        self.links = LinkStore(
+            settings.store_dir / "links",
+            ttl=settings.store_ttl,
+            ledger=self.clients,
+            client_max_links=settings.client_max_links,
+            client=lambda: self.client(),
+        )
         self.store.companions.append(self.links)
+        self.store.companions.append(self.clients)
         #: The worker's one result cache (see :mod:`dashboard.application.cache`): demo tables, column profiles,
         #: diagnoses, per-class tables, fix runs, postcode reference data. Keys start with a namespace and name the
         #: dataset by its id and version, never by ``id()`` of an object.
@@ -214,7 +240,15 @@ class Services:
         reading limit too) and :class:`~dashboard.application.storage.QuotaExceeded` when the store is full.
         """
         filename = clean_filename(filename)
-        self.store.check_quota(session, replaces=replaces)
+        client = self.client()
+        self.store.check_quota(session, replaces=replaces, client=client)
+        if client and not self.clients.admit(
+            client, "upload", limit=self.settings.client_uploads_per_hour, window=3600.0
+        ):
+            raise RateLimited(
+                f"Your network address sent {self.settings.client_uploads_per_hour:,} uploads in the last hour, the "
+                "most one address may (PRIVDASH_CLIENT_UPLOADS_PER_HOUR); try again later."
+            )
         frame, info = read_table_with_info(
             raw, filename=filename, max_bytes=self.settings.max_upload_bytes, sheet=sheet, limits=self.read_limits
         )
@@ -230,6 +264,7 @@ class Services:
             sheets=info.sheets,
             notes=info.notes,
             replaces=replaces,
+            client=client,
         )
 
     @property
@@ -432,9 +467,25 @@ def contract_from_suggestions(frame: pd.DataFrame, suggestions: Sequence[_Sugges
     )
 
 
+#: Points of the records-at-risk curve at most, whatever the target k: every k up to :data:`DENSE_K`, then k spaced
+#: evenly on a log scale up to twice the target (a link with k = 30,000,000 must not build 60 million points).
+MAX_K_POINTS = 200
+DENSE_K = 100
+
+
 def default_k_values(target: int) -> tuple[int, ...]:
-    """The k of the records-at-risk curve: 1 to at least 20, and past the target k."""
-    return tuple(range(1, max(20, 2 * target) + 1))
+    """The k of the records-at-risk curve: 1 to at least 20, and past the target k (which is always one of them).
+
+    Every k up to ``2 * target`` while that is at most :data:`MAX_K_POINTS`; beyond, every k up to :data:`DENSE_K`
+    and then at most ``MAX_K_POINTS - DENSE_K`` values spaced evenly on a log scale up to ``2 * target``.
+    """
+    top = max(20, 2 * int(target))
+    if top <= MAX_K_POINTS:
+        return tuple(range(1, top + 1))
+    spread = MAX_K_POINTS - DENSE_K - 2  # the target and the top may fall between two of them
+    ratio = (top / DENSE_K) ** (1 / spread)
+    sparse = {min(round(DENSE_K * ratio**i), top) for i in range(1, spread + 1)}
+    return tuple(sorted({*range(1, DENSE_K + 1), *sparse, int(target), top}))
 
 
 def column_profile(frame: pd.DataFrame) -> dict[str, dict[str, str]]:
@@ -454,11 +505,13 @@ def column_profile(frame: pd.DataFrame) -> dict[str, dict[str, str]]:
     return out
 
 
-def too_large_message(filename: str | None, size: int, limit: int) -> str:
+def too_large_message(filename: str | None, size: int | None, limit: int) -> str:
     """The message for a file over the upload limit, worded as :func:`~dashboard.core.data.tables.read_table` words it
-    (the browser refuses such files before sending them, so the reader never sees them)."""
+    (the browser refuses such files before sending them, so the reader never sees them). ``size`` None (a chunked
+    upload, whose length is not declared): "more than" the limit."""
+    amount = f"{size / 1e6:.1f} MB" if size else f"more than {limit / 1e6:.0f} MB"
     return (
-        f"{filename or 'The file'} is {size / 1e6:.1f} MB, over the {limit / 1e6:.0f} MB limit. "
+        f"{filename or 'The file'} is {amount}, over the {limit / 1e6:.0f} MB limit. "
         "Raise the limit or use the command line for large files."
     )
 

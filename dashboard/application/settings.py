@@ -20,6 +20,19 @@ variable                           meaning                                      
 ``PRIVDASH_SESSION_MAX_MB``        stored uploads one browser session may keep, in MB   ``500``
 ``PRIVDASH_SESSION_MAX_DATASETS``  uploads one browser session may keep                 ``20``
 ``PRIVDASH_STORE_MAX_MB``          stored uploads of all sessions together, in MB       ``20000``
+``PRIVDASH_CLIENT_MAX_MB``         stored uploads of one client address (all its       ``2000``
+                                   sessions: a new cookie does not reset it), in MB
+``PRIVDASH_CLIENT_MAX_DATASETS``   uploads one client address may keep                  ``60``
+``PRIVDASH_CLIENT_UPLOADS_PER_HOUR`` uploads one client address may send in an hour     ``60``
+                                   (refused files too: reading them costs as much)
+``PRIVDASH_CLIENT_MAX_LINKS``      long share links one client address may add within   ``500``
+                                   their lifetime
+``PRIVDASH_MAX_REQUEST_MB``        largest request body other than an upload (a         ``10``
+                                   callback), in MB
+``PRIVDASH_READ_TIMEOUT``          seconds a client may take to send a request's head   ``10``
+                                   (and a small body) to the gunicorn worker of
+                                   ``gunicorn.conf.py``; a larger body must keep
+                                   arriving at 16 KB/s on average after that
 ``PRIVDASH_MAX_ROWS``              rows of an uploaded table                            ``2000000``
 ``PRIVDASH_MAX_COLUMNS``           columns of an uploaded table                         ``2000``
 ``PRIVDASH_MAX_CELLS``             cells (rows x columns) of an uploaded table          ``50000000``
@@ -122,6 +135,12 @@ _LIMITS: tuple[tuple[str, str, float, float], ...] = (
     ("max_columns", "PRIVDASH_MAX_COLUMNS", 1.0, 1),
     ("max_cells", "PRIVDASH_MAX_CELLS", 1.0, 1),
     ("trusted_proxies", "PRIVDASH_TRUSTED_PROXIES", 1.0, 0),
+    ("client_max_bytes", "PRIVDASH_CLIENT_MAX_MB", 1e6, 1e-6),
+    ("client_max_datasets", "PRIVDASH_CLIENT_MAX_DATASETS", 1.0, 1),
+    ("client_uploads_per_hour", "PRIVDASH_CLIENT_UPLOADS_PER_HOUR", 1.0, 1),
+    ("client_max_links", "PRIVDASH_CLIENT_MAX_LINKS", 1.0, 1),
+    ("max_request_bytes", "PRIVDASH_MAX_REQUEST_MB", 1e6, 1e-3),
+    ("read_timeout", "PRIVDASH_READ_TIMEOUT", 1.0, 1e-3),
 )
 
 #: The background jobs' limits (see dashboard.application.jobs): attribute, variable, unit, smallest value.
@@ -182,6 +201,15 @@ class Settings:
         The app is served over HTTPS: the session cookie is marked ``Secure``.
     trusted_proxies
         Reverse proxies in front of the app whose ``X-Forwarded-For/Proto/Host`` headers are trusted (0: none).
+        The client address the per-client limits count is the one these proxies forwarded.
+    client_max_bytes, client_max_datasets, client_uploads_per_hour, client_max_links
+        Limits per client address, which a client cannot shed by dropping its session cookie: bytes and uploads
+        it may keep stored, uploads it may send per hour, long share links it may add within their lifetime.
+    max_request_bytes
+        The largest request body other than an upload (Dash callbacks), in bytes.
+    read_timeout
+        Seconds the gunicorn worker of ``gunicorn.conf.py`` waits for a request's head and small body before it
+        gives the request a thread (:mod:`dashboard.ui.server`).
     sources_file
         The JSON file listing server-side sources (``PRIVDASH_SOURCES``), or None.
     dp_budget
@@ -214,6 +242,12 @@ class Settings:
     max_parse_seconds: float = 20.0
     secure_cookies: bool = False
     trusted_proxies: int = 0
+    client_max_bytes: int = 2_000_000_000
+    client_max_datasets: int = 60
+    client_uploads_per_hour: int = 60
+    client_max_links: int = 500
+    max_request_bytes: int = 10_000_000
+    read_timeout: float = 10.0
     job_seconds: float = 300.0
     job_memory_bytes: int = 0
     jobs_per_server: int = field(default_factory=cpu_cores)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import math
 import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,6 +30,7 @@ from dashboard.core.targets import PrivacyTargets
 __all__ = [
     "DATASET_ID",
     "DEFAULTS",
+    "MAX_ENCODED",
     "QUERY_KEY",
     "StateError",
     "ViewState",
@@ -39,7 +41,25 @@ __all__ = [
 
 QUERY_KEY = "s"
 _VERSION = 1
-_MAX_ENCODED = 64_000
+#: The longest ``s`` parameter read (and the longest state kept for a ``?l=`` link).
+MAX_ENCODED = 64_000
+#: Bounds of everything a link or a callback can put into a view state, checked while it is read, so that a crafted
+#: link cannot make the server build something huge (a curve over 60 million values of k, a million-column state).
+#: The largest decompressed JSON of a state, in bytes (a zlib bomb in ``s`` stops here).
+MAX_STATE_BYTES = 1_000_000
+#: Columns a state may describe, characters of a column name, values of one ordinal order.
+MAX_COLUMNS = 10_000
+MAX_NAME_CHARS = 1_000
+MAX_ORDER_VALUES = 10_000
+#: Steps of the Fix page's list; nesting, list length and text length inside a step or the postcode settings.
+MAX_FIX_STEPS = 50
+MAX_DEPTH = 8
+MAX_LIST_ITEMS = MAX_COLUMNS
+MAX_TEXT_CHARS = 10_000
+#: The largest k and l (no table of the server holds more records than this; larger numbers are a typing error).
+MAX_COUNT = 1_000_000_000
+#: The largest magnitude of a number in a fix step or the postcode settings (beyond it a float loses whole units).
+MAX_NUMBER = 2.0**53
 #: The form of a dataset id: a built-in dataset (``demo:<name>``) or an upload's 128-bit random token. Anything else
 #: in a link (a path, a very long text, control characters) is refused while the link is read.
 DATASET_ID = re.compile(r"(?:demo|source):[A-Za-z0-9_-]{1,64}|[A-Za-z0-9_-]{22}")
@@ -214,6 +234,7 @@ class ViewState(ColumnsByRole):
             raise StateError("The link's view state is not an object.")
         if obj.get("v") != _VERSION:
             raise StateError(f"The link was made by an incompatible version (state version {obj.get('v')!r}).")
+        _check_lengths(obj)
         try:
             roles: dict[str, ColumnRole] = {}
             types: dict[str, StatisticalType] = {}
@@ -229,17 +250,17 @@ class ViewState(ColumnsByRole):
                 types=types,
                 orders=orders,
                 missing=MissingPolicy.parse(obj.get("m", DEFAULTS.missing.value)),
-                k=int(obj.get("k", DEFAULTS.k)),
-                l=int(obj.get("l", DEFAULTS.l)),
-                t=float(obj.get("t", DEFAULTS.t)),
-                max_risk=float(obj.get("r", DEFAULTS.max_risk)),
+                k=_whole(obj.get("k", DEFAULTS.k), "k"),
+                l=_whole(obj.get("l", DEFAULTS.l), "l"),
+                t=_number(obj.get("t", DEFAULTS.t), "t"),
+                max_risk=_number(obj.get("r", DEFAULTS.max_risk), "max_risk"),
                 violating=bool(obj.get("x", 0)),
                 fix=tuple(obj.get("f", ())),
                 geo=dict(obj.get("g", {})),
             )
         except StateError:
             raise
-        except (KeyError, TypeError, ValueError) as exc:
+        except (KeyError, TypeError, ValueError, OverflowError, RecursionError) as exc:
             raise StateError("The link's view state is damaged; open the dashboard without it.") from exc
         return _validated(state)
 
@@ -248,14 +269,18 @@ class ViewState(ColumnsByRole):
         """Parse the ``s`` query parameter (None or empty: the default state)."""
         if not encoded:
             return DEFAULTS
-        if len(encoded) > _MAX_ENCODED:
+        if len(encoded) > MAX_ENCODED:
             raise StateError("The link's view state is too long.")
         try:
             padded = encoded + "=" * (-len(encoded) % 4)
-            raw = zlib.decompress(base64.urlsafe_b64decode(padded.encode("ascii")), bufsize=1 << 16)
-            obj = json.loads(raw.decode("utf-8"))
-        except (binascii.Error, zlib.error, UnicodeError, ValueError) as exc:
+            inflater = zlib.decompressobj()
+            raw = inflater.decompress(base64.urlsafe_b64decode(padded.encode("ascii")), MAX_STATE_BYTES)
+            too_large = bool(inflater.unconsumed_tail)
+            obj: Any = None if too_large else json.loads(raw.decode("utf-8"))
+        except (binascii.Error, zlib.error, UnicodeError, ValueError, RecursionError) as exc:
             raise StateError("The link's view state is damaged; it may have been cut when copied.") from exc
+        if too_large:
+            raise StateError(f"The link's view state unpacks to more than {MAX_STATE_BYTES:,} bytes.")
         return cls.from_dict(obj)
 
     @classmethod
@@ -273,10 +298,88 @@ def _optional_str(value: Any) -> str | None:
     return value
 
 
+def _whole(value: Any, name: str) -> int:
+    """A whole number from a link (an integer, or a float without a fraction); StateError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise StateError(f"The target {name} must be a whole number, got {str(value)[:40]!r}.")
+    try:
+        number = float(value)
+    except ValueError:
+        raise StateError(f"The target {name} must be a whole number, got {str(value)[:40]!r}.") from None
+    if not math.isfinite(number) or not number.is_integer():
+        raise StateError(f"The target {name} must be a whole number, got {str(value)[:40]}.")
+    if not 1 <= number <= MAX_COUNT:
+        raise StateError(f"The target {name} must lie between 1 and {MAX_COUNT:,}, got {number:.6g}.")
+    return int(number)
+
+
+def _number(value: Any, name: str) -> float:
+    """A finite number from a link; StateError otherwise."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise StateError(f"The target {name} must be a number, got {str(value)[:40]!r}.")
+    try:
+        number = float(value)
+    except (ValueError, OverflowError):
+        raise StateError(f"The target {name} must be a number, got {str(value)[:40]!r}.") from None
+    if not math.isfinite(number):
+        raise StateError(f"The target {name} must be a finite number, got {str(value)[:40]}.")
+    return number
+
+
+def _check_lengths(obj: Mapping[str, Any]) -> None:
+    """Refuse a state whose lists are longer than the bounds, before anything is built from them."""
+    columns, orders, steps = obj.get("c", []), obj.get("o", {}), obj.get("f", [])
+    if isinstance(columns, list | tuple) and len(columns) > MAX_COLUMNS:
+        raise StateError(f"The link describes {len(columns):,} columns, more than the {MAX_COLUMNS:,} allowed.")
+    if isinstance(orders, Mapping) and len(orders) > MAX_COLUMNS:
+        raise StateError(f"The link orders {len(orders):,} columns, more than the {MAX_COLUMNS:,} allowed.")
+    if isinstance(steps, list | tuple) and len(steps) > MAX_FIX_STEPS:
+        raise StateError(f"The link has {len(steps):,} fix steps, more than the {MAX_FIX_STEPS} allowed.")
+
+
+def _check_sizes(state: ViewState) -> None:
+    """The bounds of :data:`MAX_COLUMNS` and the others, on a state however it was made."""
+    for what, mapping in (("columns", state.roles), ("column types", state.types), ("orders", state.orders)):
+        if len(mapping) > MAX_COLUMNS:
+            raise StateError(f"The view has {len(mapping):,} {what}, more than the {MAX_COLUMNS:,} allowed.")
+        for name in mapping:
+            if len(name) > MAX_NAME_CHARS:
+                raise StateError(f"A column name in the view is longer than {MAX_NAME_CHARS:,} characters.")
+    for name, perm in state.orders.items():
+        if len(perm) > MAX_ORDER_VALUES:
+            raise StateError(f"The order of column '{name[:80]}' lists more than {MAX_ORDER_VALUES:,} values.")
+
+
+def _check_plain(value: Any, what: str, depth: int = 0) -> None:
+    """Refuse JSON nested deeper than :data:`MAX_DEPTH`, longer lists or texts, and numbers out of range."""
+    if depth > MAX_DEPTH:
+        raise StateError(f"The link's {what} is nested too deeply.")
+    if isinstance(value, str):
+        if len(value) > MAX_TEXT_CHARS:
+            raise StateError(f"The link's {what} holds a text longer than {MAX_TEXT_CHARS:,} characters.")
+    elif isinstance(value, bool) or value is None:
+        return
+    elif isinstance(value, int | float):
+        if not math.isfinite(value) or abs(value) > MAX_NUMBER:
+            raise StateError(f"The link's {what} holds a number out of range ({str(value)[:40]}).")
+    elif isinstance(value, Mapping):
+        if len(value) > MAX_LIST_ITEMS:
+            raise StateError(f"The link's {what} has more than {MAX_LIST_ITEMS:,} settings.")
+        for key, item in value.items():
+            _check_plain(key, what, depth + 1)
+            _check_plain(item, what, depth + 1)
+    elif isinstance(value, list | tuple):
+        if len(value) > MAX_LIST_ITEMS:
+            raise StateError(f"The link's {what} holds a list of more than {MAX_LIST_ITEMS:,} items.")
+        for item in value:
+            _check_plain(item, what, depth + 1)
+
+
 def _json_object(value: Any, what: str) -> dict[str, Any]:
     """A plain JSON object (string keys; JSON scalars, lists and objects as values), checked by a round trip."""
     if not isinstance(value, Mapping):
         raise StateError(f"The link's {what} is not an object.")
+    _check_plain(value, what)
     try:
         text = json.dumps(dict(value), allow_nan=False, sort_keys=True)
     except (TypeError, ValueError) as exc:
@@ -285,6 +388,8 @@ def _json_object(value: Any, what: str) -> dict[str, Any]:
 
 
 def _validated(state: ViewState) -> ViewState:
+    if len(state.fix) > MAX_FIX_STEPS:
+        raise StateError(f"The view has {len(state.fix):,} fix steps, more than the {MAX_FIX_STEPS} allowed.")
     try:
         state = replace(
             state,
@@ -292,16 +397,19 @@ def _validated(state: ViewState) -> ViewState:
             roles={str(name): ColumnRole(role) for name, role in state.roles.items()},
             types={str(name): StatisticalType(kind) for name, kind in state.types.items()},
             orders={str(name): tuple(int(i) for i in perm) for name, perm in state.orders.items()},
-            k=int(state.k),
-            l=int(state.l),
-            t=float(state.t),
-            max_risk=float(state.max_risk),
+            k=_whole(state.k, "k"),
+            l=_whole(state.l, "l"),
+            t=_number(state.t, "t"),
+            max_risk=_number(state.max_risk, "max_risk"),
             violating=bool(state.violating),
             fix=tuple(_json_object(step, "fix step") for step in state.fix),
             geo=_json_object(state.geo, "postcode settings"),
         )
-    except (TypeError, ValueError) as exc:
+    except StateError:
+        raise
+    except (TypeError, ValueError, OverflowError) as exc:
         raise StateError(f"Invalid view settings: {exc}") from exc
+    _check_sizes(state)
     if state.dataset is not None and (not isinstance(state.dataset, str) or not DATASET_ID.fullmatch(state.dataset)):
         raise StateError("The link's dataset id is malformed; open the dataset from the Data page.")
     if not 0 <= state.max_risk <= 1:  # 0 is allowed here: no risk target

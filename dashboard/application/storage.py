@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import ipaddress
 import json
 import logging
 import os
@@ -66,13 +67,16 @@ except ImportError:  # pragma: no cover - not on Linux
 
 __all__ = [
     "TEMP_GRACE",
+    "ClientLedger",
     "DatasetExpired",
     "DatasetInfo",
     "DatasetNotFound",
     "DatasetStore",
     "Quota",
     "QuotaExceeded",
+    "RateLimited",
     "Sweeper",
+    "client_digest",
     "exclusive_lock",
     "is_upload_id",
     "owner_digest",
@@ -147,11 +151,98 @@ def _remove_tree(path: Path) -> None:
 
 @dataclass(frozen=True)
 class Quota:
-    """What the store may hold: per browser session (bytes, datasets) and for all sessions together (bytes)."""
+    """What the store may hold: per browser session (bytes, datasets), per client address (bytes, datasets: a
+    client that drops its cookie gets a new session but keeps its address) and for everyone together (bytes)."""
 
     session_bytes: int = 500_000_000
     session_datasets: int = 20
     total_bytes: int = 20_000_000_000
+    client_bytes: int = 2_000_000_000
+    client_datasets: int = 60
+
+
+def client_digest(address: str | None) -> str:
+    """The digest a client address is counted under: an IPv6 address by its /64 network (one subscriber's), an IPv4
+    address as it is; never the address itself in a file."""
+    text = str(address or "unknown")
+    try:
+        parsed = ipaddress.ip_address(text)
+    except ValueError:
+        key = text[:100]
+    else:
+        if isinstance(parsed, ipaddress.IPv6Address) and parsed.ipv4_mapped is not None:
+            key = str(parsed.ipv4_mapped)
+        elif isinstance(parsed, ipaddress.IPv6Address):
+            key = str(ipaddress.IPv6Network((parsed, 64), strict=False))
+        else:
+            key = str(parsed)
+    return hashlib.sha256(b"privdash-client:" + key.encode()).hexdigest()
+
+
+class RateLimited(QuotaExceeded):
+    """A client address did something more often than a limit allows in its window."""
+
+
+class ClientLedger:
+    """Per client address, when it last did each limited thing (uploads, long links), shared by every worker.
+
+    One small JSON file per client digest in ``root`` (``0600`` in a ``0700`` folder), read and written under the
+    store's lock; :meth:`sweep` deletes the files whose events are all older than the longest window.
+    """
+
+    def __init__(self, root: str | os.PathLike[str], lock: threading.Lock, *, keep: float = 24 * 3600) -> None:
+        self.root = Path(root)
+        self._lock = lock
+        self.keep = float(keep)
+
+    def admit(self, client: str, kind: str, *, limit: int, window: float, now: float | None = None) -> bool:
+        """Count one ``kind`` event of ``client`` and return True, or False (nothing counted) when ``limit`` events
+        happened in the last ``window`` seconds."""
+        current = time.time() if now is None else now
+        if not re.fullmatch(r"[0-9a-f]{64}", client):
+            raise ValueError("not a client digest")
+        self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path = self.root / f"{client}.json"
+        with exclusive_lock(self.root / ".lock", self._lock):
+            try:
+                events = json.loads(path.read_text(encoding="utf-8"))
+                if not isinstance(events, dict):
+                    events = {}
+            except (OSError, ValueError):
+                events = {}
+            times = [t for t in events.get(kind, []) if isinstance(t, int | float) and current - t < window]
+            if len(times) >= limit:
+                return False
+            events[kind] = [*times, current]
+            temp = self.root / f"{_TMP_PREFIX}{secrets.token_hex(8)}"
+            try:
+                private_file(temp, json.dumps(events).encode())
+                os.replace(temp, path)
+            finally:
+                temp.unlink(missing_ok=True)
+        return True
+
+    def sweep(self, *, now: float | None = None, force: bool = False) -> int:
+        """Delete the files of clients with no event in the last :attr:`keep` seconds; returns how many."""
+        current = time.time() if now is None else now
+        removed = 0
+        try:
+            entries = list(os.scandir(self.root))
+        except FileNotFoundError:
+            return 0
+        for entry in entries:
+            try:
+                if entry.name.startswith(_TMP_PREFIX) and current - entry.stat().st_mtime > TEMP_GRACE:
+                    os.unlink(entry.path)
+                    continue
+                if not entry.name.endswith(".json"):
+                    continue
+                if current - entry.stat().st_mtime >= self.keep:
+                    os.unlink(entry.path)
+                    removed += 1
+            except OSError:
+                continue
+        return removed
 
 
 @dataclass(frozen=True)
@@ -175,6 +266,8 @@ class DatasetInfo:
     sheet: str | None = None
     sheets: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    #: The digest of the uploader's address (:func:`client_digest`), which the per-client quota counts.
+    client: str = ""
 
     @property
     def has_original(self) -> bool:
@@ -198,7 +291,7 @@ class DatasetInfo:
             if key in obj:
                 obj[key] = tuple(str(v) for v in obj[key])
         info = cls(**obj)
-        if not is_upload_id(info.id) or not isinstance(info.owner, str):
+        if not is_upload_id(info.id) or not isinstance(info.owner, str) or not isinstance(info.client, str):
             raise ValueError("dataset metadata has no valid id or owner")
         numbers = (info.created, info.expires, info.bytes, info.rows)
         if not all(isinstance(value, int | float) and not isinstance(value, bool) for value in numbers):
@@ -211,6 +304,8 @@ class _Usage:
     session_bytes: int
     session_datasets: int
     total_bytes: int
+    client_bytes: int = 0
+    client_datasets: int = 0
 
 
 class DatasetStore:
@@ -278,8 +373,11 @@ class DatasetStore:
         sheets: Sequence[str] = (),
         notes: Sequence[str] = (),
         replaces: str | None = None,
+        client: str = "",
     ) -> DatasetInfo:
         """Store ``frame`` for the browser session ``session`` and return its metadata (with the new id).
+
+        ``client`` is the digest of the uploader's address (:func:`client_digest`), counted by the per-client quota.
 
         ``original`` (the uploaded bytes) is kept when ``sheets`` lists more than one workbook sheet. ``replaces``
         names a dataset of the same session that is deleted once this one is stored (and is not counted against the
@@ -315,6 +413,7 @@ class DatasetStore:
                 sheet=sheet,
                 sheets=tuple(str(s) for s in sheets),
                 notes=tuple(str(n) for n in notes),
+                client=client,
             )
             # The recorded size counts the metadata too, whose length depends on the size written into it.
             total = size
@@ -325,7 +424,7 @@ class DatasetStore:
             info = replace(info, bytes=total)
             private_file(temp / _META, info.to_json().encode())
             with self._exclusive():
-                self._check_quota(info.owner, info.bytes, now=created, exclude=replaces)
+                self._check_quota(info.owner, info.bytes, now=created, exclude=replaces, client=client)
                 os.rename(temp, self.root / dataset_id)
         except BaseException:
             _remove_tree(temp)
@@ -337,17 +436,25 @@ class DatasetStore:
         return info
 
     def check_quota(
-        self, session: str, *, incoming: int = 0, replaces: str | None = None, now: float | None = None
+        self,
+        session: str,
+        *,
+        incoming: int = 0,
+        replaces: str | None = None,
+        now: float | None = None,
+        client: str = "",
     ) -> None:
         """Raise :class:`QuotaExceeded` when the session (or the store) cannot take ``incoming`` more bytes.
 
         Called before a file is read, with ``incoming=0``, so a session at its quota is told at once; :meth:`save`
         checks again with the stored size. A dataset the new one ``replaces`` does not count.
         """
-        self._check_quota(owner_digest(session), incoming, now=now, exclude=replaces)
+        self._check_quota(owner_digest(session), incoming, now=now, exclude=replaces, client=client)
 
-    def _check_quota(self, digest: str, incoming: int, *, now: float | None = None, exclude: str | None = None) -> None:
-        usage = self._usage(digest, now=now, exclude=exclude)
+    def _check_quota(
+        self, digest: str, incoming: int, *, now: float | None = None, exclude: str | None = None, client: str = ""
+    ) -> None:
+        usage = self._usage(digest, now=now, exclude=exclude, client=client)
         quota = self.quota
         # Before reading (incoming 0) the question is whether anything more fits: at least one byte.
         needed = max(int(incoming), 1)
@@ -362,15 +469,25 @@ class DatasetStore:
                 f"{need}our uploads use {_mb(usage.session_bytes)} MB of the {_mb(quota.session_bytes)} MB a session "
                 "may keep; delete one or wait until they expire."
             )
+        if client and usage.client_datasets + 1 > quota.client_datasets:
+            raise QuotaExceeded(
+                f"Your network address keeps {usage.client_datasets} uploads, the most one address may keep "
+                "(PRIVDASH_CLIENT_MAX_DATASETS); delete some or wait until they expire."
+            )
+        if client and usage.client_bytes + needed > quota.client_bytes:
+            raise QuotaExceeded(
+                f"Uploads from your network address use {_mb(usage.client_bytes)} MB of the {_mb(quota.client_bytes)} "
+                "MB one address may keep (PRIVDASH_CLIENT_MAX_MB); delete some or wait until they expire."
+            )
         if usage.total_bytes + needed > quota.total_bytes:
             raise QuotaExceeded(
                 f"The server's upload store is full ({_mb(usage.total_bytes)} of {_mb(quota.total_bytes)} MB); "
                 "try again later, when older uploads have expired."
             )
 
-    def _usage(self, digest: str, *, now: float | None = None, exclude: str | None = None) -> _Usage:
+    def _usage(self, digest: str, *, now: float | None = None, exclude: str | None = None, client: str = "") -> _Usage:
         current = time.time() if now is None else now
-        mine = mine_count = total = 0
+        mine = mine_count = total = theirs = theirs_count = 0
         for info in self._all_infos():
             if info.expires <= current or (info.id == exclude and info.owner == digest):
                 continue  # expired: the sweep deletes it; replaced: deleted once the new one is stored
@@ -378,7 +495,10 @@ class DatasetStore:
             if info.owner == digest:
                 mine += info.bytes
                 mine_count += 1
-        return _Usage(mine, mine_count, total)
+            if client and info.client == client:
+                theirs += info.bytes
+                theirs_count += 1
+        return _Usage(mine, mine_count, total, theirs, theirs_count)
 
     def _temp_folder(self) -> Path:
         path = self.root / f"{_TMP_PREFIX}{secrets.token_hex(8)}"

@@ -21,6 +21,12 @@ Security
     ``X-Content-Type-Options: nosniff`` and ``Referrer-Policy: no-referrer``. The session cookie is ``HttpOnly``,
     ``SameSite=Lax``, and ``Secure`` when the app is served over HTTPS (``PRIVDASH_SECURE_COOKIES``, or a request
     that arrived over HTTPS, directly or through ``PRIVDASH_TRUSTED_PROXIES`` proxies).
+Hostile requests
+    A request body other than an upload is limited to ``PRIVDASH_MAX_REQUEST_MB`` (413 with a message); a callback
+    request that is not the JSON object Dash sends, or names a callback the app does not have, gets 400 with a
+    message (:func:`check_callback_request`), never a 500. Quotas and rates also count per client address (the
+    address ``PRIVDASH_TRUSTED_PROXIES`` proxies forwarded, else the connection's), which a client cannot shed by
+    dropping its session cookie: uploads kept and sent per hour, long share links.
 """
 
 from __future__ import annotations
@@ -38,13 +44,13 @@ import dash_mantine_components as dmc
 import flask
 from dash import ALL, ClientsideFunction, Dash, Input, Output, State, ctx, html, no_update
 from dash.exceptions import BackgroundCallbackError
-from werkzeug.exceptions import RequestEntityTooLarge
+from werkzeug.exceptions import BadRequest, ClientDisconnected, HTTPException, RequestEntityTooLarge
 from werkzeug.middleware.proxy_fix import ProxyFix
 
 from dashboard.application.services import Services, clean_filename, too_large_message
 from dashboard.application.settings import Settings
 from dashboard.application.state import StateError, ViewState
-from dashboard.application.storage import Sweeper
+from dashboard.application.storage import Sweeper, client_digest
 from dashboard.core.errors import PrivdashError
 from dashboard.ui.jobs import LimitedJobManager
 from dashboard.ui.pagestate import PAGE_STATE, SESSION_COOKIE, session_token, state_from_store
@@ -57,6 +63,8 @@ __all__ = [
     "SESSION_COOKIE",
     "assets_folder",
     "callback_error",
+    "check_callback_request",
+    "client_key",
     "content_security_policy",
     "create_app",
     "session_token",
@@ -114,6 +122,9 @@ def create_app(settings: Settings) -> Dash:
         on_error=callback_error,
     )
     app.server.extensions["privdash"] = services
+    services.client = client_key
+    # Callbacks' bodies are small; the upload route raises the limit for its own requests.
+    app.server.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
     # The page's language, for screen readers and hyphenation (WCAG 3.1.1).
     app.index_string = app.index_string.replace("<html>", '<html lang="en">', 1)
     for page in pages.PAGES:
@@ -121,10 +132,84 @@ def create_app(settings: Settings) -> Dash:
     app.layout = with_message_area(components.shell(dash.page_container))
     _register_shell_callbacks(app, services)
     _register_routes(app.server, services)
+    _guard_callbacks(app)
     _secure(app, settings)
     # Expired uploads and leftovers of interrupted writes are deleted on a timer, not only when a request comes.
     Sweeper.start(services.store, settings.sweep_interval)
     return app
+
+
+def client_key() -> str:
+    """The digest of the current request's client address (as the trusted proxies forwarded it), or "" outside a
+    request: what the per-client quotas and rates count."""
+    if not flask.has_request_context():
+        return ""
+    return client_digest(flask.request.remote_addr)
+
+
+#: The callback endpoint of Dash.
+_CALLBACK_PATH = "/_dash-update-component"
+
+
+def check_callback_request(body: Any, callbacks: Any) -> str | None:
+    """Why a callback request's JSON body is not one Dash can dispatch (None when it is).
+
+    Dash itself answers a body that is not an object, lacks a key or names an unknown callback with an HTTP 500.
+    """
+    if not isinstance(body, dict):
+        return "The callback request is not a JSON object."
+    output = body.get("output")
+    if not isinstance(output, str) or output not in callbacks:
+        return f"There is no callback for the output {str(output)[:200]!r}."
+    if not isinstance(body.get("outputs"), dict | list):
+        return "The callback request has no 'outputs'."
+    for key in ("inputs", "state", "changedPropIds"):
+        if key in body and not isinstance(body[key], list):
+            return f"The callback request's '{key}' is not a list."
+    if not isinstance(body.get("inputs"), list):
+        return "The callback request has no 'inputs'."
+    return None
+
+
+def _guard_callbacks(app: Dash) -> None:
+    """Malformed callback requests and oversized bodies get 400 / 413 with a message instead of a 500."""
+    server = app.server
+
+    @server.before_request
+    def check_callback() -> tuple[flask.Response, int] | None:
+        if flask.request.path != _CALLBACK_PATH or flask.request.method != "POST":
+            return None
+        body = flask.request.get_json(silent=True)
+        problem = check_callback_request(body, app.callback_map)
+        if problem is None:
+            return None
+        log.info("callback request refused: %s", problem)
+        return flask.jsonify(error=problem), 400
+
+    @server.errorhandler(RequestEntityTooLarge)
+    def too_large(exc: RequestEntityTooLarge) -> tuple[flask.Response, int]:
+        limit = flask.request.max_content_length or 0
+        return flask.jsonify(error=f"The request is larger than the {limit / 1e6:g} MB this server accepts."), 413
+
+    @server.errorhandler(BadRequest)
+    def bad_request(exc: BadRequest) -> tuple[flask.Response, int]:
+        return flask.jsonify(error=f"The request is malformed: {exc.description}"), 400
+
+    @server.errorhandler(Exception)
+    def malformed_callback(exc: Exception) -> Any:
+        """An error in Dash's handling of a callback request (not in a callback: those go to :func:`callback_error`)
+        comes from a request Dash cannot read: a 400 with a message. Anything else stays a 500."""
+        if isinstance(exc, HTTPException):
+            return exc
+        if isinstance(exc, OSError):  # reading the body failed: the client left or sent too slowly
+            log.info("request not read: %s", str(exc)[:300])
+            return flask.jsonify(error="The request was interrupted or arrived too slowly; send it again."), 408
+        malformed = LookupError | TypeError | ValueError | AttributeError
+        if flask.request.path == _CALLBACK_PATH and isinstance(exc, malformed):
+            log.info("callback request refused: %s: %s", type(exc).__name__, str(exc)[:300])
+            return flask.jsonify(error="The callback request is malformed and was not run."), 400
+        log.error("request failed", exc_info=exc)
+        return flask.jsonify(error="An internal error stopped this request."), 500
 
 
 def with_message_area(shell: Any) -> Any:
@@ -361,8 +446,10 @@ def _register_routes(server: flask.Flask, services: Services) -> None:
             query["s"] = query["s"] or flask.request.form.get("state")
             sheet = flask.request.form.get("sheet") or None
         except RequestEntityTooLarge:
-            size = flask.request.content_length or 0
-            return flask.jsonify(error=too_large_message(None, size, limit)), 413
+            # A chunked upload has no declared length: it is refused once more than the limit arrived.
+            return flask.jsonify(error=too_large_message(None, flask.request.content_length, limit)), 413
+        except (ClientDisconnected, OSError):  # the client stopped sending (or too slowly: dashboard.ui.server)
+            return flask.jsonify(error="The upload was interrupted or arrived too slowly; send the file again."), 408
         if file is None or not file.filename:
             return flask.jsonify(error="No file was sent; choose a CSV, Excel, Parquet, SPSS, Stata or SAS file."), 400
         raw = file.read(limit + 1)

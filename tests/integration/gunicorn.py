@@ -2,7 +2,8 @@
 
 Used by the load and fault tests. The server is started from the repository root with the given environment
 (settings are read from it, as in production), waits until every worker has booted (at most a minute) and is
-stopped when the ``with`` block ends. Only loopback addresses are used.
+stopped when the ``with`` block ends. Only loopback addresses are used. gunicorn reads the repository's
+``gunicorn.conf.py`` (the shipped production configuration), as it does in production; ``options`` adds to it.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,9 +39,9 @@ def _read_lines(stream: Any, lines: queue.Queue[str], log: list[str]) -> None:
 
 
 @contextlib.contextmanager
-def running_gunicorn(env: Mapping[str, str], workers: int) -> Iterator[Gunicorn]:
+def running_gunicorn(env: Mapping[str, str], workers: int, options: Sequence[str] = ()) -> Iterator[Gunicorn]:
     """``gunicorn app:server -w workers`` on 127.0.0.1, ready when every worker has booted."""
-    command = [sys.executable, "-m", "gunicorn", "app:server", "-w", str(workers), "-b", "127.0.0.1:0"]
+    command = [sys.executable, "-m", "gunicorn", "app:server", "-w", str(workers), "-b", "127.0.0.1:0", *options]
     process = subprocess.Popen(command, cwd=ROOT, env=dict(env), stderr=subprocess.PIPE, text=True)
     assert process.stderr is not None
     lines: queue.Queue[str] = queue.Queue()

@@ -1,0 +1,144 @@
+"""Slow clients cannot hold the production server: ``/api/health`` answers at once while 40 connections stall.
+
+``gunicorn app:server`` runs with 2 workers and the shipped configuration (``gunicorn.conf.py``: the
+:class:`~dashboard.ui.server.SlowClientWorker`, 8 threads each, so 16 threads in all) on a free port of 127.0.0.1.
+40 connections, more than there are threads, each send 12 bytes and stall: half a request line, or the head of a
+5,000-byte request and 12 bytes of its body. Two more announce a 50 MB upload and send 12 bytes of it.
+Asserted: ``/api/health`` answers every time within a second while they hang; the stalled small requests are
+answered 408 within ``PRIVDASH_READ_TIMEOUT`` plus gunicorn's keep-alive; the stalled uploads get the upload
+route's 408 message. Everything is bounded: sockets time out, loops stop at their deadlines, only 127.0.0.1 is
+contacted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+import requests
+
+from tests.integration.gunicorn import Gunicorn, running_gunicorn
+
+WORKERS = 2
+SLOW = 40
+READ_TIMEOUT = 3.0
+#: gunicorn.conf.py's keepalive: the longest pause between two packets before gunicorn drops the connection.
+KEEPALIVE = 5.0
+HEALTH_SECONDS = 1.0
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gunicorn]:
+    root = tmp_path_factory.mktemp("slow")
+    env = {
+        **os.environ,
+        "PRIVDASH_STORE_DIR": str(root / "store"),
+        "PRIVDASH_CACHE_DIR": str(root / "cache"),
+        "PRIVDASH_READ_TIMEOUT": str(READ_TIMEOUT),
+    }
+    with running_gunicorn(env, WORKERS) as server:
+        for _ in range(4 * WORKERS):  # every worker has served a first request (which sets things up)
+            requests.get(server.base + "/api/health", timeout=30).raise_for_status()
+        yield server
+
+
+def address(server: Gunicorn) -> tuple[str, int]:
+    parts = urlsplit(server.base)
+    assert parts.hostname == "127.0.0.1" and parts.port is not None
+    return parts.hostname, parts.port
+
+
+def stall(server: Gunicorn, data: bytes) -> socket.socket:
+    """A connection that sends ``data`` and then nothing."""
+    sock = socket.create_connection(address(server), timeout=5)
+    sock.sendall(data)
+    return sock
+
+
+def answer(sock: socket.socket, deadline: float) -> bytes:
+    """What the server sends until it closes the connection, or until ``deadline`` (then the text so far)."""
+    received = b""
+    while time.monotonic() < deadline:
+        sock.settimeout(max(deadline - time.monotonic(), 0.01))
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            break
+        except ConnectionResetError:
+            return received
+        if not data:
+            return received
+        received += data
+    raise AssertionError(f"still open at the deadline; received {received[:200]!r}")
+
+
+def health_latencies(server: Gunicorn, seconds: float) -> list[float]:
+    latencies = []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        start = time.monotonic()
+        response = requests.get(server.base + "/api/health", timeout=30)
+        latencies.append(time.monotonic() - start)
+        assert response.status_code == 200 and response.json() == {"status": "ok"}
+        time.sleep(0.2)
+    return latencies
+
+
+def test_stalled_clients_do_not_hold_the_workers(server: Gunicorn) -> None:
+    head = b"POST /_dash-update-component HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 5000\r\n\r\n"
+    upload = (
+        b"POST /api/upload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: multipart/form-data; boundary=b\r\n"
+        b"Content-Length: 50000000\r\n\r\n--b\r\nContent-"
+    )
+    with contextlib.ExitStack() as stack:
+        slow = [stack.enter_context(stall(server, b"POST /api/up" if i % 2 else head + b"x" * 12)) for i in range(SLOW)]
+        uploads = [stack.enter_context(stall(server, upload)) for _ in range(2)]
+        opened = time.monotonic()
+        latencies = health_latencies(server, READ_TIMEOUT + 2.0)
+        print(
+            f"/api/health with {SLOW + 2} stalled connections: max {max(latencies):.3f} s over {len(latencies)}",
+            [round(x, 3) for x in latencies],
+        )
+        assert max(latencies) < HEALTH_SECONDS, latencies
+        deadline = opened + READ_TIMEOUT + KEEPALIVE + 10
+        answers = [answer(sock, deadline) for sock in slow]
+        assert all(text.startswith(b"HTTP/1.1 408 Request Timeout") for text in answers), answers[:3]
+        assert time.monotonic() - opened < READ_TIMEOUT + KEEPALIVE + 3
+        for sock in uploads:
+            text = answer(sock, deadline)
+            assert text.startswith(b"HTTP/1.1 408"), text[:300]
+            body = json.loads(text.split(b"\r\n\r\n", 1)[1])
+            assert "too slowly" in body["error"]
+    # And the server is whole afterwards.
+    assert max(health_latencies(server, 1.0)) < HEALTH_SECONDS
+    assert "Traceback" not in "".join(server.log)
+
+
+def test_a_request_that_arrives_in_pieces_in_time_is_served(server: Gunicorn) -> None:
+    """A head and a small body sent in three packets, well within the read timeout, get their answer."""
+    body = json.dumps({"output": "nope.children", "outputs": {"id": "nope", "property": "children"}, "inputs": []})
+    head = (
+        "POST /_dash-update-component HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    ).encode()
+    with stall(server, head[:20]) as sock:
+        time.sleep(0.5)
+        sock.sendall(head[20:])
+        time.sleep(0.5)
+        sock.sendall(body.encode())
+        text = answer(sock, time.monotonic() + 10)
+    assert text.startswith(b"HTTP/1.1 400"), text[:300]
+    assert b"There is no callback" in text
+
+
+def test_the_shipped_configuration_is_what_runs(server: Gunicorn) -> None:
+    log = "".join(server.log)
+    assert "Using worker: dashboard.ui.server.SlowClientWorker" in log, log[-2000:]
+    assert Path(__file__).resolve().parents[2].joinpath("gunicorn.conf.py").is_file()
