@@ -1,0 +1,97 @@
+"""The Fix page's Differential privacy section through the web server (Flask's test client, no browser): the
+release callback called the way the browser calls it, with the population field, a copy of the demo recognised,
+and parameters OpenDP cannot compute with answered by a message in the section instead of an error.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dash import Dash
+
+from dashboard.application.dp_release import LEDGER_FILE, LEDGER_FOLDER
+from dashboard.application.settings import Settings
+from dashboard.application.state import ViewState
+from dashboard.ui.app import create_app
+
+FORM = {
+    "dp-query": "count",
+    "dp-column": None,
+    "dp-categories": "domain",
+    "dp-domain": None,
+    "dp-low": None,
+    "dp-high": None,
+    "dp-epsilon": "0.1",
+    "dp-delta": "0",
+    "dp-mechanism": "laplace",
+    "dp-identity": None,
+    "dp-distinct": False,
+}
+
+
+@pytest.fixture
+def app(tmp_path: Path, data_dir: Path) -> Dash:
+    return create_app(Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache", data_dir=data_dir))
+
+
+def press_release(app: Dash, **fields: Any) -> dict[str, Any]:
+    """Press "Release" with the form's ``fields``: the callback's answer (its outputs by component id)."""
+    client = app.server.test_client()
+    (dep,) = [d for d in client.get("/_dash-dependencies").get_json() if "dp-result.children" in d["output"]]
+    values = {**FORM, **fields, "dp-release": 1, "page-state": ViewState(dataset="demo:people").to_dict()}
+    items = dep["inputs"] + dep["state"]
+    assert {item["id"] for item in items} <= set(values), "the form has fields this test does not fill"
+    payload = {
+        "output": dep["output"],
+        "outputs": [
+            {"id": part.rsplit(".", 1)[0], "property": part.rsplit(".", 1)[1]}
+            for part in dep["output"][2:-2].split("...")
+        ],
+        "inputs": [{"id": i["id"], "property": i["property"], "value": values[i["id"]]} for i in dep["inputs"]],
+        "state": [{"id": i["id"], "property": i["property"], "value": values[i["id"]]} for i in dep["state"]],
+        "changedPropIds": ["dp-release.n_clicks"],
+    }
+    response = client.post("/_dash-update-component", json=payload)
+    assert response.status_code == 200, response.get_data(as_text=True)[:500]
+    return dict(response.get_json()["response"])
+
+
+def text(node: Any) -> str:
+    return json.dumps(node, ensure_ascii=False)
+
+
+def test_a_release_is_charged_to_the_named_population(app: Dash, tmp_path: Path) -> None:
+    answer = press_release(app, **{"dp-identity": "Customers 2026"})
+    assert "Released: ε = 0.1" in text(answer["dp-result"]) and "'Customers 2026'" in text(answer["dp-result"])
+    assert "Privacy budget of the population 'Customers 2026'" in text(answer["dp-ledger"])
+    ledger = json.loads((tmp_path / "store" / LEDGER_FOLDER / LEDGER_FILE).read_text(encoding="utf-8"))
+    assert list(ledger["datasets"]) == ["Customers 2026"]
+    # The same table again with nothing typed: recognised, the same budget.
+    answer = press_release(app)
+    assert "'Customers 2026'" in text(answer["dp-result"]) and "Spent ε = 0.2 of 1" in text(answer["dp-ledger"])
+    # Under another population: refused in the section, nothing charged.
+    answer = press_release(app, **{"dp-identity": "Fresh"})
+    assert "Nothing was released" in text(answer["dp-result"]) and "were released under" in text(answer["dp-result"])
+    ledger = json.loads((tmp_path / "store" / LEDGER_FOLDER / LEDGER_FILE).read_text(encoding="utf-8"))
+    assert list(ledger["datasets"]) == ["Customers 2026"]
+
+
+@pytest.mark.parametrize(
+    ("fields", "message"),
+    [
+        ({"dp-epsilon": "5e-324"}, "ε = 4.94066e-324"),
+        ({"dp-query": "sum", "dp-column": "age", "dp-low": -1e308, "dp-high": 1e308, "dp-epsilon": "1"}, "bounds"),
+        ({"dp-epsilon": "nan"}, "finite"),
+        ({"dp-identity": "x" * 300}, "300 characters"),
+    ],
+)
+def test_out_of_range_parameters_are_a_message_in_the_section(
+    app: Dash, tmp_path: Path, fields: dict[str, Any], message: str
+) -> None:
+    answer = press_release(app, **fields)
+    shown = text(answer["dp-result"])
+    assert "Nothing was released" in shown and message in shown and "Traceback" not in shown
+    assert not (tmp_path / "store" / LEDGER_FOLDER / LEDGER_FILE).exists()
