@@ -129,7 +129,7 @@ def row_hashes(data: pd.DataFrame) -> np.ndarray:
         codes, uniques = pd.factorize(data.iloc[:, position], use_na_sentinel=True)
         labels = np.append(np.asarray(category_text(pd.Index(uniques)), dtype=object), MISSING_LABEL)
         keyed = (str(data.columns[position]) + "\x1f") + labels.astype(object)
-        cell_hashes = pd.util.hash_array(np.asarray(keyed, dtype=object))
+        cell_hashes = pd.util.hash_array(np.asarray(keyed, dtype=object), categorize=False)  # already distinct
         with np.errstate(over="ignore"):
             hashes = _mix(hashes * np.uint64(0x9E3779B97F4A7C15) + cell_hashes[codes])
     return hashes
@@ -158,7 +158,9 @@ class TableFingerprint:
         starts[1:] = ordered[1:] != ordered[:-1]
         occurrence = (positions - np.maximum.accumulate(np.where(starts, positions, 0))).astype(np.uint64)
         elements = _mix(ordered ^ _mix(occurrence + np.uint64(0x632BE59BD9B4E019)))
-        sketch = np.unique(elements)[:SKETCH_SIZE]
+        if len(elements) > SKETCH_SIZE:
+            elements = np.partition(elements, SKETCH_SIZE - 1)[:SKETCH_SIZE]
+        sketch = np.unique(elements)
         return cls(digest.hexdigest(), len(data), tuple(int(v) for v in sketch))
 
     def overlap(self, other: TableFingerprint) -> float:
