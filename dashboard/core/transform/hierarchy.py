@@ -1006,10 +1006,11 @@ def frequency_hierarchy(
     With ``m`` distinct values, the groups are made by repeatedly merging the two groups with the fewest records
     (ties: the group whose most frequent member comes later in the order most frequent first, then by text); level
     ``L`` is the grouping when ``g_L = ceil(g_{L-1} / r)`` groups are left (``g_0 = m``,
-    ``r = max(ratio, m ** (1 / max_levels))``), down to two groups; then ``*`` (with ``top``). So every level has fewer groups than the level below it, big
-    categories stay themselves longest, and a merged group holds records of similar weight to the others. A group
-    of one value keeps the value's (canonical) text; a merged group is labelled by its members, most frequent
-    first (``Germany/Canada``, ``Mexico/Philippines/Germany/... (12 values)``).
+    ``r = max(ratio, m ** (1 / max_levels))``), down to two groups; then ``*`` (with ``top``). So every level has
+    fewer groups than the level below it, big categories stay themselves longest, and a merged group holds records
+    of similar weight to the others. A group of one value keeps the value's (canonical) text; a merged group is
+    labelled by its members, most frequent first (``Germany/Canada``, ``Mexico/Philippines/Germany/... (12
+    values)``).
 
     The resolved rule records the members of every group, so re-applied to other data the mapping is the same; a
     value it has not seen joins the group of the rarest value seen.
