@@ -151,14 +151,14 @@ def run(args: argparse.Namespace) -> int:
     if args.ledger is None:
         release = _compute(args, data, mechanism)
     else:
-        fingerprint = TableFingerprint.of(data)
+        fingerprint, aliases = TableFingerprint.of(data), (file_sha256(args.file),)
         with _ledger_lock(args.ledger):
             # One critical section: load, resolve, check, compute, charge and save.
             ledger = BudgetLedger.load(args.ledger)
             resolution = ledger.resolve(
                 fingerprint,
                 identity,
-                aliases=(file_sha256(args.file),),
+                aliases=aliases,
                 confirm_distinct=args.distinct_population,
             )
             for warning in resolution.warnings:

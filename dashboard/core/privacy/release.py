@@ -17,8 +17,9 @@ a file, or for the class-size table the product of the per-QI domains or hierarc
 outside the domain are not counted, and no category is ever taken from the data's own distinct values, since the
 mere presence of a rare value would reveal the person who holds it. Without a domain, categories can be chosen by
 DP key selection (δ > 0): every distinct value's count gets discrete Laplace noise and only keys whose noisy count
-reaches a threshold τ are released; τ is the smallest integer for which OpenDP proves the cost is at most δ (the
-stability histogram of Korolova et al. 2009 and Bun, Nissim and Stemmer 2016).
+reaches a threshold τ are released (the stability histogram of Korolova et al. 2009 and Bun, Nissim and Stemmer
+2016). Its δ is the chance that a key held by one person is released, r^(τ-1)/(1 + r) with r = e^-ε
+(:func:`key_selection_delta`), and τ is the smallest integer that keeps it within the budget's δ.
 
 Error bars: ``error`` is the half-width of the interval that holds the noise with probability ``confidence``
 (per cell, not simultaneously over all cells of a histogram). For a mean it is the first-order bound
@@ -93,7 +94,8 @@ class DPRelease:
 
     ``table`` holds one row per released cell: the key columns (none for count, sum and mean), :data:`DP_VALUE` and
     :data:`DP_ERROR` (the half-width of the ``confidence`` interval of the noise). ``epsilon`` and ``delta`` are the
-    privacy loss OpenDP proves for the whole release; ``scale`` is the noise scale (Laplace b or Gaussian σ; for a
+    privacy loss OpenDP proves for the whole release (the δ of key selection is the exact one of
+    :func:`key_selection_delta`); ``scale`` is the noise scale (Laplace b or Gaussian σ; for a
     mean, of the sum, with ``count_scale`` that of the count); ``sensitivity`` is Δ of the (sum) query.
     ``threshold`` is τ of DP key selection (None with a declared domain); ``true_table`` holds the exact values only
     when they were asked for.
