@@ -10,7 +10,9 @@ hierarchies that come with the dataset (ARX's for Adult), so that generalized la
 Each attack's success rate comes with its 95% Wilson interval, its baseline (a random or population guess, see
 docs/attacks.md), the risk beyond that baseline, and what the models predict for the same release (prosecutor
 average and highest risk, sample uniques, majority share); :func:`attack_rows` words each attack in one sentence for
-the privacy officer. Nothing here imports Dash.
+the privacy officer. Released values that match no original value (labels of a hierarchy the page does not know)
+stop the attacks with a message naming them, unless the user declares that they stand for no one (a synthetic
+release): a measurement that could not be made is never shown as 0%. Nothing here imports Dash.
 """
 
 from __future__ import annotations
@@ -27,13 +29,14 @@ from dashboard.application.fixruns import FixRuns
 from dashboard.application.formats import fmt_count
 from dashboard.application.services import Services, clean_filename
 from dashboard.application.state import ViewState
-from dashboard.core.attack import AttackReport, AttackResult, attack_release
+from dashboard.core.attack import AttackReport, AttackResult, UnmatchedValuesError, attack_release
 from dashboard.core.data.tables import read_table_with_info
 from dashboard.core.errors import DataReadError, PrivdashError
 from dashboard.core.transform.hierarchy import Hierarchy
 from dashboard.core.transform.steps import Recipe
 
 __all__ = [
+    "ALLOW_UNMATCHED",
     "RELEASE_FORMATS",
     "SOURCES",
     "AttackError",
@@ -59,6 +62,8 @@ _BASELINES = {
     "population guess": "the most frequent value for everyone",
     "control": "control records",
 }
+#: The page's words for ``allow_unmatched``.
+ALLOW_UNMATCHED = "Released values that match nothing stand for no one (a synthetic release)"
 #: Progress of the job: (percent, status) at each stage.
 ProgressFn = Callable[[int, str], None]
 
@@ -293,10 +298,13 @@ def attack_state(
     filename: str | None = None,
     sensitive: str | None = None,
     progress: ProgressFn | None = None,
+    allow_unmatched: bool = False,
 ) -> AttackOutcome:
     """Run the three attacks on the release of ``source`` (``fix`` or ``upload``) with the state's dataset as the
     targets, its contract's quasi-identifiers, and ``sensitive`` (default: the contract's first sensitive
-    attribute; none: no inference attack). Raises ``PrivdashError`` with a message for the page."""
+    attribute; none: no inference attack). Released values that match no original value raise
+    :class:`~dashboard.core.attack.UnmatchedValuesError` unless ``allow_unmatched`` (they then stand for no one and
+    the outcome's notes list them). Raises ``PrivdashError`` with a message for the page."""
     if source not in SOURCES:
         raise AttackError(f"Unknown release {source!r}: choose {' or '.join(SOURCES)}.")
     if not state.dataset:
@@ -323,18 +331,28 @@ def attack_state(
         report_progress(20, "Reading the released table ...")
         release = uploaded_release(runs, state, contents, filename, recipe=recipe)
     report_progress(40, "Linkage, singling out and inference attacks ...")
-    report = attack_release(
-        loaded.frame,
-        release.table,
-        qis,
-        sensitive=sensitive,
-        hierarchies=release.hierarchies,
-        recipe=release.recipe,
-    )
+    try:
+        report = attack_release(
+            loaded.frame,
+            release.table,
+            qis,
+            sensitive=sensitive,
+            hierarchies=release.hierarchies,
+            recipe=release.recipe,
+            allow_unmatched=allow_unmatched,
+        )
+    except UnmatchedValuesError as error:
+        raise UnmatchedValuesError(
+            f"The attacks were not measured: released values match no original value in {error.listing}. "
+            "They may be labels of a hierarchy this page does not know (attack the fix previewed above, whose "
+            f"recipe the attacker knows); if they are new values that stand for no one (a synthetic release), tick "
+            f"'{ALLOW_UNMATCHED}' and attack again.",
+            error.unmatched,
+        ) from None
     notes = tuple(
-        f"{fmt_count(rules['unmatched'])} released value(s) of '{column}' match no original value: an attacker "
-        "cannot use them."
-        for column, rules in report.matching.items()
-        if rules.get("unmatched")
+        f"{fmt_count(report.matching[column]['unmatched'])} released value(s) of '{column}' match no original "
+        f"value and count as standing for no one, as you chose: {', '.join(repr(v) for v in examples[:3])}"
+        + (" ..." if report.matching[column]["unmatched"] > 3 else ".")
+        for column, examples in report.unmatched.items()
     )
     return AttackOutcome(report, release.label, attack_rows(report), notes)

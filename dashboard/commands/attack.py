@@ -3,6 +3,11 @@
 The original table holds the targets; the released table is what was published (privdash's own fix, a perturbed
 table or a synthetic one). Each attack's success rate is printed with its 95% interval, its baseline (the control
 records of ``--control``, else the baseline guess named) and the risk the models predict. See docs/attacks.md.
+
+Released values that match no original value (labels of a hierarchy not given with ``--hierarchies`` or
+``--recipe``) make the command refuse with exit code 2, naming the columns and values: the attacks could not be
+measured, and a rate of 0% would say otherwise. ``--allow-unmatched`` declares that such values stand for no one (a
+synthetic release's new categories); the output then lists them.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from dashboard.commands._common import format_table, print_json, split_columns
-from dashboard.core.attack import AttackReport, AttackResult, attack_release
+from dashboard.core.attack import AttackReport, AttackResult, UnmatchedValuesError, attack_release
 from dashboard.core.data.tables import read_table
 from dashboard.core.errors import ParameterError
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, load_hierarchies
@@ -29,7 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "attribute inference (guess --sensitive). Each success rate comes with a 95%% Wilson interval, a baseline "
         "(--control records not used for the release, else a random or population guess) and the risk the models "
         "predict. Released generalized values ('20-39', '12***', '*', a hierarchy label) match every original "
-        "value they cover; numbers match the nearest original number; a missing value matches anything.",
+        "value they cover; numbers match the nearest original number; a missing value matches anything; text "
+        "matches exactly (' Bath' is not 'Bath '). A released value that matches nothing stops the attack (exit "
+        "2) unless --allow-unmatched.",
     )
     parser.add_argument("original", help="the original table (the records the release was made from)")
     parser.add_argument("released", help="the released table (its columns must be columns of ORIGINAL)")
@@ -48,6 +55,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--recipe", metavar="FILE", type=Path, help="the JSON recipe that made the release")
     parser.add_argument("--targets", metavar="N", type=int, help="attack N sampled targets (default: every record)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
+    parser.add_argument(
+        "--allow-unmatched",
+        action="store_true",
+        help="released values that match no original value stand for no one (a synthetic release's new "
+        "categories): measure the attacks with them matching nothing, instead of refusing",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     parser.set_defaults(handler=run)
 
@@ -80,29 +93,43 @@ def run(args: argparse.Namespace) -> int:
     columns = [*qis, *([args.sensitive] if args.sensitive else [])]
     hierarchies = _hierarchies(args.hierarchies, columns) if args.hierarchies is not None else None
     recipe = Recipe.load(args.recipe) if args.recipe is not None else None
-    report = attack_release(
-        original,
-        released,
-        qis,
-        sensitive=args.sensitive,
-        control=control,
-        hierarchies=hierarchies,
-        recipe=recipe,
-        n_targets=args.targets,
-        seed=args.seed,
-    )
-    for column, rules in report.matching.items():
-        if rules.get("unmatched"):
-            print(
-                f"privdash attack: note: {rules['unmatched']} released value(s) of '{column}' match no original "
-                "value (generalization labels need --hierarchies or --recipe)",
-                file=sys.stderr,
-            )
+    try:
+        report = attack_release(
+            original,
+            released,
+            qis,
+            sensitive=args.sensitive,
+            control=control,
+            hierarchies=hierarchies,
+            recipe=recipe,
+            n_targets=args.targets,
+            seed=args.seed,
+            allow_unmatched=args.allow_unmatched,
+        )
+    except UnmatchedValuesError as error:
+        raise UnmatchedValuesError(
+            f"the attacks cannot be measured: released values match no original value in {error.listing}. Give "
+            "the hierarchies that made these labels (--hierarchies DIR) or the recipe (--recipe FILE); if they are "
+            "new values that stand for no one (a synthetic release), add --allow-unmatched.",
+            error.unmatched,
+        ) from None
     if args.json:
+        for line in unmatched_notes(report):  # the JSON lists them under "unmatched"; the text output prints them
+            print(f"privdash attack: note: {line}", file=sys.stderr)
         print_json(report.to_dict())
     else:
         print(render_text(report, Path(args.released).name))
     return 0
+
+
+def unmatched_notes(report: AttackReport) -> list[str]:
+    """One line per column whose released values match no original value and were allowed to stand for no one."""
+    return [
+        f"{report.matching[column]['unmatched']:,} released value(s) of '{column}' match no original value and "
+        f"count as standing for no one (--allow-unmatched): {', '.join(repr(v) for v in examples[:3])}"
+        + (" ..." if report.matching[column]["unmatched"] > 3 else "")
+        for column, examples in report.unmatched.items()
+    ]
 
 
 def _percent(value: float) -> str:
@@ -149,4 +176,5 @@ def render_text(report: AttackReport, name: str) -> str:
     table = format_table(
         ["attack", "success [95% CI]", "baseline", "risk beyond baseline", "predicted", "targets"], rows
     )
-    return f"{head}\n\n{table}"
+    notes = "".join(f"\nNote: {line}." for line in unmatched_notes(report))
+    return f"{head}\n\n{table}" + (f"\n{notes}" if notes else "")

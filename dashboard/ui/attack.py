@@ -19,7 +19,15 @@ import dash_mantine_components as dmc
 import plotly.graph_objects as go
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
-from dashboard.application.attack import SOURCES, AttackOutcome, AttackRow, attack_state, fmt_interval, fmt_rate
+from dashboard.application.attack import (
+    ALLOW_UNMATCHED,
+    SOURCES,
+    AttackOutcome,
+    AttackRow,
+    attack_state,
+    fmt_interval,
+    fmt_rate,
+)
 from dashboard.application.formats import fmt_count
 from dashboard.application.services import LoadedDataset, Services, clean_filename
 from dashboard.application.state import StateError, ViewState
@@ -99,6 +107,14 @@ def card(loaded: LoadedDataset, state: ViewState, services: Services) -> Any:
                     allowDeselect=False,
                     size="sm",
                     maw=360,
+                ),
+                dmc.Checkbox(
+                    id="attack-allow-unmatched",
+                    label=ALLOW_UNMATCHED,
+                    description="Otherwise a released value that matches no original value stops the attacks: "
+                    "they could not be measured through it.",
+                    checked=False,
+                    size="sm",
                 ),
                 dmc.Group(
                     [
@@ -238,7 +254,7 @@ def attack_view(outcome: AttackOutcome) -> Any:
         parts.append(
             dmc.Alert(
                 dmc.List([dmc.ListItem(note) for note in outcome.notes], size="sm"),
-                title="Released values that match nothing",
+                title="Released values that stand for no one",
                 color="yellow",
                 variant="light",
                 id="attack-notes",
@@ -286,6 +302,7 @@ def register(app: Dash, services: Services) -> None:
         State("attack-upload", "contents"),
         State("attack-upload", "filename"),
         State("attack-sensitive", "value"),
+        State("attack-allow-unmatched", "checked"),
         prevent_initial_call=True,
         background=True,
         progress=[Output("attack-progress", "value"), Output("attack-status", "children")],
@@ -304,6 +321,7 @@ def register(app: Dash, services: Services) -> None:
         contents: str | None,
         filename: str | None,
         sensitive: str | None,
+        allow_unmatched: bool | None,
     ) -> Any:
         if not clicks:
             return no_update
@@ -316,6 +334,7 @@ def register(app: Dash, services: Services) -> None:
                 filename=filename,
                 sensitive=sensitive or None,
                 progress=lambda percent, text: set_progress((percent, text)),
+                allow_unmatched=bool(allow_unmatched),
             )
         except (PrivdashError, StateError) as exc:
             return error_alert(str(exc), title="The release was not attacked", alert_id="attack-error")

@@ -6,7 +6,9 @@ the risk the models predict from the release (prosecutor risk, sample uniques, m
 al. ("A Unified Framework for Quantifying Privacy Risk in Synthetic Data", PoPETs 2023), the same attack on
 *control* records, which did not go into the release, separates what the release reveals about individuals from
 what it reveals about the population; without a control set each attack names the baseline guess it uses
-instead. The attacker knows how the release was made (:mod:`.matching`). Definitions: docs/attacks.md.
+instead. The attacker knows how the release was made (:mod:`.matching`). Released values that match no original
+value make the attacks refuse (:class:`UnmatchedValuesError`) unless they are declared to stand for no one: a
+measurement that could not be made is never reported as a rate of 0%. Definitions: docs/attacks.md.
 """
 
 from __future__ import annotations
@@ -19,12 +21,20 @@ import pandas as pd
 from dashboard.core.attack.inference import inference_attack
 from dashboard.core.attack.linkage import linkage_attack
 from dashboard.core.attack.results import AttackReport, AttackResult, Rate, residual_risk, wilson_interval
-from dashboard.core.attack.setup import prepare
+from dashboard.core.attack.setup import UnmatchedValuesError, prepare
 from dashboard.core.attack.singling_out import singling_out_attack
 from dashboard.core.transform.hierarchy import Hierarchy
 from dashboard.core.transform.steps import Recipe
 
-__all__ = ["AttackReport", "AttackResult", "Rate", "attack_release", "residual_risk", "wilson_interval"]
+__all__ = [
+    "AttackReport",
+    "AttackResult",
+    "Rate",
+    "UnmatchedValuesError",
+    "attack_release",
+    "residual_risk",
+    "wilson_interval",
+]
 
 
 def attack_release(
@@ -38,6 +48,7 @@ def attack_release(
     recipe: Recipe | None = None,
     n_targets: int | None = None,
     seed: int = 0,
+    allow_unmatched: bool = False,
 ) -> AttackReport:
     """Run the three attacks on ``released``, made from ``original``.
 
@@ -61,6 +72,11 @@ def attack_release(
         singling-out predicates drawn; default every record.
     seed
         Seed of the sampling and of the shuffled-columns baseline.
+    allow_unmatched
+        Released values that match no original value stand for no one (a synthetic release's new categories): the
+        attacks are measured with them matching nothing, and the report lists them. Without it such values raise
+        :class:`UnmatchedValuesError`, naming the columns: a rate measured through them would be near 0% and mean
+        nothing (labels of a hierarchy the attacker was not given).
     """
     start = time.perf_counter()
     setup = prepare(
@@ -73,6 +89,7 @@ def attack_release(
         recipe=recipe,
         n_targets=n_targets,
         seed=seed,
+        allow_unmatched=allow_unmatched,
     )
     linkage = linkage_attack(setup)
     singling_out = singling_out_attack(setup)
@@ -91,4 +108,5 @@ def attack_release(
         predicted=predicted,
         matching={coverage.name: dict(coverage.rules) for coverage in setup.coverages},
         seconds=time.perf_counter() - start,
+        unmatched={c.name: list(c.unmatched_values) for c in setup.coverages if c.unmatched},
     )

@@ -6,8 +6,10 @@ distinct original values (the *domain*: the values of the original table and of 
 
 * **wildcards**: a missing released value (cell suppression) and ``*`` (the top of every hierarchy) cover every
   value, missing ones included;
-* **equal text**: equal canonical text (:func:`~dashboard.core.transform.hierarchy.canonical_text`: ``39`` matches
-  ``"39"`` and ``39.0``);
+* **equal value**: the same value, as the risk models compare values within a table: text exactly as written
+  (``' Bath'``, ``'Bath '`` and ``'Bath'`` are three values, as they are three classes), other values by their
+  canonical text (:func:`~dashboard.core.transform.hierarchy.canonical_text`: the number ``39`` matches the text
+  ``"39"`` and ``39.0``, since a released column of labels is read as text);
 * **hierarchy labels**: with a hierarchy for the column (ARX CSV or a recipe's ``generalize`` step), a label at
   any level covers the leaves below it (``North America``, ``Married``);
 * **numbers** (a domain of numbers only): a released number covers the *nearest* domain number(s), which is exact
@@ -20,14 +22,20 @@ distinct original values (the *domain*: the values of the original table and of 
 * **postcodes**: a UK sector, district or area covers the postcodes inside it;
 * **rare categories**: ``Other`` (the rare-category label) covers every domain value not published as such.
 
-A released value that none of the rules connects to the domain covers nothing (a synthetic category unseen in the
-original). Released values with the same coverage are merged into one *group*, so a perturbed column whose
-released values round to the same original value behaves like that value. Records are then matched on distinct
+A released value that none of the rules connects to the domain covers nothing: it is *unmatched* (a label whose
+hierarchy the attacker was not given, or a synthetic category unseen in the original). An attack reading such a
+column cannot be measured unless the caller says those values stand for no one (see
+:func:`~dashboard.core.attack.setup.prepare`). A column the recipe pseudonymizes (keyed HMAC pseudonyms) is read as
+wildcards: without the key, a pseudonym may stand for any original value.
+
+Released values with the same coverage are merged into one *group*, so a perturbed column whose released values
+round to the same original value behaves like that value. Records are then matched on distinct
 value combinations, column by column, keeping only the prefixes that some released record has: no loop over rows.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import re
 from collections.abc import Mapping, Sequence
@@ -38,7 +46,7 @@ import pandas as pd
 
 from dashboard.core.transform.hierarchy import TOP, Hierarchy, canonical_text
 
-__all__ = ["ColumnCoverage", "ReleasedIndex", "column_coverage", "numbers", "ranges"]
+__all__ = ["ColumnCoverage", "ReleasedIndex", "column_coverage", "match_text", "numbers", "ranges"]
 
 #: Numbers inside interval labels (optional sign and decimals).
 _NUMBER = r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?"
@@ -70,7 +78,10 @@ class ColumnCoverage:
     group_value
         Per group covering exactly one domain code: that code (else -1).
     rules
-        Per matching rule, the number of distinct released values it connected to the domain.
+        Per matching rule, the number of distinct released values it connected to the domain (``unmatched``: those
+        no rule connected).
+    unmatched_values
+        The first few unmatched released values, as text (for messages).
     """
 
     name: str
@@ -81,10 +92,28 @@ class ColumnCoverage:
     group_size: np.ndarray
     group_value: np.ndarray
     rules: Mapping[str, int]
+    unmatched_values: tuple[str, ...] = ()
 
     @property
     def n_groups(self) -> int:
         return len(self.group_size)
+
+    @property
+    def unmatched(self) -> int:
+        """The number of distinct released values that cover no original value."""
+        return int(self.rules.get("unmatched", 0))
+
+
+def match_text(values: pd.Index) -> np.ndarray:
+    """The text each value is matched by: text exactly as written (surrounding spaces kept, as the risk models keep
+    them), any other value by its canonical text (whole numbers without decimals, midnight dates as days)."""
+    array = np.asarray(values, dtype=object)
+    out = np.empty(len(array), dtype=object)
+    is_text = np.fromiter((isinstance(v, str) for v in array), dtype=bool, count=len(array))
+    out[is_text] = array[is_text]
+    if not is_text.all():
+        out[~is_text] = np.asarray(canonical_text(pd.Index(array[~is_text], dtype=object)), dtype=object)
+    return out
 
 
 def numbers(values: pd.Index) -> np.ndarray:
@@ -271,9 +300,11 @@ def column_coverage(
     *,
     hierarchy: Hierarchy | None = None,
     top_bottom: tuple[float | None, float | None] | None = None,
+    wildcard: bool = False,
 ) -> tuple[ColumnCoverage, list[np.ndarray], np.ndarray]:
     """The coverage of one column, the domain code of every value of ``domain_values`` and the group of every
-    released value (see the module docstring for the rules).
+    released value (see the module docstring for the rules; with ``wildcard``, every released value covers every
+    original value, as a pseudonym does for an attacker without the key).
 
     Returns ``(coverage, codes, released_groups)``: ``codes[i]`` holds, per row of ``domain_values[i]``, its
     domain code (``len(coverage.domain)`` for a missing value); ``released_groups`` holds, per released row, its
@@ -289,12 +320,12 @@ def column_coverage(
     n_r = len(released_values)
     released_codes = np.where(released_codes < 0, n_r, released_codes).astype(np.int64)
 
-    text_r = np.asarray(canonical_text(pd.Index(released_values, dtype=object)), dtype=object)
-    text_d = np.asarray(canonical_text(pd.Index(domain, dtype=object)), dtype=object)
-    universal = np.append(text_r == TOP, True)  # the last entry: a missing released value
+    text_r = match_text(pd.Index(released_values, dtype=object))
+    text_d = match_text(pd.Index(domain, dtype=object))
+    universal = np.append((text_r == TOP) | wildcard, True)  # the last entry: a missing released value
     found_r: list[np.ndarray] = []
     found_d: list[np.ndarray] = []
-    rules: dict[str, int] = {"wildcard": int((text_r == TOP).sum()) + int((released_codes == n_r).any())}
+    rules: dict[str, int] = {"wildcard": int(universal[:-1].sum()) + int((released_codes == n_r).any())}
 
     def add(rule: str, pairs: tuple[np.ndarray, ...]) -> None:
         r, d = pairs
@@ -308,7 +339,7 @@ def column_coverage(
         known = np.flatnonzero(leaf >= 0)
         level_r, level_d = [], []
         for level in range(1, hierarchy.n_levels):
-            labels = np.asarray(canonical_text(hierarchy.labels[level]), dtype=object)
+            labels = match_text(pd.Index(hierarchy.labels[level], dtype=object))
             r, d = _join(text_r, labels[hierarchy.codes[level][leaf[known]]])
             level_r.append(r)
             level_d.append(known[d])
@@ -353,8 +384,11 @@ def column_coverage(
             rest = np.flatnonzero(~np.isin(text_d, text_r))
             add("rare category", (np.repeat(other, len(rest)), np.tile(rest, len(other))))
     rules = {rule: count for rule, count in rules.items() if count}
-    rules["unmatched"] = int(todo().sum())
+    left = todo()
+    rules["unmatched"] = int(left.sum())
     coverage = _group(name, domain, n_r, universal, np.concatenate(found_r), np.concatenate(found_d), rules)
+    examples = tuple(str(text) for text in text_r[left][:5])
+    coverage = dataclasses.replace(coverage, unmatched_values=examples)
     return coverage, codes, coverage.group_of_released[released_codes]
 
 

@@ -121,7 +121,11 @@ class AttackResult:
 
 @dataclass(frozen=True)
 class AttackReport:
-    """The three attacks on one release (``inference`` is None without a sensitive attribute)."""
+    """The three attacks on one release (``inference`` is None without a sensitive attribute).
+
+    ``unmatched`` lists, per column, the first released values that match no original value and were allowed to
+    stand for no one (empty unless the attack was run with ``allow_unmatched``); ``matching`` counts them.
+    """
 
     quasi_identifiers: tuple[str, ...]
     sensitive: str | None
@@ -135,6 +139,7 @@ class AttackReport:
     predicted: Mapping[str, float]
     matching: Mapping[str, Mapping[str, int]]
     seconds: float
+    unmatched: Mapping[str, list[str]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -150,5 +155,9 @@ class AttackReport:
             "inference": None if self.inference is None else self.inference.to_dict(),
             "predicted": dict(self.predicted),
             "matching": {column: dict(rules) for column, rules in self.matching.items()},
+            "unmatched": {
+                column: {"values": int(self.matching[column].get("unmatched", 0)), "examples": list(examples)}
+                for column, examples in self.unmatched.items()
+            },
             "seconds": self.seconds,
         }

@@ -1,5 +1,13 @@
 """Validation and encoding shared by the attacks: domain codes of the original and control records, and the
-group of every released value (see :mod:`dashboard.core.attack.matching`)."""
+group of every released value (see :mod:`dashboard.core.attack.matching`).
+
+A released value that matches no original value (a hierarchy label without its hierarchy, a category the original
+never had) would make every attack reading its column fail on the records that hold it, and report a rate near 0%
+that measures nothing. :func:`prepare` therefore refuses such a release with :class:`UnmatchedValuesError`, naming
+the columns and values, unless the caller declares that those values stand for no one (``allow_unmatched``: a
+synthetic release whose new categories describe nobody); the linkage attack reads every released column, singling
+out the quasi-identifiers, inference the quasi-identifiers and the sensitive attribute.
+"""
 
 from __future__ import annotations
 
@@ -12,11 +20,47 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.attack.matching import ColumnCoverage, ReleasedIndex, column_coverage
-from dashboard.core.errors import ColumnError, DataReadError, ParameterError, check_columns, check_positive_int
+from dashboard.core.errors import (
+    ColumnError,
+    DataReadError,
+    ParameterError,
+    check_columns,
+    check_positive_int,
+    format_values,
+)
 from dashboard.core.transform.hierarchy import Hierarchy
 from dashboard.core.transform.steps import Recipe
 
-__all__ = ["AttackSetup", "prepare", "recipe_knowledge"]
+__all__ = ["AttackSetup", "UnmatchedValuesError", "prepare", "recipe_knowledge"]
+
+#: Seeds are reported in the JSON output, whose readers expect 64-bit integers.
+_MAX_SEED = 2**63 - 1
+
+
+class UnmatchedValuesError(ColumnError):
+    """Released values match no original value, so the attacks reading their columns cannot be measured.
+
+    Attributes
+    ----------
+    unmatched
+        Column -> ``(number of distinct unmatched values, the first few of them)``.
+    """
+
+    def __init__(self, message: str, unmatched: Mapping[str, tuple[int, tuple[str, ...]]]) -> None:
+        super().__init__(message)
+        self.unmatched = dict(unmatched)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        # Errors may cross process boundaries (background jobs): keep the columns.
+        return (UnmatchedValuesError, (str(self), self.unmatched))
+
+    @property
+    def listing(self) -> str:
+        """``'education' (3 values: 'Higher education', ...)`` for each column, for messages."""
+        return "; ".join(
+            f"'{column}' ({count:,} value{'s' if count != 1 else ''}: {format_values(list(values), 3)})"
+            for column, (count, values) in self.unmatched.items()
+        )
 
 
 @dataclass(frozen=True, eq=False)
@@ -62,11 +106,15 @@ class AttackSetup:
 
 def recipe_knowledge(
     recipe: Recipe, original: pd.DataFrame
-) -> tuple[dict[str, Hierarchy], dict[str, tuple[float | None, float | None]]]:
-    """What a recipe tells the attacker: the hierarchy of every generalized column and the top/bottom codes."""
+) -> tuple[dict[str, Hierarchy], dict[str, tuple[float | None, float | None]], set[str]]:
+    """What a recipe tells the attacker: the hierarchy of every generalized column, the top/bottom codes, and the
+    pseudonymized columns (whose values stand for any original value without the key)."""
     hierarchies: dict[str, Hierarchy] = {}
     codes: dict[str, tuple[float | None, float | None]] = {}
+    pseudonyms: set[str] = set()
     for step in recipe.steps:
+        if step.kind == "pseudonymize":
+            pseudonyms.update(str(column) for column in step.params.get("columns", ()))
         if step.kind == "generalize":
             for column, spec in dict(step.params.get("columns", {})).items():
                 if column in original.columns and isinstance(spec, Mapping) and "hierarchy" in spec:
@@ -78,7 +126,7 @@ def recipe_knowledge(
                 None if bottom is None else float(bottom),
                 None if top is None else float(top),
             )
-    return hierarchies, codes
+    return hierarchies, codes, pseudonyms
 
 
 def _check_table(table: Any, name: str) -> pd.DataFrame:
@@ -86,6 +134,12 @@ def _check_table(table: Any, name: str) -> pd.DataFrame:
         raise ParameterError(f"The {name} table must be a pandas DataFrame, got {type(table).__name__}.")
     if not len(table) or not len(table.columns):
         raise DataReadError(f"The {name} table is empty: it needs at least one row and one column.")
+    names = [str(c) for c in table.columns]
+    twice = sorted({c for c in names if names.count(c) > 1})
+    if twice:
+        raise ColumnError(
+            f"The {name} table has several columns named {format_values(twice)}: a column must be named once."
+        )
     return table
 
 
@@ -106,14 +160,18 @@ def prepare(
     recipe: Recipe | None = None,
     n_targets: int | None = None,
     seed: int = 0,
+    allow_unmatched: bool = False,
 ) -> AttackSetup:
-    """Validate the inputs and encode them (raises :class:`~dashboard.core.errors.PrivdashError` subclasses)."""
+    """Validate the inputs and encode them (raises :class:`~dashboard.core.errors.PrivdashError` subclasses;
+    :class:`UnmatchedValuesError` for released values that match no original value, unless ``allow_unmatched``
+    declares that they stand for no one)."""
     original = _check_table(original, "original")
     released = _check_table(released, "released")
     if n_targets is not None:
         n_targets = check_positive_int(n_targets, "The number of targets")
-    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or seed < 0:
-        raise ParameterError(f"The seed must be a whole number >= 0, got {seed!r}.")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer) or not 0 <= seed <= _MAX_SEED:
+        shown = f"{seed!r}" if not isinstance(seed, int) or abs(seed) < 10**30 else "a larger number"
+        raise ParameterError(f"The seed must be a whole number from 0 to {_MAX_SEED:,}, got {shown}.")
     extra = [str(c) for c in released.columns if c not in original.columns]
     if extra:
         hints = []
@@ -138,16 +196,28 @@ def prepare(
         check_columns(control, columns, role="column of the control table")
     known = dict(hierarchies or {})
     top_bottom: dict[str, tuple[float | None, float | None]] = {}
+    pseudonyms: set[str] = set()
     if recipe is not None:
-        from_recipe, top_bottom = recipe_knowledge(recipe, original)
+        from_recipe, top_bottom, pseudonyms = recipe_knowledge(recipe, original)
         known = {**from_recipe, **known}
     coverages = []
     original_codes, control_codes, released_groups, released_raw = [], [], [], []
     for column in columns:
         sources = [original[column]] + ([control[column]] if control is not None else [])
-        coverage, codes, groups = column_coverage(
-            column, sources, released[column], hierarchy=known.get(column), top_bottom=top_bottom.get(column)
-        )
+        try:
+            coverage, codes, groups = column_coverage(
+                column,
+                sources,
+                released[column],
+                hierarchy=known.get(column),
+                top_bottom=top_bottom.get(column),
+                wildcard=column in pseudonyms,
+            )
+        except TypeError as exc:  # unhashable cells (lists, dicts) from a Python caller
+            raise ParameterError(
+                f"Column '{column}' holds values that cannot be compared as values ({exc}): give plain values "
+                "(text, numbers, dates)."
+            ) from None
         coverages.append(coverage)
         original_codes.append(codes[0])
         if control is not None:
@@ -155,6 +225,16 @@ def prepare(
         released_groups.append(groups)
         raw, _ = pd.factorize(released[column].reset_index(drop=True), use_na_sentinel=False)
         released_raw.append(raw)
+    unmatched = {c.name: (c.unmatched, c.unmatched_values) for c in coverages if c.unmatched}
+    if unmatched and not allow_unmatched:
+        error = UnmatchedValuesError("", unmatched)
+        raise UnmatchedValuesError(
+            f"Released values match no original value, so the attacks cannot be measured (they would report a "
+            f"success near 0% that measures nothing): {error.listing}. Give the attacker the hierarchies or the "
+            "recipe that made these labels, or, if they are new values that stand for no one (a synthetic release), "
+            "allow unmatched values.",
+            unmatched,
+        )
     rng = np.random.default_rng([seed, 0])
     return AttackSetup(
         quasi_identifiers=qis,

@@ -75,15 +75,23 @@ def test_json_report_with_hierarchies(capsys: pytest.CaptureFixture[str], files:
     assert payload["matching"]["region"]["hierarchy"] == 2
 
 
-def test_without_hierarchies_labels_stay_unmatched(capsys: pytest.CaptureFixture[str], files: dict[str, Path]) -> None:
+def test_without_hierarchies_labels_are_refused(capsys: pytest.CaptureFixture[str], files: dict[str, Path]) -> None:
+    # 'North' and 'South' mean nothing without the hierarchy: the attacks cannot be measured, and a 0% would lie.
     args = ["attack", str(files["original"]), str(files["released"]), "--qi", "region,age"]
-    code, out, err = run(capsys, *args)
-    assert code == 0 and "linkage" in out and "prosecutor average 50.00%" in out
-    assert "2 released value(s) of 'region' match no original value" in err
-    code, out, _ = run(capsys, *args, "--json")
+    for extra in ([], ["--json"]):
+        code, out, err = run(capsys, *args, *extra)
+        assert code == 2 and out == "" and "Traceback" not in err
+        assert "released values match no original value in 'region' (2 values: 'North', 'South')" in err
+        assert "--hierarchies DIR" in err and "--allow-unmatched" in err
+    # Declared to stand for no one, they match nothing: no target matches any released record, and it says why.
+    code, out, err = run(capsys, *args, "--allow-unmatched")
+    assert code == 0 and "prosecutor average 50.00%" in out
+    assert "Note: 2 released value(s) of 'region' match no original value and count as standing for no one" in out
+    code, out, err = run(capsys, *args, "--allow-unmatched", "--json")
     payload = json.loads(out)
-    # 'North' and 'South' mean nothing without the hierarchy: no target matches any released record.
     assert payload["linkage"]["success_rate"] == 0.0 and payload["matching"]["region"]["unmatched"] == 2
+    assert payload["unmatched"] == {"region": {"values": 2, "examples": ["North", "South"]}}
+    assert "2 released value(s) of 'region' match no original value" in err
 
 
 def test_recipe_and_control(capsys: pytest.CaptureFixture[str], files: dict[str, Path], tmp_path: Path) -> None:
@@ -137,3 +145,42 @@ def test_bad_input_exits_2(
     assert code == 2 and out == ""
     assert words in err and "Traceback" not in err
     assert sorted(tmp_path.iterdir()) == before
+
+
+@pytest.mark.parametrize(
+    ("hierarchy", "args", "words"),
+    [
+        (b"Canada;North;*\nCanada;South;*\nMexico;North;*\nPeru;South;*\nChile;South;*\n", [], "leaves more than once"),
+        (b"", [], "is empty"),
+        # A file of other labels: 'North' and 'South' stay unexplained, so nothing is measured.
+        (b"Canada;America;*\nMexico;America;*\nPeru;America;*\nChile;America;*\n", [], "'region' (2 values"),
+        (REGIONS_CSV := b"Canada;North;*\nMexico;North;*\nPeru;South;*\nChile;South;*\n", ["--seed", "9" * 30], "seed"),
+        (REGIONS_CSV, ["--seed", "-1"], "--seed must be a whole number >= 0"),
+        (REGIONS_CSV, ["--recipe", "missing.json"], "Cannot read the recipe"),
+    ],
+)
+def test_bad_hierarchies_and_options_exit_2(
+    capsys: pytest.CaptureFixture[str], files: dict[str, Path], hierarchy: bytes, args: list[str], words: str
+) -> None:
+    (files["hierarchies"] / "region.csv").write_bytes(hierarchy)
+    full = ["attack", str(files["original"]), str(files["released"]), "--qi", "region,age"]
+    code, out, err = run(capsys, *full, "--hierarchies", str(files["hierarchies"]), *args)
+    assert code == 2 and out == "" and "Traceback" not in err
+    assert words in err
+
+
+def test_a_release_of_other_people_is_not_measured(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    original, released = tmp_path / "original.csv", tmp_path / "other.csv"
+    ORIGINAL.to_csv(original, index=False)
+    pd.DataFrame({"region": ["Brazil", "Chile"], "age": [30, 44], "income": ["mid", "low"]}).to_csv(
+        released, index=False
+    )
+    args = ["attack", str(original), str(released), "--qi", "region,age", "--sensitive", "income"]
+    code, out, err = run(capsys, *args, "--json")
+    assert code == 2 and out == ""
+    assert "'region' (1 value: 'Brazil')" in err and "'income' (1 value: 'mid')" in err
+    code, out, err = run(capsys, *args, "--json", "--allow-unmatched")
+    payload = json.loads(out)
+    # Only the 44-year-old from Chile is published; the others stand for no one: 1 target in 6 is linked.
+    assert code == 0 and payload["linkage"]["success_rate"] == pytest.approx(1 / 6)
+    assert set(payload["unmatched"]) == {"region", "income"}

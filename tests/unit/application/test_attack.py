@@ -15,7 +15,7 @@ from dashboard.application.fixes import run_fixes
 from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
-from dashboard.core.attack import AttackReport, attack_release
+from dashboard.core.attack import AttackReport, UnmatchedValuesError, attack_release
 from dashboard.core.data.tables import csv_text
 from dashboard.core.errors import ColumnError, DataReadError
 from dashboard.core.measure.diagnose import diagnose
@@ -139,3 +139,15 @@ def test_sentences_and_rates_read_plainly(services: Services, base: ViewState) -
         "36.77%",
         "<0.001%",
     ]
+
+
+def test_an_upload_of_unknown_labels_is_not_measured(services: Services, base: ViewState) -> None:
+    original = services.dataset("demo:people").frame
+    released = original.assign(sex="person")  # a label the page has no hierarchy for
+    contents = data_url(csv_text(released).encode())
+    with pytest.raises(UnmatchedValuesError, match=r"The attacks were not measured: .*'sex' \(1 value: 'person'\)"):
+        attack_state(services, base, source="upload", contents=contents, filename="r.csv")
+    # Declared to stand for no one: measured, with nobody linked and a note that says why.
+    outcome = attack_state(services, base, source="upload", contents=contents, filename="r.csv", allow_unmatched=True)
+    assert outcome.report.linkage.targets.rate == 0.0
+    assert len(outcome.notes) == 1 and "'sex'" in outcome.notes[0] and "'person'" in outcome.notes[0]

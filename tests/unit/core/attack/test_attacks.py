@@ -13,7 +13,7 @@ from dashboard.core import PrivacyTargets, attack_release, generalize, load_hier
 from dashboard.core.attack.linkage import linkage_successes
 from dashboard.core.attack.matching import ReleasedIndex
 from dashboard.core.attack.results import Rate, residual_risk, wilson_interval
-from dashboard.core.attack.setup import prepare
+from dashboard.core.attack.setup import UnmatchedValuesError, prepare
 from dashboard.core.errors import ColumnError, DataReadError, ParameterError
 from dashboard.core.measure.classes import equivalence_classes
 
@@ -154,9 +154,18 @@ def test_adult_k5_release_respects_the_bound(adult: pd.DataFrame, data_dir: Path
     assert success[kept].max() <= 1 / 5
     assert success.sum() == pytest.approx(sizes.n_classes)
     assert report.singling_out.success_rate == 0.0
-    # Without the hierarchies, 'spouse present' means nothing to the attacker: nobody is linked.
-    blind = attack_release(adult, fix.data, ADULT_QIS)
+    # Without the hierarchies, 'spouse present' means nothing to the attacker: the attack is not measured ...
+    with pytest.raises(UnmatchedValuesError, match="'marital-status' \\(2 values: 'spouse not present'") as refused:
+        attack_release(adult, fix.data, ADULT_QIS)
+    assert refused.value.unmatched["marital-status"][0] == 2 and "education" in refused.value.unmatched
+    assert isinstance(refused.value, ColumnError)
+    # ... unless the labels are declared to stand for no one: then nobody is linked, and the report says why.
+    blind = attack_release(adult, fix.data, ADULT_QIS, allow_unmatched=True)
     assert blind.linkage.success_rate == 0.0 and blind.matching["marital-status"]["unmatched"] == 2
+    assert blind.to_dict()["unmatched"]["marital-status"] == {
+        "values": 2,
+        "examples": ["spouse not present", "spouse present"],
+    }
 
 
 def test_adult_generalization_labels_without_hierarchies(adult: pd.DataFrame) -> None:

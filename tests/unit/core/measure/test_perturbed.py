@@ -158,3 +158,17 @@ def test_bad_input() -> None:
     with pytest.raises(ParameterError, match="empty"):
         perturbation_risk(ORIGINAL.head(0), PERTURBED.head(0), ["x"])
     assert isinstance(perturbation_risk(ORIGINAL, PERTURBED, ["x"]), PerturbationRisk)
+
+
+@pytest.mark.parametrize(
+    ("original", "perturbed", "table"),
+    [
+        ([1.0, 2.0, 3.0], [1.0, np.inf, 3.0], "perturbed"),
+        ([1.0, -np.inf, 3.0], [1.0, 2.0, 3.0], "original"),
+        ([1e200, -1e200, 3.0], [1e200, -1e200, 3.0], "original"),
+    ],
+)
+def test_values_beyond_the_comparable_range_are_refused(original: list, perturbed: list, table: str) -> None:
+    # Squared distances of such values overflow: the k-d tree would fail, or every record would tie.
+    with pytest.raises(ParameterError, match=f"in the {table} table 'v' holds infinite or larger values"):
+        perturbation_risk(pd.DataFrame({"v": original}), pd.DataFrame({"v": perturbed}), ["v"])
