@@ -209,6 +209,8 @@ def _number(value: Any, what: str) -> float:
         return check_finite(value, what[0].upper() + what[1:])
     except ParameterError as exc:
         raise ProtectError(str(exc)) from None
+    except OverflowError:  # a whole number beyond the float range
+        raise ProtectError(f"{what[0].upper()}{what[1:]} must be a finite number, got a number too large.") from None
 
 
 def _whole(value: Any, what: str) -> int:

@@ -131,6 +131,16 @@ def _generator(seed: Seed) -> tuple[np.random.Generator, int | None]:
     return np.random.default_rng(int(seed)), int(seed)
 
 
+def _columns(data: pd.DataFrame, columns: object, *, role: str, parameter: str = "columns") -> tuple[str, ...]:
+    """:func:`check_columns` for a list of names; a single name given as text is refused (it would be read as a list
+    of its characters)."""
+    if isinstance(columns, str) or not isinstance(columns, Sequence):
+        raise ParameterError(
+            f'{parameter} must be a list of column names (e.g. ["age"]), got {describe_value(columns)}.'
+        )
+    return check_columns(data, columns, role=role)
+
+
 def _number(value: object, name: str, meaning: str) -> float:
     """``value`` as a finite float; anything else (text, true/false, NaN, infinity, a whole number beyond the float
     range) raises :class:`ParameterError` naming ``name`` and what it means."""
@@ -183,7 +193,7 @@ def add_noise(
     ColumnError
         Unknown or non-numerical columns.
     """
-    names = check_columns(data, columns, role="column to add noise to")
+    names = _columns(data, columns, role="column to add noise to")
     meaning = "the noise's standard deviation over the column's"
     share = _number(share, "share", meaning)
     if not 0 <= share <= MAX_NOISE_SHARE:
@@ -268,7 +278,7 @@ def rank_swap(data: pd.DataFrame, *, columns: Sequence[str], p: float, seed: See
     ColumnError
         Unknown or non-numerical columns.
     """
-    names = check_columns(data, columns, role="column to swap")
+    names = _columns(data, columns, role="column to swap")
     meaning = "the largest rank distance, as a percentage of the values"
     p = _number(p, "p", meaning)
     if not 0 < p <= 100:
@@ -360,7 +370,7 @@ def pram(
     ColumnError
         Unknown columns.
     """
-    names = check_columns(data, columns, role="column to PRAM")
+    names = _columns(data, columns, role="column to PRAM")
     given = _check_matrix(matrix) if matrix is not None else None
     pd_ = check_fraction(_number(pd, "pd", "the smallest probability of keeping a category"), "pd")
     alpha = check_fraction(_number(alpha, "alpha", "the share of the randomisation"), "alpha")
@@ -538,8 +548,8 @@ def shuffle_within_classes(
     ParameterError
         A bad ``seed``.
     """
-    names = check_columns(data, columns, role="column to shuffle")
-    qis = check_columns(data, quasi_identifiers, role="quasi-identifier")
+    names = _columns(data, columns, role="column to shuffle")
+    qis = _columns(data, quasi_identifiers, role="quasi-identifier", parameter="quasi_identifiers")
     both = [name for name in names if name in qis]
     if both:
         raise ColumnError(

@@ -216,6 +216,9 @@ def test_csv_download_is_formula_safe(options: ProtectColumns) -> None:
         ("add_noise", {"columns": ["age"], "share": 0.1, "seed": -3}, "The seed must be a whole number >= 0"),
         ("rank_swap", {"columns": ["age"], "p": None}, "Give p"),
         ("pram", {"columns": ["diagnosis"], "pd_": 0.8}, "Give alpha"),
+        ("add_noise", {"columns": ["age"], "share": "nan"}, "must be a finite number, got 'nan'"),
+        ("add_noise", {"columns": ["age"], "share": 10**400}, "must be a finite number, got a number too large"),
+        ("rank_swap", {"columns": ["age"], "p": "1e999"}, "must be a finite number, got '1e999'"),
     ],
 )
 def test_bad_choices_are_refused_with_a_message(
@@ -231,6 +234,7 @@ def test_bad_choices_are_refused_with_a_message(
         ("add_noise", {"columns": ["age"], "share": -0.5}, ParameterError, r"share must lie in \[0, 100\]"),
         ("rank_swap", {"columns": ["age"], "p": 150}, ParameterError, r"p must be a percentage in \(0, 100\]"),
         ("pram", {"columns": ["diagnosis"], "pd_": 1.5, "alpha": 0.5}, ParameterError, "pd"),
+        ("add_noise", {"columns": ["age"], "share": 1e308}, ParameterError, r"share must lie in \[0, 100\]"),
     ],
 )
 def test_the_core_refuses_bad_parameters(
@@ -279,6 +283,8 @@ def test_a_server_side_source_is_refused(people: LoadedDataset, options: Protect
         {"kind": "pseudonymize", "params": {"columns": ["name"], "seed": 1}},
         {"kind": "geomask_donut", "params": {"latitude": "a", "longitude": "b", "data_dir": "/etc", "seed": 1}},
         {"kind": "add_noise", "params": {"columns": ["age"], "share": 0.1, "method": "uncorrelated", "seed": None}},
+        {"kind": "add_noise", "params": {"columns": ["age"], "share": 0.1, "seed": 1, "extra": 1}},
+        {"kind": "add_noise", "extra": {}, "params": {"columns": ["age"], "share": 0.1, "seed": 1}},
         "not a step",
     ],
 )

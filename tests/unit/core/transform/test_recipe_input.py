@@ -230,3 +230,21 @@ def test_bad_pram_matrices_name_the_row(matrix: dict, words: str) -> None:
     frame = pd.DataFrame({"c": ["a", "b", "a"]})
     with pytest.raises(ParameterError, match=words):
         pram(frame, columns=["c"], matrix=matrix, seed=1)
+
+
+@pytest.mark.parametrize(
+    ("step", "words"),
+    [
+        ({"kind": "add_noise", "params": {"columns": "age", "share": 0.1}}, r"columns must be a list .*got 'age'"),
+        ({"kind": "rank_swap", "params": {"columns": {"age": 5}, "p": 5}}, "columns must be a list"),
+        ({"kind": "pram", "params": {"columns": 7}}, "columns must be a list .*got 7"),
+        (
+            {"kind": "shuffle", "params": {"columns": ["age"], "quasi_identifiers": "zip"}},
+            "quasi_identifiers must be a list",
+        ),
+    ],
+)
+def test_a_column_name_where_a_list_belongs_is_refused(step: dict, words: str) -> None:
+    # Read as a list, the text 'age' would be the columns 'a', 'g' and 'e'.
+    with pytest.raises(ParameterError, match=words):
+        apply_recipe(TABLE, Recipe.from_json(json.dumps({"steps": [step]})))
