@@ -1284,8 +1284,8 @@ def default_rule(values: pd.Series, kind: StatisticalType | str, k: int = 5) -> 
     * Dates: month, quarter, year. UK postcodes: sector, district, area.
     * Text codes with a prefix structure (:func:`looks_like_codes`: ICD, NACE, ISCO, ZIP-like): prefixes one
       character shorter per level (:func:`prefix_hierarchy`).
-    * Anything else (nominal and ordinal text, integer-coded categories, a numerical column that holds text):
-      frequency groups, the rarest categories merged first (:func:`frequency_hierarchy`).
+    * Anything else (nominal and ordinal text, integer-coded categories, a numerical column that holds text or
+      infinities): frequency groups, the rarest categories merged first (:func:`frequency_hierarchy`).
 
     ``k`` is accepted for callers of the older rule (rare values under ``max(10, 2k)``) and no longer used.
     """
@@ -1307,9 +1307,8 @@ def default_rule(values: pd.Series, kind: StatisticalType | str, k: int = 5) -> 
 
 def _number_rule(values: pd.Series) -> dict[str, Any]:
     numbers = pd.to_numeric(values, errors="coerce").dropna().to_numpy(dtype=np.float64)
-    numbers = numbers[np.isfinite(numbers)]
-    if len(np.unique(numbers)) < 2:
-        return {"builder": "frequency"}
+    if len(np.unique(numbers)) < 2 or not np.isfinite(numbers).all():
+        return {"builder": "frequency"}  # nothing to cut, or infinities no interval holds
     low_q, median, high_q = np.quantile(numbers, [TAIL_SHARE, 0.5, 1 - TAIL_SHARE], method="inverted_cdf")
     below, above = median - low_q, high_q - median
     if max(below, above) > SKEW_RATIO * min(below, above):

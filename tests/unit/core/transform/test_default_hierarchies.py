@@ -262,6 +262,9 @@ def test_constant_and_binary_numbers() -> None:
     binary = pd.Series([0.0, 1.0] * 5)
     hierarchy = search_hierarchy(binary, StatisticalType.NUMERICAL, 5)
     assert [len(level) for level in hierarchy.labels] == [2, 1]
+    # Infinities fit no interval: the values are grouped as categories.
+    infinite = pd.Series([1.0, 2.0, np.inf, 5.0, -np.inf])
+    assert default_rule(infinite, StatisticalType.NUMERICAL) == {"builder": "frequency"}
 
 
 # --- codes -------------------------------------------------------------------------------------------------------
