@@ -1,7 +1,9 @@
 """``privdash serve``: run the dashboard on Flask's development server (``python -m dashboard`` does the same).
 
-For production, serve ``app:server`` of the repository with gunicorn; uploads and background jobs live on disk, so
-any number of workers share them.
+For production, serve the app with gunicorn and its shipped configuration (:mod:`dashboard.ui.gunicorn_conf`, whose
+worker keeps answering while clients stall mid-request): ``gunicorn app:server -w 4`` from the repository, or
+``gunicorn -c python:dashboard.ui.gunicorn_conf dashboard.ui.wsgi:server -w 4`` from an installed package. Uploads
+and background jobs live on disk, so any number of workers share them.
 """
 
 from __future__ import annotations
@@ -16,7 +18,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "serve",
         help="run the dashboard in the browser (http://127.0.0.1:8050 by default)",
         description="Serve the privdash dashboard on Flask's development server. Its settings (upload store, "
-        "caches, reference data, pseudonymisation key) come from the PRIVDASH_* environment variables.",
+        "caches, reference data, pseudonymisation key) come from the PRIVDASH_* environment variables. Not for the "
+        "internet: in production run gunicorn -c python:dashboard.ui.gunicorn_conf dashboard.ui.wsgi:server -w 4.",
     )
     parser.add_argument("--host", help="address to listen on (default: HOST, else 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default: PORT, else 8050)")

@@ -179,7 +179,10 @@ def _guard_callbacks(app: Dash) -> None:
     def check_callback() -> tuple[flask.Response, int] | None:
         if flask.request.path != _CALLBACK_PATH or flask.request.method != "POST":
             return None
-        body = flask.request.get_json(silent=True)
+        try:
+            body = flask.request.get_json(silent=True)
+        except RecursionError:  # JSON nested deeper than the parser goes
+            body = None
         problem = check_callback_request(body, app.callback_map)
         if problem is None:
             return None
@@ -446,8 +449,12 @@ def _register_routes(server: flask.Flask, services: Services) -> None:
             query["s"] = query["s"] or flask.request.form.get("state")
             sheet = flask.request.form.get("sheet") or None
         except RequestEntityTooLarge:
+            size = flask.request.content_length
+            if size is not None and size <= flask.request.max_content_length:
+                parts = flask.request.max_form_parts
+                return flask.jsonify(error=f"The upload has more than {parts:,} form fields; send the file alone."), 413
             # A chunked upload has no declared length: it is refused once more than the limit arrived.
-            return flask.jsonify(error=too_large_message(None, flask.request.content_length, limit)), 413
+            return flask.jsonify(error=too_large_message(None, size, limit)), 413
         except (ClientDisconnected, OSError):  # the client stopped sending (or too slowly: dashboard.ui.server)
             return flask.jsonify(error="The upload was interrupted or arrived too slowly; send the file again."), 408
         if file is None or not file.filename:

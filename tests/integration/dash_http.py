@@ -36,7 +36,7 @@ def payload(
     ``inputs`` and ``state`` ``(id, property, value)``; ``changed`` the triggering ``id.property`` names."""
     single = isinstance(outputs, tuple)
     items = [outputs] if single else list(outputs)
-    specs = [{"id": item_id, "property": prop} for item_id, prop in items]  # type: ignore[misc]
+    specs = [{"id": item_id, "property": prop} for item_id, prop in items]
     names = [f"{_name(spec['id'])}.{spec['property']}" for spec in specs]
     body: dict[str, Any] = {
         "output": names[0] if single else ".." + "...".join(names) + "..",

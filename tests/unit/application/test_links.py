@@ -5,14 +5,16 @@ from __future__ import annotations
 import random
 import stat
 import string
+import threading
 import time
 from pathlib import Path
 from urllib.parse import parse_qs
 
 import pytest
 
-from dashboard.application.links import LINK_KEY, LinkNotFound, LinkStore
+from dashboard.application.links import LINK_KEY, MAX_STORED, LinkNotFound, LinkRefused, LinkStore
 from dashboard.application.state import QUERY_KEY, ViewState
+from dashboard.application.storage import ClientLedger, client_digest
 from dashboard.core.data.contract import ColumnRole, StatisticalType
 
 
@@ -113,3 +115,26 @@ def test_past_the_cap_long_states_stay_in_the_url(tmp_path: Path) -> None:
     links = LinkStore(tmp_path / "links", max_links=1)
     assert links.search(wide_state()).startswith(f"?{LINK_KEY}=")
     assert links.search(wide_state(601)) == wide_state(601).to_search()
+
+
+def test_a_state_longer_than_a_link_may_hold_is_refused_on_save(tmp_path: Path) -> None:
+    store = LinkStore(tmp_path / "links")
+    with pytest.raises(LinkRefused, match="more than a link may hold"):
+        store.save("A" * (MAX_STORED + 1))
+    assert not list((tmp_path / "links").glob("*.json"))
+
+
+def test_new_links_are_counted_per_client_address(tmp_path: Path) -> None:
+    address = {"now": client_digest("203.0.113.5")}
+    ledger = ClientLedger(tmp_path / "clients", threading.Lock())
+    store = LinkStore(tmp_path / "links", ledger=ledger, client_max_links=2, client=lambda: address["now"])
+    first, second = store.save("a" * 2_000), store.save("b" * 2_000)
+    assert first and second and store.save("a" * 2_000) == first  # the same state again is no new link
+    with pytest.raises(LinkRefused, match="made 2 long links"):
+        store.save("c" * 2_000)
+    address["now"] = client_digest("2001:db8::1")
+    assert store.save("c" * 2_000)
+    address["now"] = client_digest("2001:db8::ffff")  # the same /64 network: the same client
+    assert store.save("d" * 2_000)
+    with pytest.raises(LinkRefused):
+        store.save("e" * 2_000)

@@ -13,6 +13,7 @@ from dashboard.application.services import (
     Services,
     clean_filename,
     contract_from_suggestions,
+    default_k_values,
     state_from_contract,
     too_large_message,
 )
@@ -186,3 +187,19 @@ def test_uploaded_file_names_are_cleaned(services: Services) -> None:
 def test_the_stored_contract_is_the_suggested_one(services: Services) -> None:
     frame = people_table()
     assert contract_from_suggestions(frame, suggest_roles(frame)) == suggest_contract(frame)
+
+
+@pytest.mark.parametrize("k", [1, 5, 10, 100, 101, 1_000, 30_000_000, 1_000_000_000])
+def test_the_records_at_risk_curve_is_bounded_whatever_k(k: int) -> None:
+    values = default_k_values(k)
+    assert len(values) <= 200 and k in values and max(values) == max(20, 2 * k)
+    assert (
+        list(values) == sorted(set(values)) and values[: min(100, len(values))] == tuple(range(1, 101))[: len(values)]
+    )
+    if 2 * k <= 200:
+        assert values == tuple(range(1, max(20, 2 * k) + 1))
+
+
+def test_a_chunked_upload_over_the_limit_is_worded_without_a_size() -> None:
+    assert "more than 100 MB, over the 100 MB limit" in too_large_message(None, None, 100_000_000)
+    assert "is 250.0 MB, over the 100 MB limit" in too_large_message("a.csv", 250_000_000, 100_000_000)

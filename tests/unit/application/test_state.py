@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -144,3 +146,39 @@ def test_any_state_survives_the_round_trip(
 ) -> None:
     state = ViewState(dataset="demo:people", roles=roles, types=dict.fromkeys(roles, kind), k=k, t=t, missing=missing)
     assert ViewState.from_search(state.to_search()) == state
+
+
+def _encode(raw: str) -> str:
+    import base64
+    import zlib
+
+    return base64.urlsafe_b64encode(zlib.compress(raw.encode(), 9)).decode().rstrip("=")
+
+
+@pytest.mark.parametrize(
+    ("raw", "message"),
+    [
+        ('{"v": 1, "k": 30000000000}', "k must lie between 1 and 1,000,000,000"),
+        ('{"v": 1, "l": 0}', "l must lie between 1 and"),
+        ('{"v": 1, "k": NaN}', "k must be a whole number"),
+        ('{"v": 1, "k": 1e309}', "k must be a whole number"),
+        ('{"v": 1, "k": 5.5}', "k must be a whole number"),
+        ('{"v": 1, "t": Infinity}', "t must be a finite number"),
+        ('{"v": 1, "o": {"a": [' + ",".join(map(str, range(10_001))) + "]}}", "more than 10,000 values"),
+        ('{"v": 1, "f": [' + ",".join(['{"kind": "drop", "columns": ["a"]}'] * 51) + "]}", "51 fix steps"),
+        ('{"v": 1, "g": ' + '{"a": ' * 20 + "1" + "}" * 21, "nested too deeply"),
+        ('{"v": 1, "g": {"a": [1e300]}}', "number out of range"),
+        ('{"v": 1, "g": {"a": "' + "x" * 2_000_000 + '"}}', "unpacks to more than 1,000,000 bytes"),
+        ('{"v": 1, "f": [' + "[" * 100_000 + "]" * 100_000 + "]}", "damaged"),
+    ],
+)
+def test_every_size_and_number_of_a_link_is_bounded(raw: str, message: str) -> None:
+    with pytest.raises(StateError, match=re.escape(message)):
+        ViewState.decode(_encode(raw))
+
+
+def test_a_state_built_by_a_callback_is_bounded_too() -> None:
+    with pytest.raises(StateError, match="more than the 10,000 allowed"):
+        ViewState().updated(roles={f"c{i}": ColumnRole.QUASI_IDENTIFIER for i in range(10_001)})
+    with pytest.raises(StateError, match="k must be a whole number"):
+        ViewState().updated(k=float("inf"))

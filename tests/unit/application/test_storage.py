@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 import time
 from pathlib import Path
 
@@ -13,12 +14,14 @@ import pytest
 
 from dashboard.application.storage import (
     TEMP_GRACE,
+    ClientLedger,
     DatasetExpired,
     DatasetNotFound,
     DatasetStore,
     Quota,
     QuotaExceeded,
     Sweeper,
+    client_digest,
     is_upload_id,
     owner_digest,
     parquet_safe,
@@ -319,3 +322,32 @@ def test_parquet_safe_turns_mixed_object_columns_into_text() -> None:
 def test_ttl_must_be_positive(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
         DatasetStore(tmp_path, ttl=0)
+
+
+def test_the_client_quota_counts_every_session_of_an_address(tmp_path: Path) -> None:
+    store = DatasetStore(tmp_path, quota=Quota(session_datasets=10, client_datasets=2))
+    client = client_digest("198.51.100.7")
+    frame = pd.DataFrame({"a": [1, 2]})
+    for session in ("s" * 30, "t" * 30):
+        store.save(frame, session=session, filename="a.csv", client=client)
+    with pytest.raises(QuotaExceeded, match="Your network address keeps 2 uploads"):
+        store.save(frame, session="u" * 30, filename="a.csv", client=client)
+    with pytest.raises(QuotaExceeded, match="network address"):
+        store.check_quota("v" * 30, client=client)
+    store.save(frame, session="u" * 30, filename="a.csv", client=client_digest("198.51.100.8"))
+
+
+def test_client_digests_group_an_ipv6_subscriber_and_never_hold_the_address() -> None:
+    assert client_digest("2001:db8:1:2::1") == client_digest("2001:db8:1:2:ffff::9")
+    assert client_digest("2001:db8:1:2::1") != client_digest("2001:db8:1:3::1")
+    assert client_digest("::ffff:198.51.100.7") == client_digest("198.51.100.7") != client_digest("198.51.100.8")
+    assert "198" not in client_digest("198.51.100.7") and len(client_digest(None)) == 64
+
+
+def test_the_client_ledger_admits_a_limit_per_window(tmp_path: Path) -> None:
+    ledger = ClientLedger(tmp_path / "clients", threading.Lock(), keep=100)
+    client = client_digest("198.51.100.9")
+    assert [ledger.admit(client, "upload", limit=3, window=60, now=1000 + i) for i in range(4)] == [True] * 3 + [False]
+    assert ledger.admit(client, "upload", limit=3, window=60, now=1061)  # the first one left the window
+    assert ledger.admit(client, "link", limit=1, window=60, now=1061)  # kinds are counted apart
+    assert ledger.sweep(now=time.time() + 200) == 1 and not list((tmp_path / "clients").glob("*.json"))
