@@ -21,7 +21,7 @@ generalization, suppression, microaggregation, identifiers), :mod:`.geo` (postco
 docs/definitions.md the vocabulary.
 """
 
-from dashboard.core.attack import AttackReport, AttackResult, attack_release
+from dashboard.core.attack import AttackReport, AttackResult, UnmatchedValuesError, attack_release
 from dashboard.core.choices import Choice
 from dashboard.core.data.contract import (
     ColumnRole,
@@ -272,6 +272,7 @@ __all__ = [
     "TargetCheck",
     "TooManyQuasiIdentifiersError",
     "TransformResult",
+    "UnmatchedValuesError",
     "Verdict",
     "add_noise",
     "aggregate_table",
