@@ -44,7 +44,7 @@ from dashboard.core import (
 )
 from dashboard.core.errors import DataReadError, check_finite
 from dashboard.core.privacy import BudgetLedger, DatasetAccount, TableFingerprint, check_identity, file_sha256
-from dashboard.core.privacy.ledger import read_only
+from dashboard.core.privacy.ledger import is_read_only
 
 _QUERIES = ("count", "histogram", "sum", "mean")
 _OUTPUTS = (".csv", ".tsv", ".parquet", ".json")
@@ -213,7 +213,7 @@ def _check_ledger_path(ledger: Path) -> None:
         raise DataReadError(f"The budget ledger {ledger} is a folder; give a file name such as ledger.json.")
     if not ledger.parent.is_dir():
         raise DataReadError(f"The folder of the budget ledger {ledger} does not exist; create it first.")
-    if ledger.exists() and read_only(ledger):
+    if ledger.exists() and is_read_only(ledger):
         raise DataReadError(f"The budget ledger {ledger} is read-only: nothing can be charged to it.")
 
 

@@ -13,6 +13,7 @@ from dashboard.core.privacy.ledger import (
     check_identity,
     file_sha256,
     frame_sha256,
+    is_read_only,
 )
 from dashboard.core.privacy.mechanisms import (
     DEFAULT_CONFIDENCE,
@@ -61,6 +62,7 @@ __all__ = [
     "dp_sum",
     "file_sha256",
     "frame_sha256",
+    "is_read_only",
     "key_selection_delta",
     "key_selection_threshold",
     "out_of_range",

@@ -66,7 +66,7 @@ __all__ = [
     "check_identity",
     "file_sha256",
     "frame_sha256",
-    "read_only",
+    "is_read_only",
     "row_hashes",
 ]
 
@@ -461,7 +461,7 @@ class BudgetLedger:
     def save(self, path: str | os.PathLike[str]) -> Path:
         """Write the ledger atomically: a temporary file beside ``path``, flushed to disk, renamed over it."""
         target = Path(path)
-        if target.is_dir() or (target.exists() and read_only(target)):
+        if target.is_dir() or (target.exists() and is_read_only(target)):
             what = "a folder" if target.is_dir() else "read-only"
             raise DataReadError(f"Cannot write the budget ledger {target}: it is {what}. Nothing was released.")
         text = json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
@@ -481,7 +481,7 @@ class BudgetLedger:
         return target
 
 
-def read_only(path: Path) -> bool:
+def is_read_only(path: Path) -> bool:
     """Whether ``path`` is marked read-only (no write permission bit) or cannot be written by this user."""
     return not path.stat().st_mode & 0o222 or not os.access(path, os.W_OK)
 
