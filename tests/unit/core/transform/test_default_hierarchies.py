@@ -257,6 +257,67 @@ def test_number_defaults_choose_round_widths_and_code_the_tails() -> None:
     assert shares.between(0.03, 0.10).all()
 
 
+def reference_number_levels(values: list[int]) -> list[set[frozenset[str]]] | None:
+    """The documented default for whole numbers, as partitions of the distinct values (None when skewed)."""
+    x = np.asarray(values, dtype=float)
+    p1, p50, p99 = np.quantile(x, [0.01, 0.5, 0.99], method="inverted_cdf")
+    if max(p50 - p1, p99 - p50) > 3 * min(p50 - p1, p99 - p50):
+        return None
+    raw = ((p99 - p1) or (x.max() - x.min())) / 20
+    w = max(min(m * 10.0**e for m in (1, 2, 5) for e in range(0, 12) if m * 10.0**e >= raw), 1.0)
+    widths = [w, 5 * w, 10 * w] if str(int(w))[0] in "12" else [w, 2 * w, 4 * w]
+    coarsest = widths[-1]
+    low, high = coarsest * math.floor(p1 / coarsest), coarsest * (math.floor(p99 / coarsest) + 1)
+    levels: list[set[frozenset[str]]] = [{frozenset([str(v)]) for v in set(values)}]
+    for width in widths:
+        groups: dict[Any, set[str]] = {}
+        for v in set(values):
+            key = "low" if v < low else "high" if v >= high else math.floor(v / width)
+            groups.setdefault(key, set()).add(str(v))
+        level = {frozenset(g) for g in groups.values()}
+        if len(level) < len(levels[-1]):
+            levels.append(level)
+    return levels[1:]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.integers(0, 100), min_size=2, max_size=200)
+    | st.lists(st.integers(-3_000, 3_000), min_size=2, max_size=200)
+    | st.lists(st.integers(15, 95), min_size=50, max_size=400).map(lambda xs: [*xs, 17, 99, 100])
+)
+def test_number_groups_follow_the_documented_rule(values: list[int]) -> None:
+    series = pd.Series(values)
+    hierarchy = search_hierarchy(series, StatisticalType.NUMERICAL, 5)
+    expected = reference_number_levels(values)
+    assert hierarchy.rule is not None
+    if expected is None:
+        assert hierarchy.rule["builder"] in ("cuts", "frequency")  # quantile bands (resolved), or nothing to cut
+        return
+    if not expected:  # no interval level groups anything (few, spread values): frequency groups
+        assert hierarchy.rule["builder"] == "frequency"
+        return
+    levels = [partition(hierarchy, level) for level in range(1, hierarchy.n_levels)]
+    if len(partition(hierarchy, hierarchy.max_level)) == 1 and len(expected) < len(levels):
+        levels.pop()  # the top, *
+    assert levels == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(codes)
+def test_prefix_groups_follow_the_documented_rule(items: list[str]) -> None:
+    values = pd.Series(items)
+    hierarchy = prefix_hierarchy(values)
+    stripped = {v: v.replace(".", "") for v in set(items)}
+    levels = [partition(hierarchy, level) for level in range(1, hierarchy.n_levels)]
+    longest = max(len(code) for code in stripped.values())
+    for level, length in enumerate(range(longest - 1, 0, -1)):
+        groups: dict[str, set[str]] = {}
+        for value, code in stripped.items():
+            groups.setdefault(code[:length], set()).add(value)
+        assert levels[level] == {frozenset(g) for g in groups.values()}
+
+
 def test_constant_and_binary_numbers() -> None:
     assert search_hierarchy(pd.Series([7] * 30), StatisticalType.NUMERICAL, 5).n_levels == 1
     binary = pd.Series([0.0, 1.0] * 5)
