@@ -30,6 +30,7 @@ from dashboard.core.targets import PrivacyTargets
 __all__ = [
     "DATASET_ID",
     "DEFAULTS",
+    "HIERARCHIES_ID",
     "MAX_ENCODED",
     "QUERY_KEY",
     "StateError",
@@ -55,6 +56,9 @@ MAX_ORDER_VALUES = 10_000
 MAX_FIX_STEPS = 50
 MAX_DEPTH = 8
 MAX_LIST_ITEMS = MAX_COLUMNS
+#: Numbers in one list of a fix step (the widths or bins of a hierarchy's levels: each level is computed over the
+#: whole column, so 10,000 of them on a large table would take minutes).
+MAX_NUMBER_LIST = 100
 MAX_TEXT_CHARS = 10_000
 #: The largest k and l (no table of the server holds more records than this; larger numbers are a typing error).
 MAX_COUNT = 1_000_000_000
@@ -63,6 +67,9 @@ MAX_NUMBER = 2.0**53
 #: The form of a dataset id: a built-in dataset (``demo:<name>``) or an upload's 128-bit random token. Anything else
 #: in a link (a path, a very long text, control characters) is refused while the link is read.
 DATASET_ID = re.compile(r"(?:demo|source):[A-Za-z0-9_-]{1,64}|[A-Za-z0-9_-]{22}")
+
+#: The form of the id of a dataset's stored hierarchies (128 bits of a digest, URL-safe base64).
+HIERARCHIES_ID = re.compile(r"[A-Za-z0-9_-]{22}")
 
 _ROLE_CODE = {
     ColumnRole.IDENTIFIER: "i",
@@ -116,6 +123,9 @@ class ViewState(ColumnsByRole):
     geo
         The Postcodes page's settings (population table, level, strategy, threshold ...), a compact JSON object
         whose meaning is defined in :mod:`dashboard.application.postcodes`.
+    hierarchies
+        The id of the dataset's generalization hierarchies kept on the server with an upload
+        (:mod:`dashboard.application.hierarchies`): a digest of the stored set, never one of its values.
     """
 
     dataset: str | None = None
@@ -130,6 +140,7 @@ class ViewState(ColumnsByRole):
     violating: bool = False
     fix: tuple[Mapping[str, Any], ...] = ()
     geo: Mapping[str, Any] = field(default_factory=dict)
+    hierarchies: str | None = None
 
     # --- derived views ------------------------------------------------------------------------------------------
 
@@ -207,6 +218,7 @@ class ViewState(ColumnsByRole):
             ("x", 1 if self.violating else None),
             ("f", [dict(step) for step in self.fix] if self.fix else None),
             ("g", dict(self.geo) if self.geo else None),
+            ("h", self.hierarchies),
         ):
             if value is not None:
                 out[key] = value
@@ -257,6 +269,7 @@ class ViewState(ColumnsByRole):
                 violating=bool(obj.get("x", 0)),
                 fix=tuple(obj.get("f", ())),
                 geo=dict(obj.get("g", {})),
+                hierarchies=_optional_str(obj.get("h")),
             )
         except StateError:
             raise
@@ -371,6 +384,11 @@ def _check_plain(value: Any, what: str, depth: int = 0) -> None:
     elif isinstance(value, list | tuple):
         if len(value) > MAX_LIST_ITEMS:
             raise StateError(f"The link's {what} holds a list of more than {MAX_LIST_ITEMS:,} items.")
+        if len(value) > MAX_NUMBER_LIST and any(isinstance(v, int | float) and not isinstance(v, bool) for v in value):
+            raise StateError(
+                f"The link's {what} holds a list of more than {MAX_NUMBER_LIST} numbers (a hierarchy has at most "
+                f"{MAX_NUMBER_LIST} levels)."
+            )
         for item in value:
             _check_plain(item, what, depth + 1)
 
@@ -412,6 +430,8 @@ def _validated(state: ViewState) -> ViewState:
     _check_sizes(state)
     if state.dataset is not None and (not isinstance(state.dataset, str) or not DATASET_ID.fullmatch(state.dataset)):
         raise StateError("The link's dataset id is malformed; open the dataset from the Data page.")
+    if state.hierarchies is not None and not HIERARCHIES_ID.fullmatch(str(state.hierarchies)):
+        raise StateError("The link's hierarchy id is malformed; open the dataset from the Data page.")
     if not 0 <= state.max_risk <= 1:  # 0 is allowed here: no risk target
         raise StateError("The target max_risk must lie in [0, 1].")
     try:

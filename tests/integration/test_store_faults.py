@@ -56,6 +56,9 @@ def server(tmp_path: Path) -> Iterator[Server]:
         "PRIVDASH_STORE_DIR": str(tmp_path / "store"),
         "PRIVDASH_CACHE_DIR": str(tmp_path / "cache"),
         "PRIVDASH_SESSION_MAX_DATASETS": "1000",
+        # Every client uploads from 127.0.0.1: the per-address limits must not stop the run.
+        "PRIVDASH_CLIENT_MAX_DATASETS": "10000",
+        "PRIVDASH_CLIENT_UPLOADS_PER_HOUR": "10000",
     }
     with running_gunicorn(env, WORKERS) as server:
         yield Server(server.base, server.process, tmp_path / "store", server.log)
@@ -146,7 +149,7 @@ def test_workers_killed_mid_write_leave_a_consistent_store(server: Server) -> No
     names = {entry.name for entry in server.store.iterdir()}
     datasets = {name for name in names if is_upload_id(name)}
     assert set(stored) <= datasets
-    leftovers = names - datasets - {".lock", "links"}
+    leftovers = names - datasets - {".lock", "links", "clients"}
     assert leftovers and all(name.startswith(".tmp-") for name in leftovers), sorted(leftovers)
     for dataset_id in datasets:
         frame = store.load(dataset_id)
@@ -155,5 +158,5 @@ def test_workers_killed_mid_write_leave_a_consistent_store(server: Server) -> No
 
     # The sweep deletes the leftovers once they are older than the grace period, and nothing else.
     store.sweep(now=time.time() + TEMP_GRACE + 1)
-    assert {entry.name for entry in server.store.iterdir()} - {".lock", "links"} == datasets
+    assert {entry.name for entry in server.store.iterdir()} - {".lock", "links", "clients"} == datasets
     assert requests.get(server.base + "/api/health", timeout=10).status_code == 200

@@ -182,3 +182,11 @@ def test_a_state_built_by_a_callback_is_bounded_too() -> None:
         ViewState().updated(roles={f"c{i}": ColumnRole.QUASI_IDENTIFIER for i in range(10_001)})
     with pytest.raises(StateError, match="k must be a whole number"):
         ViewState().updated(k=float("inf"))
+
+
+def test_a_hierarchy_in_a_link_has_at_most_a_hundred_levels() -> None:
+    rule = {"builder": "intervals", "widths": list(range(1, 102))}
+    with pytest.raises(StateError, match="more than 100 numbers"):
+        ViewState().updated(fix=({"kind": "generalize", "column": "age", "rule": rule, "level": 1},))
+    rule["widths"] = list(range(1, 101))
+    assert ViewState().updated(fix=({"kind": "generalize", "column": "age", "rule": rule, "level": 1},)).fix
