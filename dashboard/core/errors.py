@@ -10,6 +10,7 @@ core is a bug.
 from __future__ import annotations
 
 import math
+import numbers
 from collections.abc import Iterable, Sequence
 from difflib import get_close_matches
 
@@ -134,13 +135,27 @@ def check_counts(data: pd.DataFrame, column: str) -> np.ndarray:
     return values.to_numpy(dtype=np.int64)
 
 
+def _shown(value: object) -> str:
+    """``repr(value)`` for a message, shortened: a whole number of thousands of digits is described by its length
+    (its repr would fill the message, or raise beyond Python's 4,300-digit conversion limit)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 200:
+        return f"a whole number of about {int(value.bit_length() * 0.30103)} digits"
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
 def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
     """Return ``value`` as an int, raising :class:`ParameterError` unless it is an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, int | float) or int(value) != value:
-        raise ParameterError(f"{name} must be a whole number, got {value!r}.")
-    if value < minimum:
-        raise ParameterError(f"{name} must be at least {minimum}, got {value!r}.")
-    return int(value)
+    # numbers.Real takes numpy scalars too; NaN and infinities are refused here rather than by int()'s
+    # ValueError / OverflowError.
+    whole = isinstance(value, numbers.Integral) or (
+        isinstance(value, numbers.Real) and math.isfinite(value) and int(value) == value  # type: ignore[call-overload]
+    )
+    if isinstance(value, bool | np.bool_) or not whole:
+        raise ParameterError(f"{name} must be a whole number, got {_shown(value)}.")
+    if value < minimum:  # type: ignore[operator]
+        raise ParameterError(f"{name} must be at least {minimum}, got {_shown(value)}.")
+    return int(value)  # type: ignore[call-overload]
 
 
 def check_finite(value: object, name: str, *, example: str | None = None) -> float:
@@ -153,6 +168,8 @@ def check_finite(value: object, name: str, *, example: str | None = None) -> flo
         number = float(value)  # type: ignore[arg-type]
     except (TypeError, ValueError):
         raise ParameterError(f"{name} must be a number{such_as}, got {value!r}.") from None
+    except OverflowError:  # an int beyond the float range, e.g. 10**400
+        raise ParameterError(f"{name} must be a finite number, got a number too large for a float.") from None
     if not math.isfinite(number):
         raise ParameterError(f"{name} must be a finite number, got {value!r}.")
     return number

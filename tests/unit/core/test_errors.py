@@ -36,3 +36,19 @@ def test_check_finite_names_the_field(value: object, message: str) -> None:
 def test_check_finite_gives_the_example() -> None:
     with pytest.raises(ParameterError, match=r"^ε must be a number such as 0\.5, got 'half'\.$"):
         check_finite("half", "ε", example="0.5")
+
+
+def test_parameter_checks_refuse_nan_infinity_and_huge_numbers_with_a_parameter_error() -> None:
+    import math
+
+    from dashboard.core.errors import ParameterError, check_finite, check_positive_int
+
+    for bad in (math.nan, math.inf, -math.inf, 2.5, "3", True):
+        with pytest.raises(ParameterError, match="whole number"):
+            check_positive_int(bad, "k")
+    assert check_positive_int(np.int64(3), "k") == 3
+    with pytest.raises(ParameterError, match="about 5000 digits|about 4999 digits"):
+        check_positive_int(-(10**5000), "k")
+    for huge in (10**400, 10**5000):
+        with pytest.raises(ParameterError, match="too large for a float"):
+            check_finite(huge, "epsilon")
