@@ -47,7 +47,7 @@ def test_parameter_checks_refuse_nan_infinity_and_huge_numbers_with_a_parameter_
         with pytest.raises(ParameterError, match="whole number"):
             check_positive_int(bad, "k")
     assert check_positive_int(np.int64(3), "k") == 3
-    with pytest.raises(ParameterError, match="about 5000 digits|about 4999 digits"):
+    with pytest.raises(ParameterError, match=r"about (5000|4999) digits"):
         check_positive_int(-(10**5000), "k")
     for huge in (10**400, 10**5000):
         with pytest.raises(ParameterError, match="too large for a float"):
