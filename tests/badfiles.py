@@ -15,8 +15,10 @@ reader's unit tests and the upload endpoint's tests all run the same cases::
 Cases with ``limits`` hold for :func:`~dashboard.core.data.tables.read_table` with those limits (a server sets them
 from its settings; the command line reads with the defaults, and the same file has a case without limits). Cases
 with ``upload=False`` are about a path (a folder, a missing or unreadable file) and mean nothing for an upload.
-Everything is deterministic (fixed seeds) and takes about a second to write; the two decompression bombs are
-built from one compressed block repeated, so they cost kilobytes to write and megabytes on disk.
+Cases with ``engine`` are counted by that engine on the command line (the reader must agree); cases with
+``dataset`` are folders of Parquet files, which only the engines read. Everything is deterministic (fixed seeds)
+and takes a few seconds to write; the decompression bombs are built from one compressed block repeated, or from
+one long value referenced by every row, so they cost kilobytes to write and at most megabytes on disk.
 """
 
 from __future__ import annotations
@@ -73,6 +75,13 @@ class Case:
         Read with these limits instead of the defaults (not expressible on the command line).
     upload
         False for path cases (a folder, a missing or unreadable file): nothing to upload.
+    engine
+        The engine ``diagnose`` counts with (``--engine``); None: the command line's choice (``auto``). The reader
+        must read the file as the case says too (an engine never answers otherwise than the reader), except when
+        the case's error is the engine's own refusal of a file it cannot read.
+    dataset
+        True for a folder of Parquet files, a dataset that the engines read (``diagnose FOLDER``); the reader reads
+        files only, so such a case runs through the command line alone (and is never uploaded).
     """
 
     name: str
@@ -90,6 +99,8 @@ class Case:
     sheet: str | int | None = None
     limits: ReadLimits | None = None
     upload: bool = True
+    engine: str | None = None
+    dataset: bool = False
 
     @property
     def reads(self) -> bool:
@@ -119,6 +130,9 @@ def write_corpus(folder: str | os.PathLike[str]) -> list[Case]:
     cases += _parquet_cases(root)
     cases += _statistical_cases(root)
     cases += _path_cases(root)
+    cases += _engine_cases(root)
+    cases += _decoded_size_cases(root)
+    cases += _audit_cases(root)
     names = [case.name for case in cases]
     assert len(names) == len(set(names)), "case names must be unique"
     return cases
@@ -798,11 +812,13 @@ def _excel_cases(root: Path) -> list[Case]:
 # -------------------------------------------------------------------------------------------------------- Parquet
 
 
-def _parquet(table: object) -> bytes:
+def _parquet(table: object, *, store_schema: bool = True) -> bytes:
+    """``table`` written as Parquet; without ``store_schema``, as writers other than Arrow write it (no Arrow schema
+    in its metadata: a dictionary-encoded text column is plain text to a reader)."""
     import pyarrow.parquet as pq
 
     buffer = io.BytesIO()
-    pq.write_table(table, buffer)
+    pq.write_table(table, buffer, store_schema=store_schema)
     return buffer.getvalue()
 
 
@@ -1053,4 +1069,584 @@ def _path_cases(root: Path) -> list[Case]:
         Case("directory", folder, "a folder instead of a file", error=r"folder", upload=False),
         Case("missing_file", root / "absent.csv", "a path where no file exists", error=r"not found", upload=False),
         unreadable,
+    ]
+
+
+# --------------------------------------------------------------------------------------- what the engines read
+
+
+def _dataset(root: Path, name: str, *tables: object) -> Path:
+    """A folder of Parquet files, one per table (a dataset the engines read as one source)."""
+    import pyarrow.parquet as pq
+
+    folder = root / name
+    folder.mkdir(exist_ok=True)
+    for i, table in enumerate(tables):
+        pq.write_table(table, folder / f"part-{i}.parquet")
+    return folder
+
+
+def _engine_cases(root: Path) -> list[Case]:
+    """Sources the engines once counted otherwise than the reader: no records, decimals, bytes, a pandas index,
+    names DuckDB compares without case, a header read from a random row."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    empty = pa.table({"age": pa.array([], pa.int64()), "sex": pa.array([], pa.string())})
+    # Three decimals that differ in the ninth digit (a float64 would keep them apart, but DuckDB's .df() did not).
+    ninth = [decimal.Decimal(text) for text in ("1.000000001", "1.000000002", "1.000000003", "1.000000001")]
+    decimals = pa.table({"d": pa.array(ninth, pa.decimal128(38, 9)), "n": [1, 2, 3, 4]})
+    # Sixty digits: beyond a float's 17 and DuckDB's 38.
+    wide = [decimal.Decimal("7" * 58 + tail) for tail in ("01", "02", "03", "01")]
+    wide_table = pa.table({"d": pa.array(wide, pa.decimal256(60, 0)), "n": [1, 2, 3, 4]})
+    blobs = pa.table(
+        {
+            "b": pa.array([b"\x00\xff", b"ab", b"\xfe", b"ab"], pa.binary()),
+            "f": pa.array([b"pq", b"rs", b"pq", b"rs"], pa.binary(2)),
+            "n": [1, 2, 3, 4],
+        }
+    )
+    regions = pd.DataFrame({"region": ["north", "south", "north", "west"], "age": [30, 30, 30, 41]})
+    indexed = io.BytesIO()
+    regions.set_index("region").to_parquet(indexed)
+    indexed_table = pq.read_table(io.BytesIO(indexed.getvalue()))
+    # A header whose names repeat, one empty, and data rows whose values are the header's names: DuckDB once took
+    # the names from any row of a parallel scan (LIMIT 1), and from the header it failed on the repeats.
+    clash = "v2,v2,,w\n" + "".join(f"{i % 3},v2,v2,{i % 2}\n" for i in range(3000))
+    return [
+        Case(
+            "dataset_zero_rows",
+            _dataset(root, "dataset_zero_rows", empty),
+            "a folder holding one Parquet file of columns and no rows (it once passed every target with k = 0)",
+            error=r"has columns but no records \(0 rows\)",
+            qi="age",
+            upload=False,
+            dataset=True,
+        ),
+        Case(
+            "csv_header_only_duckdb",
+            _write(root, "header_only_duckdb.csv", b"age,sex\n"),
+            "a header and no rows, counted by DuckDB",
+            error=r"but no (data rows|records)",
+            qi="age",
+            engine="duckdb",
+        ),
+        Case(
+            "parquet_decimals_ninth_digit",
+            _write(root, "decimals.parquet", _parquet(decimals)),
+            "decimal(38, 9) values that differ in the ninth decimal",
+            shape=(4, 2),
+            values={"d": (1.000000001, 1.000000002, 1.000000003, 1.000000001)},
+            k=1,
+            classes=3,
+        ),
+        Case(
+            "dataset_decimals_ninth_digit",
+            _dataset(root, "dataset_decimals", decimals),
+            "the same decimals in a folder, counted by DuckDB (its float conversion made them 2 classes)",
+            shape=(4, 2),
+            qi="d",
+            k=1,
+            classes=3,
+            upload=False,
+            dataset=True,
+        ),
+        Case(
+            "parquet_decimals_60_digits",
+            _write(root, "decimals_60.parquet", _parquet(wide_table)),
+            "decimal256(60, 0) values: kept exact, as text",
+            shape=(4, 2),
+            values={"d": tuple(str(value) for value in wide)},
+            k=1,
+            classes=3,
+            note=r"'d' holds integers outside the 64-bit range",
+        ),
+        Case(
+            "dataset_decimals_60_digits",
+            _dataset(root, "dataset_decimals_60", wide_table),
+            "60-digit decimals in a folder: DuckDB would read them as doubles and merge them",
+            error=r"decimal columns wider than the 38 digits DuckDB keeps exactly: 'd' \(60 digits\)",
+            qi="d",
+            upload=False,
+            dataset=True,
+        ),
+        Case(
+            "parquet_binary",
+            _write(root, "binary.parquet", _parquet(blobs)),
+            "binary and fixed-size binary columns: UTF-8 bytes are text, other bytes hexadecimal text",
+            shape=(4, 3),
+            values={"b": ("0x00ff", "0x6162", "0xfe", "0x6162"), "f": ("pq", "rs", "pq", "rs")},
+            k=1,
+            classes=3,
+            note=r"Column 'b' holds bytes that are not UTF-8 text; each value is written in hexadecimal",
+        ),
+        Case(
+            "dataset_binary",
+            _dataset(root, "dataset_binary", blobs),
+            "the binary columns in a folder, counted by DuckDB (once a crash: bytearray is unhashable)",
+            shape=(4, 3),
+            qi="b",
+            k=1,
+            classes=3,
+            upload=False,
+            dataset=True,
+        ),
+        Case(
+            "parquet_named_index",
+            _write(root, "named_index.parquet", indexed.getvalue()),
+            "df.set_index('region').to_parquet(): the named index is a column",
+            shape=(4, 2),
+            columns=("age", "region"),
+            values={"region": ("north", "south", "north", "west")},
+            qi="region",
+            k=1,
+            classes=3,
+        ),
+        Case(
+            "dataset_named_index",
+            _dataset(root, "dataset_named_index", indexed_table),
+            "the same file in a folder, counted by DuckDB",
+            shape=(4, 2),
+            qi="region",
+            k=1,
+            classes=3,
+            upload=False,
+            dataset=True,
+        ),
+        Case(
+            "duckdb_header_names_clash",
+            _write(root, "header_clash.csv", clash.encode()),
+            "repeated and empty header names, data rows of the header's names, counted by DuckDB",
+            shape=(3000, 4),
+            columns=("v2", "v2.1", "Unnamed: 2", "w"),
+            k=1000,
+            classes=3,
+            engine="duckdb",
+        ),
+    ]
+
+
+# ------------------------------------------------------------------------------- what is decoded, not declared
+
+
+def _with_shared_strings(template: bytes, sheet: bytes, strings: list[str]) -> bytes:
+    """``template`` (an openpyxl workbook of one sheet) with its sheet replaced by ``sheet`` and a shared-strings
+    part holding ``strings`` (openpyxl writes inline strings; Excel writes shared ones)."""
+    from xml.sax.saxutils import escape
+
+    items = "".join(f"<si><t>{escape(text)}</t></si>" for text in strings)
+    shared = (
+        '<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        '<sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main" '
+        f'count="{len(strings)}" uniqueCount="{len(strings)}">{items}</sst>'
+    ).encode()
+    relation = (
+        b'<Relationship Type="http://schemas.openxmlformats.org/officeDocument/2006/relationships/sharedStrings" '
+        b'Target="sharedStrings.xml" Id="rIdStrings" /></Relationships>'
+    )
+    content_type = (
+        b'<Override PartName="/xl/sharedStrings.xml" '
+        b'ContentType="application/vnd.openxmlformats-officedocument.spreadsheetml.sharedStrings+xml" /></Types>'
+    )
+    source = zipfile.ZipFile(io.BytesIO(template))
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as target:
+        for info in source.infolist():
+            content = source.read(info.filename)
+            if info.filename == "xl/worksheets/sheet1.xml":
+                content = sheet
+            elif info.filename == "xl/_rels/workbook.xml.rels":
+                content = content.replace(b"</Relationships>", relation)
+            elif info.filename == "[Content_Types].xml":
+                content = content.replace(b"</Types>", content_type)
+            target.writestr(info.filename, content)
+        target.writestr("xl/sharedStrings.xml", shared)
+    return buffer.getvalue()
+
+
+def _sheet_xml(rows: list[bytes]) -> bytes:
+    return (
+        b'<?xml version="1.0" encoding="UTF-8" standalone="yes"?>'
+        b'<worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>'
+        + b"".join(rows)
+        + b"</sheetData></worksheet>"
+    )
+
+
+def _shared_row(number: int, *cells: bytes) -> bytes:
+    """A row of cells, each ``s:<index>`` (a shared string) or a number."""
+    out = [f'<row r="{number}">'.encode()]
+    for column, cell in zip("ABCDEFGH", cells, strict=False):
+        reference = f"{column}{number}".encode()
+        if cell.startswith(b"s:"):
+            out.append(b'<c r="' + reference + b'" t="s"><v>' + cell[2:] + b"</v></c>")
+        else:
+            out.append(b'<c r="' + reference + b'"><v>' + cell + b"</v></c>")
+    out.append(b"</row>")
+    return b"".join(out)
+
+
+def _decoded_size_cases(root: Path) -> list[Case]:
+    """Files whose declared sizes are small and whose values are not: the limit counts what is decoded."""
+    import pyarrow as pa
+
+    template = _workbook({"Sheet": [["a", "b"], [1, 2]]})
+    # 40,000 cells referring to one 50,000-character shared string: 2 GB of text from a few hundred KB.
+    rows = [_shared_row(1, b"s:1", b"s:2")] + [_shared_row(i, b"s:0", str(i % 7).encode()) for i in range(2, 40_002)]
+    bomb = _with_shared_strings(template, _sheet_xml(rows), ["x" * 50_000, "label", "n"])
+    # The same structure at a harmless size: shared strings read as they should be.
+    towns = ["Bath", "York", "Leeds"]
+    normal = [_shared_row(1, b"s:3", b"s:4")] + [
+        _shared_row(i, f"s:{i % 3}".encode(), str(i % 2).encode()) for i in range(2, 14)
+    ]
+    shared = _with_shared_strings(template, _sheet_xml(normal), [*towns, "town", "n"])
+    # A dictionary page of one 50,000-byte value and 200,000 rows referring to it: 10 GB once decoded.
+    long_value = pa.DictionaryArray.from_arrays(pa.array([0] * 200_000, pa.int32()), pa.array(["y" * 50_000]))
+    small = pa.DictionaryArray.from_arrays(pa.array([0, 1] * 100_000, pa.int32()), pa.array(["p", "q"]))
+    return [
+        Case(
+            "excel_shared_string_bomb",
+            _write(root, "shared_string_bomb.xlsx", bomb),
+            "40,000 cells referring to one 50 KB shared string: 2 GB of cell text from a small workbook",
+            error=r"shared strings\) expands to 2\.\d\d GB when decompressed, over the limit of 1\.07 GB",
+        ),
+        Case(
+            "excel_shared_strings",
+            _write(root, "shared_strings.xlsx", shared),
+            "text cells stored as shared strings, as Excel saves them",
+            shape=(12, 2),
+            columns=("town", "n"),
+            values={"town": ("Leeds", "Bath", "York", "Leeds")},
+            k=4,
+            classes=3,
+        ),
+        Case(
+            "parquet_dictionary_bomb",
+            _write(
+                root, "dictionary_bomb.parquet", _parquet(pa.table({"a": long_value, "b": small}), store_schema=False)
+            ),
+            "a dictionary page of one 50 KB value referred to by 200,000 rows: 10 GB once decoded",
+            error=r"expands to 10\.\d\d GB when decompressed, over the limit of 1\.07 GB",
+        ),
+    ]
+
+
+# ------------------------------------------------------------------------------------- an audit of new kinds
+
+
+def _audit_cases(root: Path) -> list[Case]:
+    """Kinds of input the corpus did not try before: spreadsheet rows and sheets, odd headers and line ends,
+    types and shapes of Parquet files, names DuckDB reads otherwise, formats that are not tables."""
+    import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    people = _workbook({"data": [["a", "b"], ["x", 1], ["y", 2], ["z", 3]]})
+    # Row 3 renumbered 2: a second <row r="2">, which openpyxl merges with the first (one data row lost).
+    duplicated = _replace_member(
+        people,
+        "xl/worksheets/sheet1.xml",
+        b'<row r="3"><c r="A3" t="inlineStr"><is><t>y</t></is></c><c r="B3" t="n">',
+        b'<row r="2"><c r="A2" t="inlineStr"><is><t>y</t></is></c><c r="B2" t="n">',
+    )
+    merged = _replace_member(
+        _replace_member(people, "xl/worksheets/sheet1.xml", b'<c r="A3" t="inlineStr"><is><t>y</t></is></c>', b""),
+        "xl/worksheets/sheet1.xml",
+        b"</sheetData>",
+        b'</sheetData><mergeCells count="1"><mergeCell ref="A2:A3" /></mergeCells>',
+    )
+    hidden = _replace_member(
+        _workbook({"secret": [["id", "name"], [1, "Ann"]], "data": [["a", "b"], ["x", 1], ["y", 2]]}),
+        "xl/workbook.xml",
+        b'<sheet name="secret" sheetId="1" state="visible"',
+        b'<sheet name="secret" sheetId="1" state="hidden"',
+    )
+    from openpyxl import Workbook
+    from openpyxl.chart import BarChart
+    from openpyxl.styles import Font
+
+    chart_book = Workbook()
+    chart_book.create_chartsheet("chart").add_chart(BarChart())
+    chart_book.remove(chart_book["Sheet"])
+    charts = io.BytesIO()
+    chart_book.save(charts)
+    styled_book = Workbook()
+    styled = styled_book.active
+    assert styled is not None
+    for row in (["a", "b"], [1, "x"], [2, "y"], [1, "x"]):
+        styled.append(row)
+    for row_number in range(5, 2_005):  # formatted, empty: a sheet's "used range" far below its data
+        styled.cell(row=row_number, column=1).font = Font(bold=True)
+        styled.cell(row=row_number, column=2).font = Font(italic=True)
+    styled_bytes = io.BytesIO()
+    styled_book.save(styled_bytes)
+    paris = pa.timestamp("us", tz="Europe/Paris")
+    moments = [
+        datetime.datetime(2020, 1, 1, 12),
+        datetime.datetime(2020, 1, 1, 13),
+        None,
+        datetime.datetime(2020, 1, 1, 12),
+    ]
+    zoned = pa.table({"t": pa.array(moments, paris), "n": [1, 2, 3, 4]})
+    old = pa.table(
+        {
+            "d": pa.array([datetime.date(1, 1, 1), datetime.date(1899, 12, 31), datetime.date(1899, 12, 31)]),
+            "t": pa.array(
+                [datetime.datetime(1, 1, 1), datetime.datetime(9999, 12, 31), datetime.datetime(1850, 6, 1)],
+                pa.timestamp("ms"),
+            ),
+            "n": [1, 2, 3],
+        }
+    )
+    nulls = pa.table({"a": pa.nulls(3), "b": [1, 2, 2]})
+    cased = pa.table({"A": [1, 1, 2, 2], "a": [5, 6, 6, 6]})
+    groups = io.BytesIO()
+    pq.write_table(pa.table({"g": [i % 4 for i in range(400)], "n": list(range(400))}), groups, row_group_size=1)
+    long_name = "q" * 1_000  # the longest name a dashboard view keeps
+    feather = io.BytesIO()
+    import pyarrow.feather as feather_format
+
+    feather_format.write_feather(pa.table({"a": [1, 2], "b": ["x", "y"]}), feather)
+    return [
+        Case(
+            "excel_duplicated_row",
+            _write(root, "duplicated_row.xlsx", duplicated),
+            'two <row r="2"> elements: one data row would be silently lost',
+            error=r"row 2 appears twice, or after a row with a higher number",
+        ),
+        Case(
+            "excel_merged_cells",
+            _write(root, "merged.xlsx", merged),
+            "a merged range A2:A3: its second cell is empty, read as missing, with a note naming the range",
+            shape=(3, 2),
+            values={"a": ("x", None, "z")},
+            k=1,
+            classes=3,
+            note=r"has 1 merged range \('A2:A3'\): a merged range holds its value in its first cell only",
+        ),
+        Case(
+            "excel_hidden_first_sheet",
+            _write(root, "hidden_first.xlsx", hidden),
+            "a hidden first sheet: the first visible sheet is read, and the note says so",
+            shape=(2, 2),
+            columns=("a", "b"),
+            k=1,
+            classes=2,
+            note=r"has hidden sheets: 'secret'; they were not read",
+        ),
+        Case(
+            "excel_chartsheet_only",
+            _write(root, "chart_only.xlsx", charts.getvalue()),
+            "a workbook whose only sheet is a chart sheet",
+            error=r"is a chart, not a table of values; it has no sheet of values",
+        ),
+        Case(
+            "excel_formatted_empty_rows",
+            _write(root, "formatted_rows.xlsx", styled_bytes.getvalue()),
+            "3 data rows, then 2,000 formatted empty rows",
+            shape=(3, 2),
+            values={"a": (1, 2, 1)},
+            k=1,
+            classes=2,
+        ),
+        Case(
+            "csv_trailing_spaces",
+            _write(root, "trailing_spaces.csv", b'town,n\nBath ,1\n Bath,2\nBath,3\n"Bath  ",4\n'),
+            "spaces after a value, before it and inside quotes: removed on both sides, one town",
+            shape=(4, 2),
+            values={"town": ("Bath", "Bath", "Bath", "Bath")},
+            k=4,
+            classes=1,
+        ),
+        Case(
+            "csv_trailing_spaces_duckdb",
+            _write(root, "trailing_spaces_duckdb.csv", b'town,n\nBath ,1\n Bath,2\nBath,3\n"Bath  ",4\n'),
+            "the same file counted by DuckDB",
+            shape=(4, 2),
+            qi="town",
+            k=4,
+            classes=1,
+            engine="duckdb",
+        ),
+        Case(
+            "csv_mixed_line_endings_duckdb",
+            _write(root, "line_endings_duckdb.csv", b"a,b\r\n1,x\n2,y\r3,x\r\n4,y\n"),
+            "CRLF, LF and CR line ends counted by DuckDB, whose parser reads one kind per file",
+            error=r"mixes line endings \(carriage returns alone and line feeds\), which DuckDB cannot read",
+            engine="duckdb",
+            upload=False,  # the reader reads it (case mixed_line_endings)
+        ),
+        Case(
+            "bom_and_quoted_header_duckdb",
+            _write(root, "bom_quoted.csv", '\ufeff"name","age"\n"Ann",30\n"Bob",30\n"Cid",41\n'.encode()),
+            "a UTF-8 byte-order mark before a quoted header, counted by DuckDB",
+            shape=(3, 2),
+            columns=("name", "age"),
+            qi="age",
+            k=1,
+            classes=2,
+            engine="duckdb",
+        ),
+        Case(
+            "bom_in_the_middle",
+            _write(root, "bom_middle.csv", "name,age\nAnn,30\n\ufeffBob,41\n".encode()),
+            "a byte-order mark character at the start of a value in the middle of the file: kept, as it is text",
+            shape=(2, 2),
+            values={"name": ("Ann", "\ufeffBob"), "age": (30, 41)},
+            k=1,
+            classes=2,
+        ),
+        Case(
+            "header_of_delimiters",
+            _write(root, "delimiter_header.csv", b",,\n1,2,3\n4,5,6\n"),
+            "a header of delimiters only: no name at all",
+            error=r"no header row with column names",
+        ),
+        Case(
+            "rows_of_delimiters",
+            _write(root, "delimiter_rows.csv", b"a,b,c\n1,x,2\n,,\n3,y,4\n"),
+            "a row of delimiters only: a record whose every value is missing, never skipped",
+            shape=(3, 3),
+            values={"a": (1.0, None, 3.0), "b": ("x", None, "y")},
+            k=1,
+            classes=3,
+        ),
+        Case(
+            "names_differing_in_case_duckdb",
+            _write(root, "cased_names.csv", b"Age,age,x\n1,2,a\n1,3,b\n2,3,c\n"),
+            "columns 'Age' and 'age' counted by DuckDB, whose identifiers ignore case",
+            shape=(3, 3),
+            columns=("Age", "age", "x"),
+            qi="age",
+            k=1,
+            classes=2,
+            engine="duckdb",
+        ),
+        Case(
+            "dataset_names_differing_in_case",
+            _dataset(root, "dataset_cased", cased),
+            "Parquet columns 'A' and 'a' in a folder (DuckDB renames the second 'a_1')",
+            shape=(4, 2),
+            qi="a",
+            k=1,
+            classes=2,
+            upload=False,
+            dataset=True,
+        ),
+        Case(
+            "column_named_like_the_count",
+            _write(root, "count_name.csv", b"a,__privdash_count\n1,2\n1,3\n2,3\n"),
+            "a column named like the engines' count column, beside the one counted by DuckDB",
+            shape=(3, 2),
+            k=1,
+            classes=2,
+            engine="duckdb",
+        ),
+        Case(
+            "gzip_inside_gzip",
+            _write(root, "double.csv.gz", gzip.compress(gzip.compress(b"a,b\n1,2\n", mtime=0), mtime=0)),
+            "a gzip file inside a gzip file",
+            error=r"is gzip-compressed; decompress it first",
+        ),
+        Case(
+            "arrow_ipc_file",
+            _write(root, "table.feather", feather.getvalue()),
+            "an Arrow IPC (Feather) file",
+            error=r"is an Arrow IPC \(Feather\) file, which is not read; save the table as Parquet",
+        ),
+        Case(
+            "parquet_zero_columns",
+            _write(root, "zero_columns.parquet", _parquet(pa.table({}))),
+            "a Parquet file without columns",
+            error=r"has no columns",
+        ),
+        Case(
+            "parquet_null_type_column",
+            _write(root, "null_type.parquet", _parquet(nulls)),
+            "a column of Arrow's null type (every value missing) as the quasi-identifier",
+            shape=(3, 2),
+            values={"a": (None, None, None)},
+            k=3,
+            classes=1,
+            warning=r"Quasi-identifier 'a' is missing in every record",
+        ),
+        Case(
+            "parquet_time_zone",
+            _write(root, "time_zone.parquet", _parquet(zoned)),
+            "timestamps with a time zone and a missing one",
+            shape=(4, 2),
+            qi="t",
+            k=1,
+            classes=3,
+        ),
+        Case(
+            "dataset_time_zone",
+            _dataset(root, "dataset_time_zone", zoned),
+            "the same timestamps in a folder, counted by DuckDB",
+            shape=(4, 2),
+            qi="t",
+            k=1,
+            classes=3,
+            upload=False,
+            dataset=True,
+        ),
+        Case(
+            "parquet_dates_before_1900",
+            _write(root, "old_dates.parquet", _parquet(old)),
+            "dates of year 1 and 1899, timestamps of years 1 and 9999 (beyond nanosecond timestamps)",
+            shape=(3, 3),
+            qi="d",
+            k=1,
+            classes=2,
+        ),
+        Case(
+            "dataset_dates_before_1900",
+            _dataset(root, "dataset_old_dates", old),
+            "the same dates in a folder, counted by DuckDB",
+            shape=(3, 3),
+            qi="d",
+            k=1,
+            classes=2,
+            upload=False,
+            dataset=True,
+        ),
+        Case(
+            "parquet_row_group_per_row",
+            _write(root, "row_groups.parquet", groups.getvalue()),
+            "400 row groups of one row each",
+            shape=(400, 2),
+            values={"g": (0, 1, 2, 3)},
+            k=100,
+            classes=4,
+        ),
+        Case(
+            "one_row",
+            _write(root, "one_row.csv", b"a,b\n1,x\n"),
+            "a header and a single record",
+            shape=(1, 2),
+            values={"a": (1,), "b": ("x",)},
+            k=1,
+            classes=1,
+        ),
+        Case(
+            "long_column_name",
+            _write(root, "long_name.csv", f"{long_name},b\n1,x\n1,y\n2,x\n".encode()),
+            "a column name of 1,000 characters",
+            shape=(3, 2),
+            values={long_name: (1, 1, 2)},
+            k=1,
+            classes=2,
+        ),
+        Case(
+            "decimal_commas",
+            _write(root, "decimal_commas.csv", b"a;b\n1,5;x\n2,5;y\n1,5;z\n"),
+            "decimal commas between semicolons: text, as the reader's numbers have decimal points",
+            shape=(3, 2),
+            values={"a": ("1,5", "2,5", "1,5")},
+            k=1,
+            classes=2,
+        ),
     ]

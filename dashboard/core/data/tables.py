@@ -17,12 +17,17 @@ Rules (applied the same way by the CLI, the Python API and the dashboard):
   The header gives the number of columns: a row with more fields is an error naming the line (never a silent
   shift into an index), a row with fewer fields has missing values at its end.
 * **Parsing**: fields are separated by the delimiter, ``"`` quotes a field (``""`` inside it is a quote), spaces
-  before a field are skipped, blank lines are skipped, and lines end with LF, CRLF or CR. UTF-8 text is parsed by
-  Arrow's multi-threaded CSV reader into Arrow strings and each column is settled through its distinct values (an
-  order of magnitude faster than cell by cell, and text columns stay in Arrow memory); other encodings, and the
-  shapes Arrow's tokenizer reads otherwise than pandas' (spaces before an opening quote or inside one at a value's
-  start, rows of another width, an unclosed quote), are parsed by pandas' C parser. Both give the same frame, the
-  same notes and the same errors: a differential test holds them equal on thousands of random files.
+  before a field are skipped (a quote after them opens a quoted field), blank lines are skipped, and lines end with
+  LF, CRLF or CR. UTF-8 text is parsed by Arrow's multi-threaded CSV reader into Arrow strings and each column is
+  settled through its distinct values (an order of magnitude faster than cell by cell, and text columns stay in
+  Arrow memory); other encodings, and the shapes Arrow's tokenizer reads otherwise than pandas' (spaces before an
+  opening quote, rows of another width, an unclosed quote), are parsed by pandas' C parser. Both give the same
+  frame, the same notes and the same errors: a differential test holds them equal on thousands of random files.
+* **Spaces around a value are removed**, before and after it, inside quotes too: ``Bath``, ``Bath  ``, `` Bath``
+  and ``" Bath "`` are one town. Such spaces never tell two people apart and an attacker matching records ignores
+  them (the measured attacks do too), so keeping them would split a class in two and overstate the risk. Only the
+  space character is removed (not tabs or non-breaking spaces); a value that is then empty or a missing-value
+  marker is missing. Every engine that reads the file as text applies the same rule.
 * **Column names** are stripped of surrounding spaces; a name that is empty becomes ``Unnamed: i`` (``i`` the
   0-based position) and a name used twice gets a suffix (``a``, ``a.1``); both are reported in
   :attr:`TableInfo.notes`.
@@ -44,12 +49,17 @@ Rules (applied the same way by the CLI, the Python API and the dashboard):
 * **Excel**: the first sheet unless ``sheet`` names or numbers another; :attr:`TableInfo.sheets` lists them all
   and, when there are several and none was chosen, a note says which was read. Cells keep their types (a text
   cell ``02134`` stays text; text cells that look like numbers are converted as above), error cells
-  (``#DIV/0!``...) and the missing-value markers are missing values, empty rows are skipped. A workbook whose
+  (``#DIV/0!``...) and the missing-value markers are missing values, empty rows are skipped. Without a choice,
+  the first *visible* sheet is read (hidden sheets are named in a note). A merged range holds its value in its
+  first cell, the others are missing: a note names the ranges. A sheet whose rows are numbered twice or out of
+  order (``<row r="2">`` twice, which openpyxl merges into one row) is refused with the row's number. A workbook whose
   formulas have no saved result (written by a program that does not calculate, e.g. openpyxl, which a
   spreadsheet program would recalculate on opening) is refused with a message naming the columns, instead of
   being read as missing values or placeholder zeros.
-* **Parquet**: read as typed. Nested columns (list, struct, map) and duplicate column names are refused with a
-  message naming them.
+* **Parquet**: read as typed (:func:`arrow_frame`). Nested columns (list, struct, map) and duplicate column names
+  are refused with a message naming them. A pandas index saved with a name (``df.set_index('region')``) is a
+  column; decimals follow the numeric rules of text on their exact digits (float64 when exact, else text); bytes
+  are text (UTF-8, else hexadecimal). Arrow IPC (Feather) files are refused with a message.
 * **SPSS, Stata, SAS** (``.sav``, ``.zsav``, ``.dta``, ``.sas7bdat``, ``.xpt``; recognised by their signatures, read
   with pyreadstat): read as typed, the way statistical offices' users read them (sdcMicro, haven's ``as_factor``):
 
@@ -74,7 +84,8 @@ number of columns from the CSV header, the Parquet metadata, the worksheet rows 
 file; the number of rows and cells while the rows are read (CSV: at most ``max_rows + 1`` rows are parsed; Excel:
 rows are streamed and counted; SPSS, Stata, SAS: from the file's metadata, and no more rows than the limits allow
 are parsed); the declared uncompressed sizes of a workbook's ZIP entries and of a Parquet file's row groups, and
-the rows times the row width of a compressed statistical file, before anything is decompressed; the reading time
+the rows times the row width of a compressed statistical file, before anything is decompressed, and what shared
+strings and Parquet dictionaries decode to, before they are decoded; the reading time
 between chunks (see :class:`ReadLimits`). Going over one raises :class:`~dashboard.core.errors.ReadLimitError`,
 whose message names the limit, the value found and, when the caller says which setting controls it, that setting.
 An Excel sheet holding more rows (1,048,576) or columns (16,384) than Excel allows is refused in any case: it is
@@ -128,10 +139,11 @@ __all__ = [
     "FORMULA_PREFIXES",
     "ReadLimits",
     "TableInfo",
+    "arrow_frame",
     "csv_text",
     "escape_formulas",
+    "header_names",
     "infer_numeric_columns",
-    "quoted_space_pattern",
     "read_table",
     "read_table_with_info",
     "sniff_delimited",
@@ -200,7 +212,11 @@ class ReadLimits:
         groups (from its metadata) or of a compressed SPSS or SAS file's rows (rows times the row width of the
         metadata), before anything is decompressed. 1 GiB unless set otherwise (``None``: no limit): this is the
         protection against decompression bombs. Python's ``zipfile`` never produces more than
-        an entry's declared size, so an entry cannot lie its way past the check.
+        an entry's declared size, so an entry cannot lie its way past the check. What the values decode to counts
+        too, where a few bytes may stand for a long value: a worksheet's cells that refer to shared strings (the
+        text of each referenced string, counted before openpyxl parses the sheet), and a Parquet row group's
+        dictionary-encoded text (bounded from each dictionary page's longest value, counted exactly row by row
+        when the bound is over the limit, before the text is decoded).
     max_seconds
         Reading time, from the start of :func:`read_table` to the end of the numeric conversion. It is checked
         between steps: after decoding, between chunks of about 1,000,000 CSV cells (at least 200 rows), every
@@ -394,8 +410,8 @@ def read_table_with_info(
     info: TableInfo
     all_missing = None
     if kind == "parquet":
-        frame = _read_parquet(raw, label, limits, deadline)
-        info = TableInfo("parquet", None, None, len(raw), notes=tuple(notes))
+        frame, parquet_notes = _read_parquet(raw, label, limits, deadline)
+        info = TableInfo("parquet", None, None, len(raw), notes=tuple(notes + parquet_notes))
     elif kind == "excel":
         sheet_read = _read_excel(raw, label, sheet, limits, deadline)
         frame = sheet_read.frame
@@ -536,6 +552,8 @@ def _reason(exc: BaseException) -> str:
 _OLE2 = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 _ZIP = (b"PK\x03\x04", b"PK\x05\x06")
 _GZIP = b"\x1f\x8b"
+_ARROW_IPC = b"ARROW1"
+_FEATHER_V1 = b"FEA1"
 
 
 def _detect_format(raw: bytes, name: str | None, label: str) -> tuple[str, list[str]]:
@@ -552,6 +570,11 @@ def _detect_format(raw: bytes, name: str | None, label: str) -> tuple[str, list[
         )
     if raw.startswith(_GZIP):
         raise DataReadError(f"{label} is gzip-compressed; decompress it first (gunzip) and read the table inside.")
+    if raw.startswith((_ARROW_IPC, _FEATHER_V1)):
+        raise DataReadError(
+            f"{label} is an Arrow IPC (Feather) file, which is not read; save the table as Parquet "
+            "(pyarrow.feather.read_table(path) then pyarrow.parquet.write_table) or as CSV."
+        )
     if raw.startswith(b"PAR1"):
         kind = "parquet"
     elif raw.startswith(_ZIP):
@@ -725,6 +748,7 @@ def _read_text(
     except pd.errors.ParserError as exc:
         raise DataReadError(_parser_message(exc, label, delimiter)) from exc
     values = (np.concatenate(chunks) if len(chunks) > 1 else chunks[0])[1:]
+    _strip_spaces(values)
     rows = len(values)
     if limits.max_rows is not None and rows > limits.max_rows:
         raise limits.exceeded("max_rows", label, None, more=True)
@@ -741,6 +765,19 @@ def _read_text(
     return data, notes + numeric_notes, bool(pd.isna(values).all())
 
 
+def _strip_spaces(values: np.ndarray) -> None:
+    """Remove the spaces around every text of ``values`` (rows x columns of parsed fields, changed in place), inside
+    quotes too; a text that becomes a missing-value marker (``" NA "``, ``"  "``) is then missing."""
+    cells = pd.Series(values.reshape(-1), dtype=object, copy=False)
+    spaced = (cells.str.startswith(" ", na=False) | cells.str.endswith(" ", na=False)).to_numpy(dtype=bool)
+    if not spaced.any():
+        return
+    stripped = cells[spaced].str.strip(" ")
+    stripped = stripped.mask(stripped.isin(_NA_MARKERS))
+    rows, columns = np.divmod(np.flatnonzero(spaced), values.shape[1])
+    values[rows, columns] = stripped.to_numpy(dtype=object)
+
+
 #: Bytes of text per Arrow batch (batches are parsed in parallel; limits and time are checked between them).
 _ARROW_BLOCK_BYTES = 1 << 20
 _UTF8_BOM = b"\xef\xbb\xbf"
@@ -754,7 +791,7 @@ def _read_text_arrow(
     every value is missing, and the delimiter.
 
     Every field is read as text, then each column is settled through its distinct values, as the reference settles
-    it through every cell: leading spaces removed (``skipinitialspace``), the missing-value markers, the numeric
+    it through every cell: surrounding spaces removed (:func:`_strip_spaces`), the missing-value markers, the numeric
     rules (:func:`_convert_block`, on the distinct values in order of first appearance, so that the decisions and the
     examples in the notes are the reference's). Text columns stay Arrow strings, the storage of pandas' ``str``.
 
@@ -785,11 +822,10 @@ def _read_text_arrow(
         return None
     names, notes = _column_names(header, label)
     data = table.slice(1)
-    quoted_space = _QuotedSpace(raw, delimiter)
     kept: dict[str, list[tuple[str, str]]] = {"overflow": [], "inexact": [], "integers": [], "integers_missing": []}
     # Arrow's kernels release the GIL: the columns are settled two at a time.
     with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-        settled = list(pool.map(lambda i: _settle_text_column(data.column(i), quoted_space), range(width)))
+        settled = list(pool.map(lambda i: _settle_text_column(data.column(i)), range(width)))
     deadline.check()
     if any(column is None for column in settled):
         return None
@@ -813,28 +849,6 @@ def _ends_in_open_quote(raw: bytes, last: str) -> bool:
 
 #: A field Arrow read as text that pandas would read as quoted: spaces, then a quote.
 _SPACED_QUOTE = re.compile(r' +"')
-
-
-def quoted_space_pattern(delimiter: str) -> re.Pattern[bytes]:
-    """Bytes where a quoted value starts with a space (``," x"``; false alarms allowed, such as ``,"" ``): the
-    reader keeps such spaces, but once parsed they look like the spaces it skips before an unquoted value."""
-    return re.compile(rb"(?:^(?:\xef\xbb\xbf)?|[\r\n]|" + re.escape(delimiter.encode()) + rb')" ')
-
-
-class _QuotedSpace:
-    """Whether a quoted value of the file starts with a space (:func:`quoted_space_pattern`), asked at most once."""
-
-    def __init__(self, raw: bytes, delimiter: str) -> None:
-        self._raw, self._delimiter = raw, delimiter
-        self._found: bool | None = None
-        self._lock = threading.Lock()
-
-    def __call__(self) -> bool:
-        with self._lock:
-            if self._found is None:
-                pattern = quoted_space_pattern(self._delimiter)
-                self._found = b'" ' in self._raw and pattern.search(self._raw) is not None
-            return self._found
 
 
 def _arrow_strings(
@@ -899,18 +913,19 @@ class _TextColumn:
     trimmed: bool
 
 
-def _settle_text_column(column: Any, quoted_space: Callable[[], bool]) -> _TextColumn | None:
+def _settle_text_column(column: Any) -> _TextColumn | None:
     """The distinct values of one column of Arrow text, settled; ``None`` when pandas would have read the column
     otherwise (see :func:`_read_text_arrow`)."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
     as_read = uniques = pc.unique(column)  # in order of first appearance
-    trimmed = bool(pc.any(pc.starts_with(uniques, " ")).as_py())
+    leading = bool(pc.any(pc.starts_with(uniques, " ")).as_py())
+    trimmed = leading or bool(pc.any(pc.ends_with(uniques, " ")).as_py())
     if trimmed:
-        if bool(pc.any(pc.match_substring_regex(uniques, _SPACED_QUOTE.pattern)).as_py()) or quoted_space():
+        if leading and bool(pc.any(pc.match_substring_regex(uniques, _SPACED_QUOTE.pattern)).as_py()):
             return None
-        uniques = pc.utf8_ltrim(uniques, characters=" ")
+        uniques = pc.utf8_trim(uniques, characters=" ")
     missing = pc.is_in(uniques, value_set=pa.array(sorted(_NA_MARKERS), type=pa.large_string()))
     present = pc.filter(uniques, pc.invert(missing))
     return _TextColumn(column, as_read, uniques, missing, present, trimmed)
@@ -1288,12 +1303,16 @@ class _Sheet:
 @dataclass(frozen=True)
 class _SheetScan:
     """What a byte scan of a worksheet's XML finds before parsing: row elements, cells holding a value (and those of
-    the first row, the header), whether any formula exists."""
+    the first row, the header), whether any formula exists, the first row number that repeats or goes back (None
+    when the numbered rows ascend), the merged ranges, and the cells that refer to a shared string."""
 
     rows: int
     values: int
     header_values: int
     formulas: bool
+    disordered_row: int | None = None
+    merged: tuple[str, ...] = ()
+    shared_references: int = 0
 
 
 #: What ``zipfile`` raises for damaged, encrypted or unsupported archives and entries.
@@ -1381,15 +1400,21 @@ def _read_workbook(
             raise DataReadError(f"{label} could not be read as an Excel workbook: {_reason(exc)}.") from exc
         try:
             sheets = tuple(book.sheetnames)
-            name = _choose_sheet(sheets, sheet, label)
+            hidden = tuple(other for other in sheets if getattr(book[other], "sheet_state", "visible") != "visible")
+            # Without a choice, the first sheet a spreadsheet program shows: the first visible one.
+            visible = [other for other in sheets if other not in hidden]
+            name = _choose_sheet(sheets, sheet if sheet is not None or not visible else visible[0], label)
             worksheet = book[name]
             where = f"{label} (sheet '{name}')" if len(sheets) > 1 else label
             if not hasattr(worksheet, "iter_rows"):
-                raise DataReadError(f"{where} is a chart, not a table of values; choose another sheet.")
+                tables = [other for other in sheets if hasattr(book[other], "iter_rows")]
+                choose = f"choose another sheet: {format_values(tables, 8)}" if tables else "it has no sheet of values"
+                raise DataReadError(f"{where} is a chart, not a table of values; {choose}.")
             path = str(getattr(worksheet, "_worksheet_path", "")).lstrip("/")
             scan = scans.get(path)
             if scan is not None:
                 _check_scan(scan, where, limits)
+                _check_shared_strings(archive, path, scan, where, limits, deadline)
             recalculate = _asks_for_recalculation(archive)
             deadline.check()
             try:
@@ -1403,9 +1428,15 @@ def _read_workbook(
     notes = []
     if len(sheets) > 1 and sheet is None:
         others = format_values([other for other in sheets if other != name], 8)
+        which = "the first" if name == sheets[0] else "the first visible"
         notes.append(
-            f"{label} has {len(sheets)} sheets; the first, '{name}', was read. Not read: {others}. "
+            f"{label} has {len(sheets)} sheets; {which}, '{name}', was read. Not read: {others}. "
             "Choose a sheet to read another."
+        )
+    if hidden and (sheet is None or name in hidden):
+        notes.append(
+            f"{label} has hidden sheets: {format_values(list(hidden), 8)}"
+            + (f"; '{name}', which was read, is one of them." if name in hidden else "; they were not read.")
         )
     if not rows:
         frame = pd.DataFrame()
@@ -1414,6 +1445,12 @@ def _read_workbook(
         notes += frame_notes
     if scan is not None and scan.formulas:
         _check_formulas(archive, path, where, frame, recalculate, deadline)
+    if scan is not None and scan.merged:
+        count = len(scan.merged)
+        notes.append(
+            f"{where} has {count} merged range{'s' if count > 1 else ''} ({format_values(list(scan.merged), 8)}): "
+            "a merged range holds its value in its first cell only, so its other cells were read as missing values."
+        )
     return _Sheet(frame, name, sheets, notes)
 
 
@@ -1455,11 +1492,14 @@ def _scan_sheet(archive: zipfile.ZipFile, path: str, deadline: _Deadline) -> _Sh
     """Count row elements and cells holding a value, and see whether formulas exist, by a byte scan of the sheet's
     XML (bytes.count runs at memory speed), before any parsing. Elements may carry a namespace prefix (``<x:row>``).
     """
-    rows = values = 0
+    rows = values = shared = 0
     header_values: int | None = None
     formulas = False
     carry = b""
     prefix: bytes | None = None
+    last_row = 0
+    disordered: int | None = None
+    merged: list[str] = []
     with archive.open(path) as stream:
         while True:
             chunk = stream.read(1 << 20)
@@ -1474,13 +1514,34 @@ def _scan_sheet(archive: zipfile.ZipFile, path: str, deadline: _Deadline) -> _Sh
             value_tags = (b"<" + prefix + b"v>", b"<" + prefix + b"is>")
             rows += sum(part.count(tag) for tag in row_tags)
             values += sum(part.count(tag) for tag in value_tags)
+            shared += part.count(b' t="s"') + part.count(b" t='s'")
             formulas = formulas or any(part.count(b"<" + prefix + b"f" + end) for end in (b">", b" ", b"/"))
             if header_values is None:
                 header_values = _first_row_values(part, row_tags, value_tags)
+            if disordered is None and part.count(b"<" + prefix + b"row "):
+                numbers = _ROW_NUMBER.findall(part)
+                if numbers:
+                    found_rows = np.array([last_row, *map(int, numbers)], dtype=np.int64)
+                    back = np.flatnonzero(np.diff(found_rows) <= 0)
+                    if len(back):
+                        disordered = int(found_rows[back[0] + 1])
+                    last_row = int(found_rows[-1])
+            if b"mergeCell" in part:
+                merged += [ref.decode("ascii", "replace") for ref in _MERGED_RANGE.findall(part)]
             carry = buffer[cut:]
             deadline.check()
             if not chunk:
-                return _SheetScan(rows, values, header_values or 0, formulas)
+                return _SheetScan(rows, values, header_values or 0, formulas, disordered, tuple(merged), shared)
+
+
+#: The number of a row element (``<row r="12" ...>``, any namespace prefix) and the range of a merged cell.
+_ROW_NUMBER = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?row\s[^>]*?\br=[\"'](\d+)[\"']")
+_MERGED_RANGE = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?mergeCell\s[^>]*?\bref=[\"']([^\"']+)[\"']")
+#: A cell referring to a shared string, and its index.
+_SHARED_CELL = re.compile(
+    rb"<(?:[A-Za-z_][\w.-]*:)?c\s[^>]*?\bt=[\"']s[\"'][^>]*>\s*<(?:[A-Za-z_][\w.-]*:)?v>\s*(\d+)\s*<"
+)
+_SHARED_ITEM = re.compile(rb"<(?:[A-Za-z_][\w.-]*:)?si\b")
 
 
 def _first_row_values(part: bytes, row_tags: tuple[bytes, ...], value_tags: tuple[bytes, ...]) -> int | None:
@@ -1496,9 +1557,54 @@ def _first_row_values(part: bytes, row_tags: tuple[bytes, ...], value_tags: tupl
 
 def _check_scan(scan: _SheetScan, where: str, limits: ReadLimits) -> None:
     """Limits known from the scan of the chosen sheet: the cells holding a value, the header's excepted, bound the
-    cells of the table from below."""
+    cells of the table from below. Rows numbered twice or out of order are refused: a reader keeps one of the
+    rows numbered alike and drops the other."""
     if limits.max_cells is not None and scan.values - scan.header_values > limits.max_cells:
         raise limits.exceeded("max_cells", where, None, more=True)
+    if scan.disordered_row is not None:
+        raise DataReadError(
+            f"{where}: row {scan.disordered_row:,} appears twice, or after a row with a higher number; the sheet's "
+            "rows are not in order and one of them would be lost. Open the file in a spreadsheet program and save "
+            "it, or export it as CSV."
+        )
+
+
+def _check_shared_strings(
+    archive: zipfile.ZipFile, path: str, scan: _SheetScan, where: str, limits: ReadLimits, deadline: _Deadline
+) -> None:
+    """Bound the text the sheet's cells hold once their shared strings are filled in: a cell refers to a shared
+    string by its index, so a few bytes of XML can stand for a long text, and 40,000 references to one 50 KB string
+    are 2 GB of text. First a bound from the longest shared string (its XML length, which is at least its text's);
+    only over the limit, each cell's string is counted exactly."""
+    limit = limits.max_decompressed_bytes
+    parts = [name for name in archive.namelist() if name.lower().endswith("sharedstrings.xml")]
+    if limit is None or not scan.shared_references or not parts:
+        return
+    strings = archive.read(parts[0])
+    lengths = np.array([len(item) for item in _SHARED_ITEM.split(strings)[1:]], dtype=np.int64)
+    del strings
+    if not len(lengths) or scan.shared_references * int(lengths.max()) <= limit:
+        return
+    references: list[np.ndarray] = []
+    carry = b""
+    with archive.open(path) as stream:
+        while True:
+            chunk = stream.read(1 << 20)
+            buffer = carry + chunk
+            # Up to the last cell's start, so that no cell is split between two reads.
+            cut = max(buffer.rfind(b"<c "), buffer.rfind(b":c ")) if chunk else len(buffer)
+            if cut <= 0:
+                cut = max(len(buffer) - 256, 0)
+            references.append(np.array(list(map(int, _SHARED_CELL.findall(buffer[:cut]))), dtype=np.int64))
+            carry = buffer[cut:]
+            deadline.check()
+            if not chunk:
+                break
+    indices = np.concatenate(references) if references else np.zeros(0, dtype=np.int64)
+    indices = indices[(indices >= 0) & (indices < len(lengths))]
+    total = int(lengths[indices].sum())
+    if total > limit:
+        raise limits.exceeded("max_decompressed_bytes", f"{where} (its cells' shared strings)", total)
 
 
 _IS_NONE = partial(operator.is_, None)
@@ -1644,7 +1750,7 @@ def _formula_columns(references: list[str], frame: pd.DataFrame) -> str:
 # ---------------------------------------------------------------------------------------------------------- Parquet
 
 
-def _read_parquet(raw: bytes, label: str, limits: ReadLimits, deadline: _Deadline) -> pd.DataFrame:
+def _read_parquet(raw: bytes, label: str, limits: ReadLimits, deadline: _Deadline) -> tuple[pd.DataFrame, list[str]]:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
@@ -1653,6 +1759,17 @@ def _read_parquet(raw: bytes, label: str, limits: ReadLimits, deadline: _Deadlin
     try:
         parquet = pq.ParquetFile(pa.BufferReader(raw))
         schema = parquet.schema_arrow
+        # Text and bytes columns, whose dictionary pages may hold long values that few bytes of each row refer to.
+        encoded = [
+            f.name
+            for f in schema
+            if pa.types.is_string(f.type)
+            or pa.types.is_large_string(f.type)
+            or pa.types.is_binary(f.type)
+            or pa.types.is_large_binary(f.type)
+        ]
+        # The same file with those columns kept dictionary-encoded: what they decode to is counted before decoding.
+        encoded_file = pq.ParquetFile(pa.BufferReader(raw), read_dictionary=encoded) if encoded else None
     except Exception as exc:  # pyarrow raises ArrowInvalid, OSError ... for corrupt files
         raise DataReadError(f"{label} could not be read as a Parquet file: {_reason(exc)}.") from exc
     names = list(schema.names)
@@ -1676,18 +1793,176 @@ def _read_parquet(raw: bytes, label: str, limits: ReadLimits, deadline: _Deadlin
     limits.check("max_cells", n_rows * n_columns, label)
     groups = [metadata.row_group(i) for i in range(metadata.num_row_groups)]
     limits.check("max_decompressed_bytes", sum(group.total_byte_size for group in groups), label)
+    decoded = 0
     try:
         tables = []
-        for i in range(len(groups)):
-            tables.append(parquet.read_row_group(i))
+        for i, group in enumerate(groups):
+            # What the row group's values decode to, bounded from its metadata and the longest value of each
+            # dictionary page (a dictionary-encoded row is a few bits that stand for a whole value): under the limit,
+            # the row group is read as usual; over it, read encoded and its decoded bytes counted exactly.
+            bound = _decoded_bound(encoded_file, i, group, encoded)
+            limit = limits.max_decompressed_bytes
+            if limit is None or decoded + bound <= limit:
+                table = parquet.read_row_group(i)
+                decoded += table.nbytes
+            else:
+                assert encoded_file is not None
+                table = encoded_file.read_row_group(i)
+                decoded += _decoded_bytes(table, encoded)
+                limits.check("max_decompressed_bytes", decoded, label)
+                table = _decoded(table, encoded)
+            limits.check("max_decompressed_bytes", decoded, label)
+            tables.append(table)
             deadline.check()
         table = pa.concat_tables(tables) if tables else schema.empty_table()
-        frame = table.to_pandas()
+        return arrow_frame(table, deadline)
     except DataReadError:
         raise
     except Exception as exc:
         raise DataReadError(f"{label} could not be read as a Parquet file: {_reason(exc)}.") from exc
-    return frame
+
+
+def _decoded_bound(encoded_file: Any, index: int, group: Any, encoded: Sequence[str]) -> int:
+    """An upper bound of the bytes row group ``index`` decodes to: its declared size, plus for each column of
+    ``encoded`` with a dictionary page its values times the longest value of that page (read from one row)."""
+    import pyarrow.compute as pc
+
+    bound = int(group.total_byte_size)
+    chunks = {group.column(j).path_in_schema: group.column(j) for j in range(group.num_columns)}
+    paged = [name for name in encoded if name in chunks and chunks[name].has_dictionary_page]
+    if not paged or not group.num_rows:
+        return bound
+    first = next(encoded_file.iter_batches(batch_size=1, row_groups=[index], columns=paged), None)
+    if first is None:
+        return bound
+    for name in paged:
+        column = first.column(name)
+        dictionary = column.dictionary if hasattr(column, "dictionary") else column
+        longest = pc.max(pc.binary_length(dictionary)).as_py() if len(dictionary) else 0
+        bound += int(chunks[name].num_values) * (int(longest or 0) + 8)
+    return bound
+
+
+def _decoded(table: Any, encoded: Sequence[str]) -> Any:
+    """``table`` with its dictionary-encoded columns among ``encoded`` decoded (as a plain read gives them)."""
+    import pyarrow as pa
+
+    for name in encoded:
+        position = table.schema.get_field_index(name)
+        column = table.column(position)
+        if pa.types.is_dictionary(column.type):
+            table = table.set_column(position, name, column.cast(column.type.value_type))
+    return table
+
+
+def _decoded_bytes(table: Any, encoded: Sequence[str]) -> int:
+    """The bytes ``table`` holds once its dictionary-encoded columns among ``encoded`` are decoded: each row's
+    value length, summed (plus 8 bytes of offsets and validity per row); other columns as they are."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = 0
+    for name, column in zip(table.column_names, table.columns, strict=True):
+        if name in encoded and pa.types.is_dictionary(column.type):
+            for chunk in column.chunks:
+                lengths = pc.binary_length(chunk.dictionary).fill_null(0)
+                used = pc.take(lengths, chunk.indices).fill_null(0)
+                total += int(pc.sum(used.cast(pa.int64())).as_py() or 0) + 8 * len(chunk)
+        else:
+            total += column.nbytes
+    return total
+
+
+def arrow_frame(table: Any, deadline: _Deadline | None = None) -> tuple[pd.DataFrame, list[str]]:
+    """An Arrow table as the reader gives a Parquet file's columns (the other engines convert their typed results
+    with it too, so that every engine gives the same values), and notes on columns kept as text.
+
+    * Every column of the table is a column of the frame, in the table's order: a pandas index written with a name
+      (``df.set_index('region').to_parquet()``) is the column it was, never dropped into the row labels; an unnamed
+      pandas index (``__index_level_0__``: row labels of a filtered frame) is not data and is left out.
+    * Decimal columns follow the numeric rules of delimited text, applied to their exact decimal text: float64
+      when every value survives the conversion, int64 when every value is whole and none is missing, else text,
+      so that decimals that differ in the last digit, or beyond a float's 17 digits, stay apart.
+    * Bytes (binary columns) are text: decoded as UTF-8 when every value is valid UTF-8 (writers that store text as
+      bytes), else each value in hexadecimal (``0x00ff``), with a note.
+    * The other types convert as Arrow converts them to pandas, with the file's pandas metadata (text to pandas'
+      ``str``, dictionary columns to categoricals, dates to ``datetime.date``...).
+    """
+    import pyarrow as pa
+
+    decimals = [i for i, f in enumerate(table.schema) if pa.types.is_decimal(f.type)]
+    for i in decimals:
+        table = table.set_column(i, table.schema.field(i).name, _decimal_texts(table.column(i)))
+    hexadecimal = []
+    for i, f in enumerate(table.schema):
+        if pa.types.is_binary(f.type) or pa.types.is_large_binary(f.type) or pa.types.is_fixed_size_binary(f.type):
+            texts, decoded = _bytes_texts(table.column(i))
+            table = table.set_column(i, f.name, texts)
+            if not decoded:
+                hexadecimal.append(f.name)
+    frame = table.to_pandas()
+    named = [name for name in frame.index.names if name is not None]
+    if named:
+        frame = frame.reset_index(level=named)
+        order = [name for name in table.column_names if name in frame.columns]
+        frame = frame[order + [name for name in frame.columns if name not in order]]
+    if not isinstance(frame.index, pd.RangeIndex) or frame.index.start != 0 or frame.index.step != 1:
+        frame.index = pd.RangeIndex(len(frame))
+    notes = []
+    if hexadecimal:
+        many = len(hexadecimal) > 1
+        notes.append(
+            f"{'Columns' if many else 'Column'} {format_values(hexadecimal, 8)} {'hold' if many else 'holds'} bytes "
+            "that are not UTF-8 text; each value is written in hexadecimal (0x and two digits a byte)."
+        )
+    if not decimals:
+        return frame, notes
+    positions = [frame.columns.get_loc(table.schema.field(i).name) for i in decimals]
+    names = list(frame.columns)
+    converted, numeric_notes = _numeric_conversions(
+        lambda chosen: frame.iloc[:, chosen].to_numpy(dtype=object), positions, len(frame), names, deadline
+    )
+    for i in positions:
+        frame.isetitem(i, converted[i] if i in converted else frame.iloc[:, i].astype(_TEXT_DTYPE))
+    return frame, notes + numeric_notes
+
+
+def _bytes_texts(column: Any) -> tuple[Any, bool]:
+    """A column of bytes as text, and whether it was decoded: as UTF-8 when every value is valid UTF-8 (writers that
+    store text as bytes), else each value in hexadecimal (``0x00ff``: never taken for a number), so that every value
+    stays distinct and exact."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    plain = column.cast(pa.binary()) if pa.types.is_fixed_size_binary(column.type) else column
+    try:
+        return plain.cast(pa.large_string() if pa.types.is_large_binary(plain.type) else pa.string()), True
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        pass
+    # Each distinct value written once, then spread to the rows.
+    distinct = pc.unique(plain)
+    written = pa.array([None if value is None else "0x" + value.hex() for value in distinct.to_pylist()], pa.string())
+    return pc.take(written, pc.index_in(plain, value_set=distinct)), False
+
+
+def _decimal_texts(column: Any) -> Any:
+    """A decimal column as the exact text of each value, written without exponent (``0.000000000``, as databases
+    write decimals; Arrow would write ``0E-9``)."""
+    from decimal import Decimal
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    texts = column.cast(pa.string())
+    scientific = pc.fill_null(pc.match_substring(texts, "E"), False)
+    if not pc.any(scientific).as_py():
+        return texts
+    # Few values are written with an exponent (zeros and values under 1e-6, or a negative scale): each distinct one
+    # is rewritten once.
+    odd = pc.unique(pc.filter(texts, scientific))
+    rewritten = pa.array([format(Decimal(text), "f") for text in odd.to_pylist()], pa.string())
+    position = pc.index_in(texts, value_set=odd)
+    return pc.if_else(scientific, pc.take(rewritten, pc.fill_null(position, 0)), texts)
 
 
 # ------------------------------------------------------------------------------------------- SPSS, Stata and SAS
@@ -2424,6 +2699,42 @@ def _check_shape(frame: pd.DataFrame, label: str, info: TableInfo, all_missing: 
     unnamed = [c for c in frame.columns if not c or str(c).startswith("Unnamed:")]
     if unnamed and len(unnamed) == frame.shape[1]:
         raise DataReadError(f"{label} has no header row with column names.{others}")
+
+
+def header_names(path: Path, encoding: str, delimiter: str) -> list[str]:
+    """The column names :func:`read_table` gives a delimited text file's header (its first record that is not
+    blank: names stripped, ``Unnamed: i`` for an empty one, ``a.1`` for a repeat), parsed from the start of the file
+    in Python. Engines that read the file themselves name its columns with these: a header read by the engine
+    (``LIMIT 1`` of a parallel scan) may be any row of the file."""
+    size = 1 << 16
+    with path.open("rb") as handle:
+        while True:
+            handle.seek(0)
+            sample = handle.read(size)
+            complete = len(sample) < size
+            end = sample.rfind(b"\n") + 1
+            if not complete and end:
+                sample = sample[:end]  # whole lines: the last may be cut, in a multi-byte character too
+            if sample.startswith((b"\xff\xfe", b"\xfe\xff")) and len(sample) % 2:
+                sample = sample[:-1]
+            codec = "utf-8-sig" if encoding.replace("_", "-").lower() == "utf-8" else encoding
+            text = sample.decode(codec, errors="replace")
+            reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=True)
+            record: list[str] | None = None
+            try:
+                for row in reader:
+                    if len(row) > 1 or (row and row[0].strip()):
+                        record = row
+                        break
+            except csv.Error as exc:
+                if complete:
+                    raise DataReadError(f"{path.name} has no readable header: {exc}.") from exc
+            # The record is whole when lines follow it (or the file ended): else read a larger start.
+            if record is not None and (complete or reader.line_num <= text.count("\n")):
+                return _column_names(record, path.name)[0]
+            if complete:
+                raise DataReadError(f"{path.name} has no columns.")
+            size *= 4
 
 
 def sniff_delimited(sample: bytes, name: str | None = None) -> tuple[str, str]:

@@ -9,8 +9,8 @@ records that have it (``GROUP BY ALL``), from
 
 Same numbers on every engine
 ----------------------------
-DuckDB reads CSV columns as text (``all_varchar``) and groups by the text, with leading spaces removed as the
-pandas reader's ``skipinitialspace`` does; the rules of :func:`~dashboard.core.data.tables.read_table` are then
+DuckDB reads CSV columns as text (``all_varchar``) and groups by the text, with the spaces around each value
+removed as the pandas reader removes them; the rules of :func:`~dashboard.core.data.tables.read_table` are then
 applied to the aggregate, which holds every distinct value of each column: pandas' missing-value markers (``NA``,
 ``NULL``, ``-``... and the empty field) become missing, and a column becomes numeric exactly when the reader would
 make it numeric (:func:`~dashboard.core.data.tables.infer_numeric_columns`). Text that the typing merges (``1`` and
@@ -29,15 +29,17 @@ from __future__ import annotations
 
 import glob
 import os
+import re
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from dashboard.core.data.tables import read_table, sniff_delimited
+from dashboard.core.data.tables import arrow_frame, header_names, read_table, sniff_delimited
 from dashboard.core.engines.common import (
     COUNT,
     PANDAS_NA_VALUES,
@@ -122,6 +124,8 @@ def aggregate_table(
         raise ColumnError("No column to group by.")
     if len(set(names)) != len(names):
         raise ColumnError("A column is listed twice.")
+    if COUNT in names:
+        raise ColumnError(f"'{COUNT}' is the name of the counts privdash computes; rename that column to analyse it.")
     started = time.perf_counter()
     chosen = resolve_engine(engine, source)
     if chosen == Engine.PANDAS:
@@ -138,7 +142,27 @@ def aggregate_table(
 
         result = database_aggregate(source, names)
     rows = int(result[COUNT].sum())
+    if rows == 0:
+        raise DataReadError(
+            f"{_source_label(source)} has columns but no records (0 rows): there is nothing to count, and no "
+            "target can be met by no records."
+        )
     return Aggregate(result, tuple(names), rows, chosen, time.perf_counter() - started)
+
+
+def _source_label(source: Any) -> str:
+    """How messages name a source: its file or folder, its table or query, or what it is."""
+    if isinstance(source, pd.DataFrame):
+        return "The table"
+    if isinstance(source, DatabaseSource):
+        return f"Table {source.table}" if source.table is not None else "The query"
+    if isinstance(source, SparkTable):
+        return f"Spark table {source.name}"
+    if _is_spark_frame(source):
+        return "The Spark DataFrame"
+    if isinstance(source, str | os.PathLike):
+        return Path(source).name or os.fspath(source)
+    return "The source"
 
 
 def sample_rows(
@@ -167,16 +191,17 @@ def sample_rows(
 
     connection = duckdb.connect()
     try:
-        _, text = _relation(connection, source)
+        opened = _relation(connection, source)
         try:
-            frame = connection.sql(f"SELECT * FROM src LIMIT {rows}").df()
+            frame = _fetch_frame(connection.sql(f"SELECT * FROM src LIMIT {rows}"))
         except duckdb.Error as exc:
             raise DataReadError(f"DuckDB could not read the source: {_first_line(exc)}") from exc
     finally:
         connection.close()
-    if text is not None:
-        names = [str(c) for c in frame.columns]
-        frame = type_like_the_reader(frame, names)  # a preview of a few rows: not checked against the whole file
+    frame.columns = pd.Index(opened.names)
+    if opened.text is not None:
+        # A preview of a few rows: not checked against the whole file.
+        frame = type_like_the_reader(frame, list(dict.fromkeys(opened.names)))
     return frame
 
 
@@ -210,16 +235,16 @@ def _duckdb_aggregate(
 
     connection = duckdb_connection(memory_limit, temp_directory, ordered=False)
     try:
-        relation, text = _relation(connection, source)
-        available = [str(c) for c in relation.columns]
-        unknown = [name for name in names if name not in available]
+        opened = _relation(connection, source)
+        unknown = [name for name in names if name not in opened.names]
         if unknown:
-            raise ColumnError(f"Unknown column(s): {', '.join(unknown)}; the source has {', '.join(available)}.")
-        # CSV text is grouped as read; leading spaces are removed on the distinct values (type_like_the_reader).
-        select = ", ".join(_quote(name) for name in names)
-        query = f"SELECT {select}, COUNT(*) AS {COUNT} FROM src GROUP BY ALL"
+            available = ", ".join(opened.names)
+            raise ColumnError(f"Unknown column(s): {', '.join(unknown)}; the source has {available}.")
+        # CSV text is grouped as read; surrounding spaces are removed on the distinct values (type_like_the_reader).
+        query = f"SELECT {opened.select(names)}, COUNT(*) AS n FROM src GROUP BY ALL"
         try:
             result = _fetch_frame(connection.sql(query))
+            result.columns = pd.Index([*names, COUNT])
         except duckdb.OutOfMemoryException as exc:
             raise ParameterError(
                 f"DuckDB ran out of memory within memory_limit={memory_limit or 'its default'}: raise the limit or "
@@ -229,16 +254,9 @@ def _duckdb_aggregate(
             raise DataReadError(f"DuckDB could not read the source: {_first_line(exc)}") from exc
     finally:
         connection.close()
-    if text is not None:
-        result = type_like_the_reader(result, names, text)
+    if opened.text is not None:
+        result = type_like_the_reader(result, names, opened.text)
     return result
-
-
-#: DuckDB types whose conversion to pandas :func:`_fetch_frame` repeats exactly from Arrow.
-_ARROW_FETCHED = {
-    "VARCHAR", "BOOLEAN", "DOUBLE", "FLOAT", "TINYINT", "SMALLINT", "INTEGER", "BIGINT", "UTINYINT", "USMALLINT",
-    "UINTEGER", "UBIGINT",
-}  # fmt: skip
 
 
 #: pandas' nullable dtype of each Arrow integer type and of booleans, by name.
@@ -249,18 +267,19 @@ _NULLABLE = {
 
 
 def _fetch_frame(relation: Any) -> pd.DataFrame:
-    """A query's result as DuckDB's ``.df()`` gives it, fetched through Arrow when every column is text, a number
-    or a boolean: text becomes pandas' ``str`` on Arrow's buffers (``.df()`` converts text value by value, four
-    times slower on a long aggregate), and integers and booleans with missing values become pandas' nullable
-    types, as ``.df()`` makes them. Other types (dates, decimals...) go through ``.df()`` itself."""
+    """A query's result fetched through Arrow: text becomes pandas' ``str`` on Arrow's buffers (``.df()`` converts
+    text value by value, four times slower on a long aggregate), and integers and booleans with missing values
+    become pandas' nullable types, as ``.df()`` makes them. Decimals, bytes, dates and the other types convert as
+    the reader converts a Parquet file's columns (:func:`~dashboard.core.data.tables.arrow_frame`): decimals by the
+    numeric rules on their exact text (``.df()`` makes them float64, merging values that differ in the ninth
+    decimal), bytes as ``bytes`` (``.df()`` gives unhashable ``bytearray``)."""
     import pyarrow as pa
 
-    if not all(str(kind) in _ARROW_FETCHED for kind in relation.types):
-        return relation.df()
     fetched = relation.arrow()
     table = fetched.read_all() if isinstance(fetched, pa.RecordBatchReader) else fetched
     text = pd.StringDtype("pyarrow", na_value=np.nan)
-    columns = {}
+    columns: dict[str, Any] = {}
+    typed: list[str] = []
     for name, column in zip(table.column_names, table.columns, strict=True):
         kind = column.type
         if pa.types.is_string(kind) or pa.types.is_large_string(kind) or pa.types.is_string_view(kind):
@@ -268,8 +287,15 @@ def _fetch_frame(relation: Any) -> pd.DataFrame:
         elif column.null_count and (pa.types.is_integer(kind) or pa.types.is_boolean(kind)):
             nullable = pd.api.types.pandas_dtype(_NULLABLE[str(kind)])
             columns[name] = pd.array(column.to_pandas(types_mapper=lambda _, dtype=nullable: dtype), dtype=nullable)
-        else:
+        elif pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind):
             columns[name] = column.to_numpy()
+        else:
+            columns[name] = None
+            typed.append(name)
+    if typed:
+        frame, _ = arrow_frame(table.select(typed))
+        for name in typed:
+            columns[name] = frame[name].to_numpy(dtype=object) if frame[name].dtype == object else frame[name]
     return pd.DataFrame(columns, copy=False)
 
 
@@ -300,24 +326,53 @@ def _set(connection: Any, option: str, value: str) -> None:
         raise ParameterError(f"Invalid {option} {value!r}: {_first_line(exc)}") from exc
 
 
-def _relation(connection: Any, source: Any) -> tuple[Any, CsvText | None]:
-    """The source as the DuckDB view ``src``, and the CSV file when its columns are read as text."""
+@dataclass(frozen=True)
+class DuckSource:
+    """A source opened on a DuckDB connection as the view ``src``, whose columns are ``c0``, ``c1``... in the order
+    of ``names``: the reader's names are never SQL identifiers, which DuckDB compares without case (``Age`` and
+    ``age`` would be one column, a Parquet file's ``a`` beside ``A`` is renamed ``a_1``) and which would clash with
+    the names of a query's own columns."""
+
+    names: list[str]
+    text: CsvText | None
+
+    def column(self, name: str) -> str:
+        """The view's identifier of column ``name``."""
+        return f"c{self.names.index(name)}"
+
+    def select(self, names: Sequence[str]) -> str:
+        """``c3 AS c3, ...`` for ``names``: a SELECT list of these columns."""
+        return ", ".join(self.column(name) for name in names)
+
+
+def _positional(relation: Any) -> str:
+    return ", ".join(f"{_quote(str(column))} AS c{i}" for i, column in enumerate(relation.columns))
+
+
+def _relation(connection: Any, source: Any) -> DuckSource:
+    """The source as the DuckDB view ``src`` of positional columns (:class:`DuckSource`)."""
     import duckdb
 
     if isinstance(source, pd.DataFrame):
-        connection.register("src", source)
-        return connection.table("src"), None
+        connection.register("src_frame", source)
+        connection.sql(f"SELECT {_positional(connection.table('src_frame'))} FROM src_frame").create_view("src")
+        return DuckSource([str(c) for c in source.columns], None)
     paths = source_paths(source)
     kinds = {_kind(path) for path in paths}
     if kinds == {"parquet"}:
         files = "[" + ", ".join(_literal(str(path)) for path in paths) + "]"
+        names = _check_decimals(paths)
         try:
             relation = connection.sql(f"SELECT * FROM read_parquet({files}, union_by_name = false)")
             _check_parquet(relation)
-            relation.create_view("src")
+            connection.sql(
+                f"SELECT {_positional(relation)} FROM read_parquet({files}, union_by_name = false)"
+            ).create_view("src")
         except duckdb.Error as exc:
             raise DataReadError(f"The Parquet source could not be read: {_first_line(exc)}") from exc
-        return relation, None
+        if names is None or len(names) != len(relation.columns):
+            names = [str(c) for c in relation.columns]
+        return DuckSource(names, None)
     if kinds != {"text"}:
         raise ParameterError(
             f"DuckDB reads CSV and Parquet; {paths[0].name} is neither. Use engine='pandas' for Excel files."
@@ -326,40 +381,32 @@ def _relation(connection: Any, source: Any) -> tuple[Any, CsvText | None]:
     with path.open("rb") as handle:
         sample = handle.read(1 << 20)
     encoding, delimiter = sniff_delimited(sample, path.name)
+    # A carriage return alone (old Mac line ends) beside line feeds: DuckDB reads one kind of line end per file
+    # (its parser stops, or misreads the rows around a lone CR); the pandas reader reads every kind.
+    if b"\n" in sample and re.search(rb"\r[^\n]", sample) is not None:  # (a CR that ends the sample may be cut)
+        raise DataReadError(
+            f"{path.name} mixes line endings (carriage returns alone and line feeds), which DuckDB cannot read. Read "
+            "it with engine='pandas', or save it with one kind of line ending."
+        )
     duckdb_encoding = _duckdb_encoding(encoding)
     if duckdb_encoding is None:
         raise ParameterError(
             f"{path.name} is encoded as {encoding}; DuckDB reads UTF-8, UTF-16 and Latin-1. Save it as UTF-8 or "
             "use engine='pandas'."
         )
+    # The header is parsed in Python from the file's first lines: a LIMIT 1 of DuckDB's parallel scan may return
+    # any row, and a data row's values as column names (repeated ones) made the query fail at random.
+    names = header_names(path, encoding, delimiter)
+    columns = "{" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names))) + "}"
     options = (
         f"delim = {_literal(delimiter)}, header = true, all_varchar = true, quote = '\"', escape = '\"', "
-        f"encoding = {_literal(duckdb_encoding)}, null_padding = false, auto_detect = false, "
-        f"columns = {_columns_clause(connection, path, delimiter, duckdb_encoding)}"
+        f"encoding = {_literal(duckdb_encoding)}, null_padding = false, auto_detect = false, columns = {columns}"
     )
     try:
-        relation = connection.sql(f"SELECT * FROM read_csv({_literal(str(path))}, {options})")
-        relation.create_view("src")
+        connection.sql(f"SELECT * FROM read_csv({_literal(str(path))}, {options})").create_view("src")
     except duckdb.Error as exc:
         raise DataReadError(f"{path.name} is not a consistent delimited table: {_first_line(exc)}") from exc
-    return relation, CsvText(path, delimiter)
-
-
-def _columns_clause(connection: Any, path: Path, delimiter: str, encoding: str) -> str:
-    """``{'name': 'VARCHAR', ...}`` from the header, names stripped as the pandas reader strips them."""
-    import duckdb
-
-    try:
-        first = connection.sql(
-            f"SELECT * FROM read_csv({_literal(str(path))}, delim = {_literal(delimiter)}, header = false, "
-            f"all_varchar = true, quote = '\"', escape = '\"', encoding = {_literal(encoding)}) LIMIT 1"
-        ).fetchall()
-    except duckdb.Error as exc:
-        raise DataReadError(f"{path.name} has no readable header: {_first_line(exc)}") from exc
-    if not first:
-        raise DataReadError(f"{path.name} has no columns.")
-    names = [str(value).strip() if value is not None else "" for value in first[0]]
-    return "{" + ", ".join(f"{_literal(name)}: 'VARCHAR'" for name in names) + "}"
+    return DuckSource(names, CsvText(path, delimiter))
 
 
 def _duckdb_encoding(encoding: str) -> str | None:
@@ -381,3 +428,36 @@ def _check_parquet(relation: Any) -> None:
     ]
     if nested:
         raise DataReadError(f"Nested columns cannot be analysed as values: {', '.join(nested)}.")
+
+
+#: The most digits of a decimal DuckDB holds exactly: it reads wider Parquet decimals as DOUBLE.
+DUCKDB_DECIMAL_DIGITS = 38
+
+
+def _check_decimals(paths: Sequence[Path]) -> list[str] | None:
+    """Refuse Parquet decimal columns wider than DuckDB's decimals (from each file's footer, nothing else read):
+    DuckDB would read them as floating-point numbers and merge values that differ beyond the 17th digit. Returns
+    the first file's column names (None when its footer cannot be read: DuckDB then says what is wrong)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    names: list[str] | None = None
+    for path in paths:
+        try:
+            schema = pq.read_schema(path)
+        except (pa.ArrowException, OSError):
+            continue
+        if names is None:
+            names = [str(name) for name in schema.names]
+        wide = [
+            f"'{f.name}' ({f.type.precision} digits)"
+            for f in schema
+            if pa.types.is_decimal(f.type) and f.type.precision > DUCKDB_DECIMAL_DIGITS
+        ]
+        if wide:
+            raise DataReadError(
+                f"{path.name} has decimal columns wider than the {DUCKDB_DECIMAL_DIGITS} digits DuckDB keeps "
+                f"exactly: {', '.join(wide)}; DuckDB would round them into floating-point numbers and merge "
+                "distinct values. Read it with engine='pandas'."
+            )
+    return names

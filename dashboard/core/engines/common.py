@@ -9,7 +9,6 @@ import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.choices import Choice
-from dashboard.core.data.tables import infer_numeric_columns, quoted_space_pattern
+from dashboard.core.data.tables import infer_numeric_columns
 from dashboard.core.errors import DataReadError
 
 __all__ = [
@@ -220,43 +219,32 @@ class CsvText:
     path: Path
     delimiter: str
 
-    @cached_property
-    def has_quoted_space(self) -> bool:
-        """Whether a quoted value starts with a space (:func:`~dashboard.core.data.tables.quoted_space_pattern`);
-        searched once, and only when a column has a value with leading spaces."""
-        return file_matches(self.path, quoted_space_pattern(self.delimiter), b'" ')
-
 
 def type_like_the_reader(result: pd.DataFrame, names: list[str], csv: CsvText | None = None) -> pd.DataFrame:
     """Apply :func:`read_table`'s missing markers and numeric typing to the text aggregate.
 
     The reader's decisions depend only on a column's set of distinct values and on whether it has missing values,
     so each column is typed through its distinct values (a handful, however long the aggregate) and mapped back.
-    Leading spaces are removed first, as the reader's ``skipinitialspace`` removes them: on the distinct values
-    rather than on every row in the engine (``ltrim`` per row tripled DuckDB's time on a CSV), so texts that differ
-    only in leading spaces become equal values, which the class summary groups together.
+    Surrounding spaces are removed first, as the reader removes them (before and after a value, inside quotes
+    too): on the distinct values rather than on every row in the engine (``trim`` per row tripled DuckDB's time
+    on a CSV), so texts that differ only in those spaces become equal values, which the class summary groups.
 
-    The reader keeps the spaces at the start of a *quoted* value (``" x"``), which a parsed text no longer shows,
-    and finds a quote after skipped spaces (``  "x"``), which an engine may read as part of the text: when a value
-    has leading spaces and the file ``csv`` has either, the aggregate cannot be typed exactly and a
-    :class:`DataReadError` says so (``engine="pandas"`` reads the file).
+    The reader finds a quote after skipped spaces (``  "x"`` is ``x``), which an engine reading the file as text
+    keeps as part of the value: when a value starts with spaces and a quote, the aggregate cannot be typed
+    exactly and a :class:`DataReadError` says so (``engine="pandas"`` reads the file).
     """
     frame = result.copy()
     for name in names:
         codes, uniques = pd.factorize(frame[name], use_na_sentinel=True)
         values = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
         spaced = values.str.startswith(" ", na=False)
-        if (
-            csv is not None
-            and bool(spaced.any())
-            and (bool(values[spaced].str.match(' +"').any()) or csv.has_quoted_space)
-        ):
+        if csv is not None and bool(spaced.any()) and bool(values[spaced].str.match(' +"').any()):
             raise DataReadError(
-                f'{csv.path.name} has a quoted value that starts with a space (" x") or spaces before an opening '
-                "quote: the reader keeps spaces inside quotes and skips the ones before a value, and an engine that "
-                "reads the file as text cannot tell them apart. Read it with engine='pandas', or remove those spaces."
+                f'{csv.path.name} has spaces before an opening quote ( "x"): the reader skips them and reads the '
+                "quoted value, and an engine that reads the file as text keeps them with the quotes. Read it with "
+                "engine='pandas', or remove those spaces."
             )
-        values = values.str.lstrip(" ").where(values.notna(), None).astype(object)
+        values = values.str.strip(" ").where(values.notna(), None).astype(object)
         values = values.where(~values.isin(PANDAS_NA_VALUES), None)
         missing = bool((codes < 0).any()) or bool(values.isna().any())
         if missing:

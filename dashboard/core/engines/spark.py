@@ -18,8 +18,8 @@ conversion the pandas reader applies to a Parquet file: integers stay int64 (int
 doubles stay float64, text becomes pandas' string dtype and nulls are missing, so the class summary sees the same
 values as with pandas or DuckDB. A CSV file is read as text, every column a string, with the delimiter and encoding
 that :func:`~dashboard.core.data.tables.sniff_delimited` finds as the reader does, ``"`` as quote and escape, and
-leading blanks dropped (the reader's ``skipinitialspace``; blanks before a quote too); the reader's rules
-(missing-value markers, numeric typing) are then applied to the aggregate by
+leading blanks dropped (blanks before a quote too); the reader's rules (spaces around values removed,
+missing-value markers, numeric typing) are then applied to the aggregate by
 :func:`~dashboard.core.engines.common.type_like_the_reader`, as for DuckDB. Header names follow the reader
 (stripped, ``Unnamed: i`` for an empty one, ``a.1`` for a repeat); a row with fewer fields than the header has
 missing values at its end; a row with more is refused. A file with quotes, tabs as delimiter or a multi-byte
@@ -39,8 +39,6 @@ from __future__ import annotations
 
 import atexit
 import codecs
-import csv
-import io
 import os
 import re
 import shutil
@@ -55,7 +53,7 @@ from typing import Any
 
 import pandas as pd
 
-from dashboard.core.data.tables import _column_names, sniff_delimited
+from dashboard.core.data.tables import arrow_frame, header_names, sniff_delimited
 from dashboard.core.engines.common import (
     COUNT,
     CsvText,
@@ -108,6 +106,8 @@ logger.tasks.level = off
 _STANDALONE = re.compile(r"spark://(?P<hosts>[^/]+)/?")
 _OTHER_MASTERS = re.compile(r"local|local\[(\*|\d+)(,\d+)?\]|local-cluster\[\d+,\d+,\d+\]|yarn|k8s://.+")
 _EXTRA = "__privdash_extra"
+#: The most digits of a Spark decimal.
+_SPARK_DECIMAL_DIGITS = 38
 # Python codec names (codecs.lookup(...).name) whose Java charset has another name.
 _JAVA_CHARSETS = {
     "ascii": "US-ASCII",
@@ -373,6 +373,16 @@ def _read_parquet(spark: Any, paths: list[Path]) -> Any:
         nested = [f"{field.name} ({field.type})" for field in schema if pa.types.is_nested(field.type)]
         if nested:
             raise DataReadError(f"Nested columns cannot be analysed as values: {', '.join(nested)}.")
+        wide = [
+            f"'{field.name}' ({field.type.precision} digits)"
+            for field in schema
+            if pa.types.is_decimal(field.type) and field.type.precision > _SPARK_DECIMAL_DIGITS
+        ]
+        if wide:
+            raise DataReadError(
+                f"{path.name} has decimal columns wider than the {_SPARK_DECIMAL_DIGITS} digits Spark reads: "
+                f"{', '.join(wide)}. Read it with engine='pandas'."
+            )
         if first is None:
             first = list(schema.names)
         elif list(schema.names) != first:
@@ -407,7 +417,7 @@ def _read_csv(spark: Any, path: Path) -> tuple[Any, _Text]:
             f"{path.name} is encoded as {encoding}, which Spark reads only with {_LEGACY_CHARSETS}=true: set it on "
             "the session, save the file as UTF-8, or use engine='pandas'."
         )
-    names = _header(sample, encoding, delimiter, path.name)
+    names = header_names(path, encoding, delimiter)
     ascii_compatible = "a\n".encode(encoding, errors="ignore") == b"a\n"
     # Line by line (split between tasks) only when no field can hold a line break and no row is all blanks: Spark's
     # line reader drops lines that are blank once trimmed, as a row of empty tab-separated fields is.
@@ -430,20 +440,6 @@ def _read_csv(spark: Any, path: Path) -> tuple[Any, _Text]:
         return reader.schema(schema).csv(str(path.resolve())), _Text(path.name, names, CsvText(path, delimiter))
     except _spark_errors() as exc:
         raise DataReadError(f"Spark could not read {path.name}: {_reason(exc)}") from exc
-
-
-def _header(sample: bytes, encoding: str, delimiter: str, label: str) -> list[str]:
-    """The column names the reader gives the file (from its first non-blank record)."""
-    end = sample.rfind(b"\n") + 1
-    text = (sample[:end] if end else sample).decode("utf-8-sig" if encoding == "utf-8" else encoding, errors="replace")
-    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=True)
-    try:
-        for record in reader:
-            if len(record) > 1 or (record and record[0].strip()):
-                return _column_names(record, label)[0]
-    except csv.Error as exc:
-        raise DataReadError(f"{label} has no readable header: {exc}.") from exc
-    raise DataReadError(f"{label} has no columns.")
 
 
 def _java_charset(spark: Any, encoding: str) -> str | None:
@@ -501,7 +497,7 @@ def _collect(grouped: Any, names: list[str]) -> pd.DataFrame:
         table = grouped.agg(F.count(F.lit(1)).alias(COUNT)).toArrow()
     except _spark_errors() as exc:
         raise DataReadError(f"Spark could not count the source: {_reason(exc)}") from exc
-    result = table.to_pandas()
+    result, _ = arrow_frame(table)  # decimals typed as the reader types them, exactly
     result.columns = [*names, COUNT]
     return result
 

@@ -42,13 +42,14 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
-from dashboard.core.data.tables import escape_formulas
+from dashboard.core.data.tables import arrow_frame, escape_formulas
 from dashboard.core.engines.aggregate import (
     COUNT,
     CsvText,
+    DuckSource,
     _first_line,
-    _quote,
     _relation,
     aggregate_table,
     duckdb_connection,
@@ -348,10 +349,9 @@ def _streamed(
 
     connection = duckdb_connection(memory_limit, temp_directory, ordered=True)
     try:
-        relation, text = _relation(connection, source)
-        names = [str(c) for c in relation.columns]
-        typing = _column_typing(connection, names, text) if text is not None else {}
-        yield _Reader(connection, names, text is not None, typing, batch_rows)
+        opened = _relation(connection, source)
+        typing = _column_typing(connection, opened) if opened.text is not None else {}
+        yield _Reader(connection, opened, typing, batch_rows)
     except duckdb.Error as exc:
         raise DataReadError(f"DuckDB could not stream the source: {_first_line(exc)}") from exc
     finally:
@@ -379,43 +379,53 @@ class _Reader:
     """Batches of the source's rows, typed as the pandas reader types the whole file."""
 
     def __init__(
-        self, connection: Any, names: list[str], text: bool, typing: dict[str, tuple[pd.Index, pd.Series]], rows: int
+        self, connection: Any, source: DuckSource, typing: dict[int, tuple[pd.Index, pd.Series]], rows: int
     ) -> None:
         self._connection = connection
-        self.names = names
-        self._text = text
+        self.names = source.names
+        self._text = source.text is not None
         self._typing = typing
         self._rows = rows
 
     def batches(self) -> Iterator[pd.DataFrame]:
-        select = ", ".join(_quote(n) for n in self.names)
-        reader = self._connection.sql(f"SELECT {select} FROM src").to_arrow_reader(self._rows)
+        reader = self._connection.sql("SELECT * FROM src").to_arrow_reader(self._rows)
         for batch in reader:
-            frame = batch.to_pandas()
             if self._text:
-                frame = self._typed(frame)
-            yield frame
+                yield self._typed(batch.to_pandas())
+            else:
+                frame, _ = arrow_frame(pa.Table.from_batches([batch]))
+                frame.columns = pd.Index(self.names)
+                yield frame
 
     def _typed(self, frame: pd.DataFrame) -> pd.DataFrame:
         columns = {}
-        for name in self.names:
-            texts, typed = self._typing[name]
-            codes = texts.get_indexer(pd.Index(frame[name].to_numpy(dtype=object), dtype=object))
-            # Missing text (NULL) has no entry: it takes the column's missing value, the typed series' last one.
+        for position in range(len(self.names)):
+            texts, typed = self._typing[position]
+            codes = texts.get_indexer(pd.Index(frame.iloc[:, position].to_numpy(dtype=object), dtype=object))
+            # Missing text (NULL) has no entry: it takes the column's missing value, the typed series' last one
+            # (a column without NULL has no missing value, and every text of a batch is one of its texts).
             codes = np.where(codes < 0, len(typed) - 1, codes)
-            columns[name] = typed.take(codes).reset_index(drop=True)
-        return pd.DataFrame(columns, index=pd.RangeIndex(len(frame)))
+            columns[position] = typed.take(codes).reset_index(drop=True)
+        out = pd.DataFrame(columns, index=pd.RangeIndex(len(frame)))
+        out.columns = pd.Index(self.names)
+        return out
 
 
-def _column_typing(connection: Any, names: list[str], csv: CsvText) -> dict[str, tuple[pd.Index, pd.Series]]:
-    """Per CSV column: its distinct texts and their values as the reader types the column (a missing value last)."""
+def _column_typing(connection: Any, source: DuckSource) -> dict[int, tuple[pd.Index, pd.Series]]:
+    """Per CSV column (by position): its distinct texts and their values as the reader types the column (a missing
+    value last, when the column has one)."""
+    assert source.text is not None
+    csv: CsvText = source.text
     typing = {}
-    for name in names:
-        distinct = connection.execute(f"SELECT DISTINCT {_quote(name)} AS v FROM src").df()["v"]
+    for position, name in enumerate(source.names):
+        distinct = connection.execute(f"SELECT DISTINCT c{position} AS v FROM src").df()["v"]
         texts = distinct.dropna().astype(object)
-        frame = pd.DataFrame({name: pd.Series([*texts.tolist(), None], dtype=object)})
+        # The missing value last, only when the column has one: a column of integers without one is int64 (with
+        # one it would be float64, and 30 would be written 30.0).
+        has_null = len(texts) < len(distinct)
+        frame = pd.DataFrame({name: pd.Series([*texts.tolist(), *([None] if has_null else [])], dtype=object)})
         typed = type_like_the_reader(frame, [name], csv)[name]
-        typing[name] = (pd.Index(texts.tolist(), dtype=object), typed)
+        typing[position] = (pd.Index(texts.tolist(), dtype=object), typed)
     return typing
 
 

@@ -8,8 +8,8 @@ code 0 / 1) and the API give the same answer from the same numbers.
 Per target (definitions in :mod:`dashboard.core.targets`; comparisons as the models define them):
 
 ``k``
-    passes iff no record is in a class smaller than ``k`` (``f_j >= k`` for every class); *achieved* is the
-    smallest class size.
+    passes iff no record is in a class smaller than ``k`` (``f_j >= k`` for every class) and at least one record
+    is in scope (no verdict passes on no records); *achieved* is the smallest class size.
 ``l``
     passes iff every class has at least ``l`` distinct values of each sensitive attribute; *achieved* is the
     smallest such count over the attributes.
@@ -124,6 +124,8 @@ class Verdict:
         n = self.records
         count = len(self.quasi_identifiers)
         attributes = f"these {count} attributes" if count != 1 else "this attribute"
+        if not n:
+            return "Not safe to release: no record is in scope, so no target can be met."
         if self.passed:
             met = "; ".join(check.reason for check in self.checks)
             return f"Meets every target on {attributes}: {met}."
@@ -165,9 +167,13 @@ def check_targets(diagnosis: Diagnosis, targets: PrivacyTargets) -> Verdict:
     below = sizes < targets.k
     failing |= below
     records_below = int(counts[below].sum())
-    k_passed = records_below == 0
+    # No record in scope (an empty table, or every record dropped): nothing is met, whatever the sizes say.
+    empty = diagnosis.n_records == 0
+    k_passed = records_below == 0 and not empty
     k_reason = (
-        f"k = {diagnosis.k:,} meets k ≥ {targets.k}"
+        "k cannot be judged: no record is in scope"
+        if empty
+        else f"k = {diagnosis.k:,} meets k ≥ {targets.k}"
         if k_passed
         else f"k = {diagnosis.k:,} is below the target k = {targets.k}: "
         f"{records_below:,} records are in smaller classes"

@@ -44,7 +44,8 @@ def fingerprint(path: Path) -> tuple[str, int, int] | None:
 
 def arguments(case: Case) -> list[str]:
     sheet = ["--sheet", str(case.sheet)] if case.sheet is not None else []
-    return ["diagnose", str(case.path), "--qi", case.quasi_identifier, *sheet, "--json"]
+    engine = ["--engine", case.engine] if case.engine is not None else []
+    return ["diagnose", str(case.path), "--qi", case.quasi_identifier, *sheet, *engine, "--json"]
 
 
 def problems(case: Case, code: int, out: str, err: str) -> list[str]:

@@ -102,6 +102,33 @@ def test_cli_writes_the_records_with_their_risk(
     assert small_csv.read_bytes() == before
 
 
+def test_streamed_records_are_written_as_the_pandas_engine_writes_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Integers stay integers (DuckDB's streamed CSV once wrote 30 as 30.0), and a named pandas index of a Parquet
+    file is a column of the records written, by either engine."""
+    people = tmp_path / "people.csv"
+    people.write_text("age,sex,n\n30,f,1\n30,m,\n41,f,3\n30,f,4\n", encoding="utf-8")
+    folder = tmp_path / "lake"
+    folder.mkdir()
+    frame = pd.DataFrame({"region": ["n", "s", "n", "n"], "age": [30, 30, 41, 30]}).set_index("region")
+    frame.to_parquet(folder / "part.parquet")
+    for source, qis, source_name in ((people, "age,sex", "people"), (folder / "part.parquet", "age,region", "lake")):
+        written = {}
+        for engine in ("pandas", "duckdb"):
+            out = tmp_path / f"{source_name}-{engine}.csv"
+            code = main(["diagnose", str(source), "--qi", qis, "--engine", engine, "--record-risk", str(out)])
+            assert code == 0, capsys.readouterr().err
+            written[engine] = out.read_text(encoding="utf-8")
+        assert written["duckdb"] == written["pandas"], source_name
+    capsys.readouterr()
+    assert (tmp_path / "people-duckdb.csv").read_text().splitlines()[1] == "30,f,1.0,2,0.5"
+    assert (tmp_path / "lake-duckdb.csv").read_text().splitlines()[:2] == [
+        "age,region,class_size,prosecutor_risk",
+        "30,n,2,0.5",
+    ]
+
+
 def test_cli_refuses_record_risk_on_an_aggregate_engine(
     small_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
