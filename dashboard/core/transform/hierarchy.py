@@ -226,8 +226,11 @@ class Hierarchy:
         series = values if isinstance(values, pd.Series) else pd.Series(list(values), dtype=object)
         encoded = encode_column(series)
         position = lookup(self.labels[level], encoded.categories)
-        if strict and (position < 0).any():
-            uncovered = list(encoded.categories[position < 0])
+        codes = np.asarray(encoded.codes, dtype=np.int64)
+        present = np.zeros(len(position), dtype=bool)
+        present[codes[codes >= 0]] = True  # a category no row holds (of a categorical column) needs no leaf
+        if strict and (position[present] < 0).any():
+            uncovered = list(encoded.categories[(position < 0) & present])
             where = "leaves" if level == 0 else f"values at level {level}"
             name = f" of column '{series.name}'" if series.name is not None else ""
             raise HierarchyError(
@@ -235,7 +238,6 @@ class Hierarchy:
                 "Add them to the hierarchy file (one row each) or fix the data."
             )
         position = np.where(position < 0, -2, position)
-        codes = np.asarray(encoded.codes, dtype=np.int64)
         return np.where(codes < 0, -1, np.append(position, -1)[codes])
 
     def leaf_codes(self, values: pd.Series | Sequence[Any]) -> np.ndarray:
@@ -598,7 +600,10 @@ def hierarchy_from_rule(rule: Mapping[str, Any], values: pd.Series | Sequence[An
 def _distinct(values: pd.Series | Sequence[Any]) -> pd.Index:
     """Distinct non-missing values, in first-seen order."""
     series = values if isinstance(values, pd.Series) else pd.Series(list(values))
-    return pd.Index(series.dropna().unique())
+    unique = series.dropna().unique()
+    if isinstance(unique, pd.Categorical):  # the values present, not every category of the dtype
+        unique = np.asarray(unique, dtype=object)
+    return pd.Index(unique)
 
 
 def _with_top(rows: list[np.ndarray], top: bool) -> list[np.ndarray]:
@@ -998,6 +1003,7 @@ def frequency_hierarchy(
     *,
     ratio: float = FREQUENCY_RATIO,
     max_levels: int = MAX_GROUP_LEVELS,
+    order: Sequence[Any] | None = None,
     top: bool = True,
 ) -> Hierarchy:
     """Group categories by frequency, the rarest merged first (the IHSN SDC practice guide's "combine categories
@@ -1012,6 +1018,11 @@ def frequency_hierarchy(
     labelled by its members, most frequent first (``Germany/Canada``, ``Mexico/Philippines/Germany/... (12
     values)``).
 
+    With ``order`` (the categories of an ordinal column, lowest first), only neighbours merge: the group with the
+    fewest records (ties: the later one) merges with its neighbour of fewer records (ties: the one before it), and a
+    merged group is labelled by its ends (``Preschool to 4th``); values outside ``order`` come after it, most
+    frequent first.
+
     The resolved rule records the members of every group, so re-applied to other data the mapping is the same; a
     value it has not seen joins the group of the rarest value seen.
     """
@@ -1020,12 +1031,17 @@ def frequency_hierarchy(
     max_levels = check_positive_int(max_levels, "max_levels")
     series = values if isinstance(values, pd.Series) else pd.Series(list(values))
     counts = series.value_counts(dropna=True, sort=False)
+    counts = counts[counts.to_numpy() > 0]  # a categorical column counts its unused categories too
     if not len(counts):
         raise HierarchyError("Cannot build a hierarchy: the column has no non-missing values.")
     text = np.asarray(canonical_text(counts.index), dtype=object)
-    order = np.lexsort((text, -counts.to_numpy()))  # most frequent first, then by text
-    members = [_jsonable(v) for v in counts.index[order]]
-    sizes = counts.to_numpy()[order].astype(np.int64)
+    by_frequency = np.lexsort((text, -counts.to_numpy()))  # most frequent first, then by text
+    if order is not None:
+        rank = lookup(pd.Index(list(order), dtype=object), pd.Index(counts.index))
+        rank = np.where(rank < 0, len(order) + np.argsort(by_frequency), rank)
+        by_frequency = np.argsort(rank, kind="stable")
+    members = [_jsonable(v) for v in counts.index[by_frequency]]
+    sizes = counts.to_numpy()[by_frequency].astype(np.int64)
     m = len(members)
     step = max(float(ratio), m ** (1.0 / max_levels))
     targets: list[int] = []
@@ -1034,16 +1050,39 @@ def frequency_hierarchy(
         if target < 2 or target >= (targets[-1] if targets else m):
             break
         targets.append(target)
-    groups = [[[int(i) for i in g] for g in level] for level in _merge_rarest(sizes, targets)]
+    merged = _merge_rarest(sizes, targets) if order is None else _merge_neighbours(sizes, targets)
+    groups = [[[int(i) for i in g] for g in level] for level in merged]
+    rarest = int(np.lexsort((-np.arange(m), sizes))[0])  # fewest records, the later on ties
     rule = {
         "builder": "frequency",
         "ratio": _plain_number(ratio),
         "max_levels": max_levels,
+        "ordered": order is not None,
         "order": members,
+        "rarest": rarest,
         "groups": groups,
         "top": top,
     }
     return _frequency_from_rule(series, rule)
+
+
+def _merge_neighbours(sizes: np.ndarray, targets: Sequence[int]) -> list[list[list[int]]]:
+    """Positions (into ``sizes``, in the ordinal order) of the members of each group when ``targets[j]`` groups are
+    left, merging the group of fewest records (ties: the later) with its neighbour of fewer records (ties: the one
+    before it). A loop over the categories, not the rows (an ordinal column has few)."""
+    groups = [[i] for i in range(len(sizes))]
+    weight = [int(size) for size in sizes]
+    out: list[list[list[int]]] = []
+    for target in targets:
+        while len(groups) > target:
+            smallest = min(range(len(groups)), key=lambda g: (weight[g], -g))
+            before, after = smallest - 1, smallest + 1
+            with_after = before < 0 or (after < len(groups) and weight[after] < weight[before])
+            first = smallest if with_after else before
+            groups[first : first + 2] = [groups[first] + groups[first + 1]]
+            weight[first : first + 2] = [weight[first] + weight[first + 1]]
+        out.append([list(g) for g in groups])
+    return out
 
 
 def _merge_rarest(sizes: np.ndarray, targets: Sequence[int]) -> list[list[list[int]]]:
@@ -1070,7 +1109,8 @@ def _frequency_from_rule(values: pd.Series | Sequence[Any], rule: Mapping[str, A
     if not len(order):
         raise HierarchyError("A frequency rule needs the values it grouped ('order').")
     position = lookup(order, leaves)
-    position = np.where(position < 0, len(order) - 1, position)  # unseen values count as the rarest
+    rarest = int(rule.get("rarest", len(order) - 1))
+    position = np.where(position < 0, rarest, position)  # unseen values join the rarest value's group
     names = np.asarray(canonical_text(order), dtype=object)
     built: list[np.ndarray] = []
     for groups in rule["groups"]:
@@ -1079,19 +1119,22 @@ def _frequency_from_rule(values: pd.Series | Sequence[Any], rule: Mapping[str, A
             group_of[np.asarray(group, dtype=np.int64)] = number
         if (group_of < 0).any():
             raise HierarchyError("A frequency rule's groups must hold every value of its 'order' once.")
-        labels = _group_labels(names, groups)
+        labels = _group_labels(names, groups, ordered=bool(rule.get("ordered", False)))
         built.append(labels[group_of[position]])
     return _build(leaves, _top_levels(built, bool(rule["top"]), len(leaves)), rule)
 
 
-def _group_labels(names: np.ndarray, groups: Sequence[Sequence[int]]) -> np.ndarray:
+def _group_labels(names: np.ndarray, groups: Sequence[Sequence[int]], *, ordered: bool = False) -> np.ndarray:
     """One label per group: a single member's text, else the members' texts (most frequent first, at most three,
-    then the count); a label equal to a single member's text elsewhere gets `` (group)``."""
+    then the count), or for ordered groups the ends (``low to high``); a label equal to a single member's text
+    elsewhere gets `` (group)``."""
     labels = np.empty(len(groups), dtype=object)
     for number, group in enumerate(groups):
         texts = [str(names[i]) for i in group]
         if len(texts) == 1:
             labels[number] = texts[0]
+        elif ordered:
+            labels[number] = f"{texts[0]} to {texts[-1]}"
         elif len(texts) <= 3:
             labels[number] = "/".join(texts)
         else:
@@ -1175,7 +1218,7 @@ RULE_SETTINGS: dict[str, frozenset[str]] = {
     "quantiles": frozenset({"bins", "digits"}),
     "dates": frozenset({"levels"}),
     "postcodes": frozenset({"levels"}),
-    "frequency": frozenset({"ratio"}),
+    "frequency": frozenset({"ratio", "ordered"}),
     "prefix": frozenset({"lengths"}),
     "masking": frozenset({"steps"}),
     "rare": frozenset({"min_count"}),
@@ -1188,10 +1231,10 @@ def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
     Rule settings name a builder and its main parameters, the rest taken at the builder's default::
 
         {"builder": "intervals", "widths": [5, 10, 20], "origin"?: 0, "low"?: 20, "high"?: 80}
-        {"builder": "quantiles", "bins": [8, 4, 2], "digits"?: 2}    {"builder": "frequency", "ratio"?: 2}
+        {"builder": "quantiles", "bins": [8, 4, 2], "digits"?: 2}    {"builder": "prefix", "lengths"?: [3, 2, 1]}
+        {"builder": "frequency", "ratio"?: 2, "ordered"?: true}
         {"builder": "dates", "levels": ["month", "year"]}            {"builder": "postcodes", "levels": ["district"]}
-        {"builder": "prefix", "lengths"?: [3, 2, 1]}                 {"builder": "masking", "steps": 3}
-        {"builder": "rare", "min_count": 10}
+        {"builder": "masking", "steps": 3}                           {"builder": "rare", "min_count": 10}
 
     The hierarchy records its resolved rule (:attr:`Hierarchy.rule`), e.g. the cut points of the quantiles or the
     members of the frequency groups. Unknown builders or settings raise :class:`HierarchyError`.
@@ -1218,12 +1261,24 @@ def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
     if builder == "postcodes":
         return postcode_hierarchy(values, levels=options.get("levels", _POSTCODE_LEVELS))
     if builder == "frequency":
-        return frequency_hierarchy(values, ratio=options.get("ratio", FREQUENCY_RATIO))
+        return frequency_hierarchy(
+            values, ratio=options.get("ratio", FREQUENCY_RATIO), order=_categories(values, options.get("ordered"))
+        )
     if builder == "prefix":
         return prefix_hierarchy(values, lengths=options.get("lengths"))
     if builder == "masking":
         return masking_hierarchy(values, steps=options.get("steps"))
     return rare_category_hierarchy(values, min_count=options.get("min_count", 10))
+
+
+def _categories(values: pd.Series, ordered: Any) -> list[Any] | None:
+    """The categories of an ordered categorical column, lowest first, when ``ordered`` asks for them."""
+    if not ordered:
+        return None
+    dtype = values.dtype if isinstance(values, pd.Series) else None
+    if not isinstance(dtype, pd.CategoricalDtype) or not dtype.ordered:
+        raise HierarchyError("Ordered frequency groups need an ordinal column (ordered categories).")
+    return list(dtype.categories)
 
 
 def nice_width(values: pd.Series, intervals: int = 20) -> float | int:
@@ -1285,7 +1340,9 @@ def default_rule(values: pd.Series, kind: StatisticalType | str, k: int = 5) -> 
     * Text codes with a prefix structure (:func:`looks_like_codes`: ICD, NACE, ISCO, ZIP-like): prefixes one
       character shorter per level (:func:`prefix_hierarchy`).
     * Anything else (nominal and ordinal text, integer-coded categories, a numerical column that holds text or
-      infinities): frequency groups, the rarest categories merged first (:func:`frequency_hierarchy`).
+      infinities): frequency groups, the rarest categories merged first (:func:`frequency_hierarchy`); the
+      categories of an ordered categorical column (an ordinal read from SPSS or Stata labels) merge only with
+      their neighbours (``"ordered": True``).
 
     ``k`` is accepted for callers of the older rule (rare values under ``max(10, 2k)``) and no longer used.
     """
@@ -1297,6 +1354,8 @@ def default_rule(values: pd.Series, kind: StatisticalType | str, k: int = 5) -> 
         settings = {"builder": "dates", "levels": list(_DATE_LEVELS)}
     elif kind == StatisticalType.POSTCODE:
         settings = {"builder": "postcodes", "levels": list(_POSTCODE_LEVELS)}
+    elif isinstance(values.dtype, pd.CategoricalDtype) and values.dtype.ordered:
+        settings = {"builder": "frequency", "ordered": True}
     elif looks_like_codes(values):
         rule = prefix_hierarchy(values).rule
         settings = {"builder": "prefix", "lengths": list(rule["lengths"]) if rule else []}

@@ -115,6 +115,12 @@ dates = st.lists(
 )
 
 
+#: Ordered categories (declared in reverse text order, so the order is not the text's).
+ordinals = st.lists(st.sampled_from([f"q{i:02d}" for i in range(20)]), min_size=1, max_size=200).map(
+    lambda items: pd.Series(pd.Categorical(items, categories=[f"q{i:02d}" for i in range(20)][::-1], ordered=True))
+)
+
+
 @settings(max_examples=120, deadline=None)
 @given(
     st.one_of(
@@ -125,12 +131,16 @@ dates = st.lists(
         codes.map(lambda v: (v, StatisticalType.NOMINAL)),
         dates.map(lambda v: (v, StatisticalType.DATE)),
         whole_numbers.map(lambda v: (v, StatisticalType.NOMINAL)),
+        ordinals.map(lambda v: (v, StatisticalType.ORDINAL)),
     ),
     st.booleans(),
 )
-def test_no_default_level_is_pointless(column: tuple[list[Any], StatisticalType], with_missing: bool) -> None:
+def test_no_default_level_is_pointless(column: tuple[Any, StatisticalType], with_missing: bool) -> None:
     items, kind = column
-    values = pd.Series([*items, None] if with_missing else items)
+    if isinstance(items, pd.Series):  # ordered categories
+        values = pd.concat([items, pd.Series([None], dtype=items.dtype)], ignore_index=True) if with_missing else items
+    else:
+        values = pd.Series([*items, None] if with_missing else items)
     hierarchy = search_hierarchy(values, kind, 5)
     assert hierarchy.rule is not None and hierarchy.rule["builder"] != "masking"
     assert_every_level_coarsens(hierarchy, values)
@@ -152,6 +162,64 @@ def test_frequency_groups_follow_the_documented_rule(items: list[str], ratio: fl
         assert levels.pop() == {frozenset(str(v) for v in hierarchy.leaves)}  # the top, *
     assert levels == expected
     assert_every_level_coarsens(hierarchy, values)
+
+
+def reference_neighbour_groups(values: pd.Series, ratio: float = 2.0, max_levels: int = 5) -> list[set[frozenset]]:
+    """The documented rule for ordered categories, naively: the group of fewest records (ties: the later) merges
+    with its neighbour of fewer records (ties: the one before it)."""
+    counts = Counter(str(v) for v in values.dropna())
+    order = [str(c) for c in values.cat.categories if str(c) in counts]
+    step = max(ratio, len(order) ** (1 / max_levels))
+    groups: list[list[str]] = [[v] for v in order]
+    out = []
+    while True:
+        target = math.ceil(len(groups) / step)
+        if target < 2 or target >= len(groups):
+            break
+        while len(groups) > target:
+            weights = [sum(counts[v] for v in g) for g in groups]
+            smallest = max(i for i in range(len(groups)) if weights[i] == min(weights))
+            neighbours = [i for i in (smallest - 1, smallest + 1) if 0 <= i < len(groups)]
+            other = min(neighbours, key=lambda i: (weights[i], i))
+            first = min(smallest, other)
+            groups = [*groups[:first], groups[first] + groups[first + 1], *groups[first + 2 :]]
+        out.append({frozenset(g) for g in groups})
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(ordinals)
+def test_ordered_groups_merge_neighbours_as_documented(values: pd.Series) -> None:
+    hierarchy = search_hierarchy(values, StatisticalType.ORDINAL, 5)
+    assert hierarchy.rule is not None and hierarchy.rule["ordered"] is True
+    levels = [partition(hierarchy, level) for level in range(1, hierarchy.n_levels)]
+    if len(partition(hierarchy, 0)) > 1:
+        levels.pop()  # the top, *
+    assert levels == reference_neighbour_groups(values)
+    assert_every_level_coarsens(hierarchy, values)
+    assert hierarchy.for_values(values).equals(hierarchy)
+
+
+def test_ordered_groups_by_hand() -> None:
+    order = ["none", "primary", "secondary", "college", "degree"]
+    values = pd.Series(pd.Categorical([*["none"] * 2, *["primary"] * 9, *["secondary"] * 10, "college", "degree"],
+                                      categories=order, ordered=True))  # fmt: skip
+    assert default_rule(values, StatisticalType.ORDINAL) == {"builder": "frequency", "ordered": True}
+    hierarchy = search_hierarchy(values, StatisticalType.ORDINAL, 5)
+    # degree (1, the later of the two rarest) joins college, its only neighbour; then that group (2, later than
+    # none) joins secondary; then none (2) joins primary. 5 -> 3 -> 2 groups.
+    assert hierarchy.to_frame().to_numpy().tolist() == [
+        ["none", "none", "none to primary", TOP],
+        ["primary", "primary", "none to primary", TOP],
+        ["secondary", "secondary to degree", "secondary to degree", TOP],
+        ["college", "secondary to degree", "secondary to degree", TOP],
+        ["degree", "secondary to degree", "secondary to degree", TOP],
+    ]
+    # A category no row holds needs no leaf.
+    unused = values.cat.add_categories(["doctorate"])
+    assert hierarchy.generalize(unused, 1).tolist()[-1] == "secondary to degree"
+    with pytest.raises(HierarchyError, match="ordinal column"):
+        build_hierarchy({"builder": "frequency", "ordered": True}, pd.Series(order))
 
 
 def test_frequency_groups_by_hand() -> None:
