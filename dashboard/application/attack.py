@@ -285,7 +285,7 @@ def uploaded_release(
         raise DataReadError(f"{name} is a {info.format} file: upload the released table as CSV or Parquet.")
     loaded = services.dataset(str(state.dataset))
     generalized = recipe_columns(recipe)
-    known = {c: h for c, h in runs.reference_hierarchies(loaded).items() if c not in generalized}
+    known = {c: h for c, h in runs.reference_hierarchies(loaded, state).items() if c not in generalized}
     return Release(frame, name, recipe, known or None)
 
 

@@ -40,6 +40,8 @@ Hierarchy rules (``rule``: the core's rule settings, :func:`dashboard.core.trans
     {"builder": "dates", "levels": ["month", "year"]}            {"builder": "postcodes", "levels": ["district"]}
     {"builder": "prefix", "lengths": [3, 2, 1]}                  {"builder": "masking", "steps": 3}
     {"builder": "rare", "min_count": 10}
+    {"builder": "dataset"}     the hierarchy kept with the dataset (imported or edited on the Data page, or ARX's
+                               for Adult); its rule, or its table, is what the recipe records
 
 Quasi-identifiers, ordinal orders and the missing-value policy of a step come from the view state's data contract
 when the list is applied; the resolved values end up in the recipe (:attr:`FixRun.recipe`).
@@ -122,6 +124,7 @@ BUILDERS: dict[str, str] = {
     "prefix": "Code prefixes (ICD, NACE, ZIP)",
     "masking": "Mask trailing characters",
     "rare": "Group rare categories",
+    "dataset": "The dataset's hierarchy (Data page)",
 }
 _DATE_LEVELS = ("month", "quarter", "year")
 _POSTCODE_LEVELS = ("sector", "district", "area")
@@ -185,6 +188,10 @@ def check_rule(rule: Any) -> dict[str, Any]:
     if not isinstance(rule, Mapping) or rule.get("builder") not in BUILDERS:
         raise FixError(f"A hierarchy rule needs a 'builder': one of {', '.join(BUILDERS)}.")
     builder = rule["builder"]
+    if builder == "dataset":
+        if len(rule) > 1:
+            raise FixError("The 'dataset' rule takes no settings: it names the dataset's own hierarchy.")
+        return {"builder": "dataset"}
     unknown = sorted(set(rule) - RULE_SETTINGS[builder] - {"builder"})
     if unknown:
         raise FixError(f"The '{builder}' rule has unknown setting(s) {', '.join(unknown)}.")
@@ -345,6 +352,8 @@ def rule_from_text(builder: str, text: str | None) -> dict[str, Any]:
     parts = [p.strip() for p in (text or "").replace(";", ",").split(",") if p.strip()]
     if builder not in BUILDERS:
         raise FixError(f"Choose how to generalize: one of {', '.join(BUILDERS)}.")
+    if builder == "dataset":
+        return {"builder": "dataset"}
     if not parts:
         raise FixError(f"Give the parameter of the '{BUILDERS[builder].lower()}' rule.")
     rule: dict[str, Any] = {"builder": builder}
@@ -653,7 +662,16 @@ def step_context(run: FixRun, spec: Mapping[str, Any], *, key: str | None = None
     hierarchies: dict[str, Hierarchy] = {}
     if spec["kind"] == "generalize":
         (column,) = check_columns(data, [spec["column"]], role="column to generalize")
-        hierarchies[column] = build_hierarchy(spec["rule"], data[column])
+        if spec["rule"]["builder"] == "dataset":
+            given = _reference_hierarchy(run, column)
+            if given is None:
+                raise FixError(
+                    f"The dataset has no hierarchy of '{column}' that covers its current values: import or edit one "
+                    "on the Data page, or choose a rule."
+                )
+            hierarchies[column] = given
+        else:
+            hierarchies[column] = build_hierarchy(spec["rule"], data[column])
     elif spec["kind"] == "search":
         for name in context.quasi_identifiers:
             given = _reference_hierarchy(run, name)

@@ -26,6 +26,7 @@ from typing import Any
 import diskcache
 import pandas as pd
 
+from dashboard.application import hierarchies as dataset_hierarchies
 from dashboard.application.cache import DISK_LIMIT, disk_cache
 from dashboard.application.fixes import (
     FixError,
@@ -93,7 +94,7 @@ class FixRuns:
     def state_key(self, state: ViewState) -> str:
         """The key of the state's run (raises ``PrivdashError`` when the dataset or its contract is not usable)."""
         loaded, _contract, contract_json = self._inputs(state)
-        return self.key(loaded.id, contract_json, state.missing.value, state.fix)
+        return self.key(_dataset_key(loaded, state), contract_json, state.missing.value, state.fix)
 
     # --- runs ------------------------------------------------------------------------------------------------------
 
@@ -106,12 +107,12 @@ class FixRuns:
 
         def prefix(n: int) -> FixRun:
             specs = state.fix[:n]
-            key = self.key(loaded.id, contract_json, state.missing.value, specs)
+            key = self.key(_dataset_key(loaded, state), contract_json, state.missing.value, specs)
             return cache.get_or_build(("fix-run", key), lambda: build(n, specs, key))
 
         def build(n: int, specs: Sequence[Mapping[str, Any]], key: str) -> FixRun:
             if n == 0:
-                return start_run(loaded.frame, contract, state.missing, self.reference_hierarchies(loaded))
+                return start_run(loaded.frame, contract, state.missing, self.reference_hierarchies(loaded, state))
             slow = is_slow(specs)
             stored = self.disk.get(key) if slow else None
             if isinstance(stored, FixRun):
@@ -126,11 +127,12 @@ class FixRuns:
 
         return prefix(len(state.fix))
 
-    def reference_hierarchies(self, loaded: LoadedDataset) -> Mapping[str, Hierarchy]:
+    def reference_hierarchies(self, loaded: LoadedDataset, state: ViewState | None = None) -> Mapping[str, Hierarchy]:
         """The hierarchies that come with a built-in dataset (ARX's for Adult, see
-        :func:`~dashboard.core.data.demo.demo_datasets`), kept in the cache; none for other datasets."""
+        :func:`~dashboard.core.data.demo.demo_datasets`), kept in the cache, and those the state's upload keeps
+        (imported or edited on the Data page, :mod:`dashboard.application.hierarchies`)."""
         if not loaded.is_demo:
-            return {}
+            return dataset_hierarchies.reference_hierarchies(self.services, state)
         demo = demo_datasets(self.services.settings.data_dir).get(loaded.id.split(":", 1)[1])
         if demo is None or demo.hierarchies is None:
             return {}
@@ -208,6 +210,8 @@ class FixRuns:
             values = self.table(state)[column]
         except (PrivdashError, KeyError):
             values = self.services.dataset(str(state.dataset)).frame[column]
+        if column in dataset_hierarchies.reference_hierarchies(self.services, state):
+            return {"builder": "dataset"}  # the upload keeps a hierarchy of the column (Data page)
         return default_rule(values, state.types.get(column, StatisticalType.NOMINAL), state.k)
 
     def hierarchy_hint(
@@ -222,7 +226,13 @@ class FixRuns:
             frame = self.table(state)
             if column not in frame.columns:
                 return f"'{column}' is not in the fixed table."
-            hierarchy = build_hierarchy(rule, frame[column])
+            if rule["builder"] == "dataset":
+                given = self.reference_hierarchies(self.services.dataset(state.dataset), state).get(column)
+                if given is None:
+                    return f"The dataset has no hierarchy of '{column}': import or edit one on the Data page."
+                hierarchy = given
+            else:
+                hierarchy = build_hierarchy(rule, frame[column])
         except (PrivdashError, StateError) as exc:
             return str(exc)
         example = hierarchy.matrix()[len(hierarchy.leaves) // 2]
@@ -230,3 +240,9 @@ class FixRuns:
         if isinstance(level, int | float) and level > hierarchy.max_level:
             hint += f" Level {level:g} is above the top level {hierarchy.max_level}."
         return hint
+
+
+def _dataset_key(loaded: LoadedDataset, state: ViewState) -> str:
+    """The dataset part of a run's key: its id, and the id of the hierarchies the state names (a run generalizes
+    with them)."""
+    return f"{loaded.id}#{state.hierarchies}" if state.hierarchies else loaded.id

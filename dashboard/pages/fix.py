@@ -17,7 +17,7 @@ import base64
 import io
 import math
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +47,7 @@ from dashboard.application.fixes import (
     rule_text,
 )
 from dashboard.application.fixruns import FixRuns
+from dashboard.application.hierarchies import reference_hierarchies as stored_hierarchies
 from dashboard.application.riskview import fix_headlines, release_verdict, size_bins
 from dashboard.application.services import LoadedDataset, Services
 from dashboard.application.state import StateError, ViewState
@@ -586,9 +587,14 @@ def _options(names: Sequence[str]) -> list[dict[str, str]]:
 
 
 def technique_panels(
-    loaded: LoadedDataset, state: ViewState, technique: str, pseudonym_key: str | None = None
+    loaded: LoadedDataset,
+    state: ViewState,
+    technique: str,
+    pseudonym_key: str | None = None,
+    stored: Collection[str] = (),
 ) -> list[Any]:
-    """One block of inputs per technique; only the chosen technique's block is shown."""
+    """One block of inputs per technique; only the chosen technique's block is shown. A column in ``stored`` (its
+    hierarchy is kept with the upload) is generalized with that hierarchy by default."""
     columns = list(loaded.columns)
     qis = [c for c in columns if state.roles.get(c) == ColumnRole.QUASI_IDENTIFIER]
     identifiers = [c for c in columns if state.roles.get(c) == ColumnRole.IDENTIFIER]
@@ -597,6 +603,8 @@ def technique_panels(
     rule: dict[str, Any] = {"builder": "intervals", "widths": [5]}
     if gen_column:
         rule = default_rule(loaded.frame[gen_column], state.types.get(gen_column, StatisticalType.NOMINAL), state.k)
+    if gen_column in stored:
+        rule = {"builder": "dataset"}
     builder = str(rule["builder"])
     key_ok, key_text = key_status(pseudonym_key)
     k_input = {"min": 2, "step": 1, "w": 110, "value": max(state.k, 2)}
@@ -769,7 +777,9 @@ def step_list(state: ViewState) -> Any:
     return dmc.List(items, type="ordered", spacing=4, id="fix-step-list")
 
 
-def controls(loaded: LoadedDataset, state: ViewState, pseudonym_key: str | None = None) -> Any:
+def controls(
+    loaded: LoadedDataset, state: ViewState, pseudonym_key: str | None = None, stored: Collection[str] = ()
+) -> Any:
     technique = "generalize"
     return dmc.Stack(
         [
@@ -783,7 +793,7 @@ def controls(loaded: LoadedDataset, state: ViewState, pseudonym_key: str | None 
                     allowDeselect=False,
                     mb="xs",
                 ),
-                *technique_panels(loaded, state, technique, pseudonym_key),
+                *technique_panels(loaded, state, technique, pseudonym_key, stored),
                 dmc.Button("Add step", id="fix-add", mt="md", fullWidth=True),
                 html.Div(id="fix-message", style={"marginTop": "8px"}),
             ),
@@ -944,7 +954,10 @@ def layout(services: Services, **query: Any) -> Any:
     body += [
         dmc.Grid(
             [
-                dmc.GridCol(controls(loaded, state, services.settings.pseudonym_key), span={"base": 12, "lg": 3}),
+                dmc.GridCol(
+                    controls(loaded, state, services.settings.pseudonym_key, stored_hierarchies(services, state)),
+                    span={"base": 12, "lg": 3},
+                ),
                 dmc.GridCol(
                     [
                         running_box(),

@@ -125,7 +125,7 @@ def test_a_failing_step_stops_the_list(people: tuple) -> None:
 def test_slow_lists_and_builders() -> None:
     assert fixes.is_slow([AGE, {"kind": "microaggregate", "k": 5}])
     assert not fixes.is_slow([AGE, "not a spec"])  # type: ignore[list-item]
-    assert tuple(fixes.BUILDERS) == RULE_BUILDERS
+    assert tuple(fixes.BUILDERS) == (*RULE_BUILDERS, "dataset")  # and the hierarchy kept with the dataset
     hierarchy = fixes.build_hierarchy({"builder": "masking", "steps": 2}, pd.Series(["ab1", "cd2"]))
     assert hierarchy.max_level == 3
     with pytest.raises(FixError, match="Masking steps"):
