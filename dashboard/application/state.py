@@ -181,6 +181,9 @@ class ViewState(ColumnsByRole):
 
         Columns that lose the QI or sensitive role become insensitive; a column named in both lists is a QI.
         """
+        for names in (quasi_identifiers, sensitive):
+            if not isinstance(names, list | tuple) or not all(isinstance(name, str) for name in names):
+                raise StateError("Quasi-identifiers and sensitive attributes must be lists of column names.")
         qis, sas = set(quasi_identifiers), set(sensitive) - set(quasi_identifiers)
         roles: dict[str, ColumnRole] = {}
         for name, role in self.roles.items():

@@ -168,7 +168,35 @@ def check_callback_request(body: Any, callbacks: Any) -> str | None:
             return f"The callback request's '{key}' is not a list."
     if not isinstance(body.get("inputs"), list):
         return "The callback request has no 'inputs'."
+    for item in _flat([*body["inputs"], *body.get("state", [])]):
+        if not isinstance(item, dict) or not isinstance(item.get("property"), str):
+            return "The callback request's inputs are malformed."
+        wanted = _PROPERTY_TYPES.get(item["property"])
+        value = item.get("value")
+        if wanted is not None and value is not None and not isinstance(value, wanted[0]):
+            return f"The callback's {str(item.get('id'))[:80]}.{item['property']} must be {wanted[1]}."
+        if item["property"] == "pathname" and isinstance(value, str) and not value.startswith("/"):
+            return "The callback's pathname must start with '/'."
     return None
+
+
+#: Properties whose values have one type whatever the component (the location's parts, a grid's block request,
+#: the page's view state), checked before a callback runs: what a browser never sends is refused with a 400.
+_PROPERTY_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
+    "pathname": (str, "text"),
+    "search": (str, "text"),
+    "hash": (str, "text"),
+    "href": (str, "text"),
+    "getRowsRequest": (dict, "an object"),
+}
+
+
+def _flat(items: list[Any]) -> list[Any]:
+    """The entries of a callback's inputs or state, with those of pattern-matching (wildcard) groups."""
+    out: list[Any] = []
+    for item in items:
+        out.extend(_flat(item) if isinstance(item, list) else [item])
+    return out
 
 
 def _guard_callbacks(app: Dash) -> None:

@@ -66,6 +66,8 @@ def with_targets(state: ViewState, k: Any, l: Any, t: Any, risk: Any) -> ViewSta
             t=float(t) if t not in (None, "") else state.t,
             max_risk=float(risk) if risk not in (None, "") else state.max_risk,
         )
+    except OverflowError:
+        raise StateError("A target must be a finite number.") from None
     except (TypeError, ValueError) as exc:
         raise StateError(str(exc)) from None
 

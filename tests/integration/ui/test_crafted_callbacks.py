@@ -1,0 +1,99 @@
+"""Every server-side callback under inputs a browser never sends: 200 (with a message) or 400, never a 500 or a hang.
+
+The app runs in-process behind Flask's test client. Each callback of ``/_dash-dependencies`` is called with the page's
+real view state of the demo dataset and, in every other input and state, one hostile value at a time: infinity, NaN,
+a negative number, a 30-digit integer, 100,000 characters, a 100,000-item list, an object.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from dash import Dash
+
+from dashboard.application.settings import Settings
+from dashboard.ui.app import create_app
+
+HOSTILE: list[Any] = [float("inf"), float("nan"), -1, 10**30, "x" * 100_000, [1] * 100_000, {"a": 1}]
+SECONDS = 5.0
+
+
+@pytest.fixture(scope="module")
+def app(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Dash:
+    root = tmp_path_factory.mktemp("crafted")
+    return create_app(Settings(store_dir=root / "store", cache_dir=root / "cache", data_dir=data_dir))
+
+
+def outputs(output: str) -> Any:
+    parts = output[2:-2].split("...") if output.startswith("..") else [output]
+    specs: list[Any] = []
+    for part in parts:
+        component, prop = part.rsplit(".", 1)
+        specs.append([] if component.startswith("{") else {"id": component, "property": prop})
+    return specs if output.startswith("..") else specs[0]
+
+
+def requests_with(app: Dash, value: Any) -> list[tuple[str, dict[str, Any]]]:
+    """A request for every server-side callback, ``value`` in each input and state but the page's view state."""
+    services = app.server.extensions["privdash"]
+    state = services.initial_state(services.dataset("demo:people")).to_dict()
+    out = []
+    for dep in app.server.test_client().get("/_dash-dependencies").get_json():
+        if dep.get("clientside_function"):
+            continue
+
+        def entry(item: dict[str, str]) -> Any:
+            if item["id"].startswith("{"):
+                return []
+            given = state if item["id"] == "page-state" else value
+            return {"id": item["id"], "property": item["property"], "value": given}
+
+        first = dep["inputs"][0]
+        body = {
+            "output": dep["output"],
+            "outputs": outputs(dep["output"]),
+            "inputs": [entry(item) for item in dep["inputs"]],
+            "state": [entry(item) for item in dep["state"]],
+            "changedPropIds": [f"{first['id']}.{first['property']}"],
+        }
+        out.append((dep["output"], body))
+    return out
+
+
+@pytest.mark.parametrize(
+    "value", HOSTILE, ids=["inf", "nan", "negative", "30-digits", "long-text", "long-list", "object"]
+)
+def test_every_callback_answers_a_value_of_the_wrong_kind_without_a_500(app: Dash, value: Any) -> None:
+    client = app.server.test_client()
+    problems = []
+    for output, body in requests_with(app, value):
+        started = time.monotonic()
+        response = client.post(
+            "/_dash-update-component", data=json.dumps(body), headers={"Content-Type": "application/json"}
+        )
+        seconds = time.monotonic() - started
+        if response.status_code not in (200, 204, 400) or seconds > SECONDS:
+            problems.append(f"{output[:80]}: {response.status_code} in {seconds:.1f} s")
+        if response.status_code == 400 and not response.get_json().get("error"):
+            problems.append(f"{output[:80]}: a 400 without a message")
+    assert problems == []
+
+
+def test_the_location_and_the_grids_refuse_values_of_the_wrong_kind_with_400(app: Dash) -> None:
+    client = app.server.test_client()
+    for value in (5, ["/risk"], "risk"):
+        body = {
+            "output": ".._pages_content.children..._pages_store.data..",
+            "outputs": [{"id": "_pages_content", "property": "children"}, {"id": "_pages_store", "property": "data"}],
+            "inputs": [
+                {"id": "_pages_location", "property": "pathname", "value": value},
+                {"id": "_pages_location", "property": "search", "value": ""},
+            ],
+            "changedPropIds": ["_pages_location.pathname"],
+        }
+        response = client.post("/_dash-update-component", json=body)
+        assert response.status_code == 400 and "pathname must" in response.get_json()["error"]
