@@ -139,3 +139,32 @@ def test_old_spec_keys_from_earlier_links_are_read_with_the_new_names() -> None:
     search = fixes.check_spec({"kind": "search", "k": 5, "risk": 0.2, "suppression": 0.05})
     assert search["max_risk"] == 0.2 and search["max_suppression"] == 0.05
     assert "risk" not in search and "suppression" not in search
+
+
+def test_default_rules_round_trip_through_the_page_text(data_dir: Any) -> None:
+    """Every default rule (codes, frequency groups, intervals with a top code) is shown and read back unchanged."""
+    from dashboard.core.data.contract import infer_statistical_type
+    from dashboard.core.data.tables import read_table
+    from dashboard.core.transform.hierarchy import default_rule
+
+    adult = read_table(data_dir / "arx_adult" / "adult.csv")
+    columns = {name: adult[name] for name in ("age", "race", "education")}
+    columns["icd"] = pd.Series(["A01.1", "A01.2", "A02.0", "B20.1", "B21.3"])
+    seen = set()
+    for name, values in columns.items():
+        rule = default_rule(values, infer_statistical_type(values))
+        seen.add(rule["builder"])
+        read_back = fixes.rule_from_text(rule["builder"], fixes.rule_text(rule))
+        assert fixes.build_hierarchy(read_back, values).equals(fixes.build_hierarchy(rule, values)), name
+    assert seen == {"intervals", "frequency", "prefix"}
+    assert fixes.rule_text(default_rule(adult["age"], StatisticalType.NUMERICAL)) == "5, 10, 20, >=80"
+    assert fixes.rule_from_text("intervals", "10, 20, <20, >=60") == {
+        "builder": "intervals",
+        "widths": [10, 20],
+        "low": 20,
+        "high": 60,
+    }
+    with pytest.raises(FixError, match="at most one"):
+        fixes.rule_from_text("intervals", "10, >=60, >=80")
+    with pytest.raises(FixError, match="above 1"):
+        fixes.check_rule({"builder": "frequency", "ratio": 1})
