@@ -4,76 +4,76 @@
 ``privdash``, ``python -m dashboard``) call it once and pass the settings, or values from them, down. The core
 never reads the environment.
 
-=================================  ===================================================  =========================
-variable                           meaning                                              default
-=================================  ===================================================  =========================
-``HOST``                           address ``python app.py`` / ``privdash serve``       ``127.0.0.1``
-                                   listens on
-``PORT``                           port ``python app.py`` / ``privdash serve`` listens  ``8050``
-                                   on
-``PRIVDASH_STORE_DIR``             folder of uploaded datasets (shared by all workers)  ``./var/store``
-``PRIVDASH_STORE_TTL``             lifetime of an upload (and of a long link): seconds,  ``24h``
-                                   or with ``m``/``h``/``d``
-``PRIVDASH_SWEEP_INTERVAL``        how often each server process deletes expired        ``5m``
-                                   uploads and leftovers of interrupted writes
-``PRIVDASH_MAX_UPLOAD_MB``         largest accepted upload, in MB (10^6 bytes)          ``100``
-``PRIVDASH_SESSION_MAX_MB``        stored uploads one browser session may keep, in MB   ``500``
-``PRIVDASH_SESSION_MAX_DATASETS``  uploads one browser session may keep                 ``20``
-``PRIVDASH_STORE_MAX_MB``          stored uploads of all sessions together, in MB       ``20000``
-``PRIVDASH_CLIENT_MAX_MB``         stored uploads of one client address (all its       ``2000``
-                                   sessions: a new cookie does not reset it), in MB
-``PRIVDASH_CLIENT_MAX_DATASETS``   uploads one client address may keep                  ``60``
-``PRIVDASH_CLIENT_UPLOADS_PER_HOUR`` uploads one client address may send in an hour     ``60``
-                                   (refused files too: reading them costs as much)
-``PRIVDASH_CLIENT_MAX_LINKS``      long share links one client address may add within   ``500``
-                                   their lifetime
-``PRIVDASH_MAX_REQUEST_MB``        largest request body other than an upload (a         ``10``
-                                   callback), in MB
-``PRIVDASH_READ_TIMEOUT``          seconds a client may take to send a request's head   ``10``
-                                   (and a small body) to the gunicorn worker of
-                                   ``gunicorn.conf.py``; a larger body must keep
-                                   arriving at 16 KB/s on average after that
-``PRIVDASH_MAX_ROWS``              rows of an uploaded table                            ``2000000``
-``PRIVDASH_MAX_COLUMNS``           columns of an uploaded table                         ``2000``
-``PRIVDASH_MAX_CELLS``             cells (rows x columns) of an uploaded table          ``50000000``
-``PRIVDASH_MAX_DECOMPRESSED_MB``   data an uploaded Excel or Parquet file may expand    ``1000``
-                                   to when unpacked, in MB
-``PRIVDASH_MAX_PARSE_SECONDS``     time reading one uploaded file may take              ``20``
-``PRIVDASH_SECURE_COOKIES``        ``1``: the app is served over HTTPS, so the session  ``0``
-                                   cookie is marked ``Secure``
-``PRIVDASH_TRUSTED_PROXIES``       reverse proxies in front of the app whose            ``0``
-                                   ``X-Forwarded-*`` headers are trusted (scheme, host,
-                                   client address); a request forwarded as HTTPS then
-                                   gets a ``Secure`` cookie too
-``PRIVDASH_CACHE_DIR``             folder of the background-job cache; also of the      ``./var/cache`` (jobs),
-                                   processed postcode polygons                          see ``XDG_CACHE_HOME``
-``XDG_CACHE_HOME``                 processed postcode polygons go to                    ``~/.cache/privdash``
-                                   ``$XDG_CACHE_HOME/privdash`` when
-                                   ``PRIVDASH_CACHE_DIR`` is not set
-``PRIVDASH_CACHE_ITEMS``           parsed tables each worker keeps in memory            ``4``
-``PRIVDASH_CACHE_MB``              memory a worker's result cache may hold (diagnoses,  ``1024``
-                                   fixed tables, per-class tables), in MB
-``PRIVDASH_DATA_DIR``              shared reference data (census populations,          ``../shared/data``
-                                   polygons)                                            (from the working folder)
-``PRIVDASH_PSEUDONYM_KEY``         secret key of the HMAC-SHA256 pseudonyms (at least   none: pseudonymisation
-                                   16 bytes); never printed, never stored in a recipe   is refused
-``PRIVDASH_JOB_SECONDS``           wall time of one background job (QI combinations,    ``300``
-                                   slow Fix previews), in seconds
-``PRIVDASH_JOB_MEMORY_MB``         memory one background job may allocate, in MB        half the physical memory
-                                                                                        / jobs per server
-``PRIVDASH_JOBS_PER_SERVER``       background jobs running at once on the server (all   number of CPU cores
-                                   workers together); one per browser session, the
-                                   rest wait in a queue
-``PRIVDASH_JOB_ABANDON_SECONDS``   a background job whose page stopped asking for it    ``10``
-                                   for 3 polling intervals plus this long is stopped
-``PRIVDASH_SOURCES``               JSON file of server-side sources (Parquet folders,   none
-                                   PostgreSQL tables, Spark) that users may open and
-                                   diagnose in place (:mod:`~dashboard.application.
-                                   sources`)
-``PRIVDASH_DP_BUDGET``             total differential-privacy budget of a dataset:      ``1,1e-6``
-                                   ``EPS`` or ``EPS,DELTA``, fixed when its first
-                                   release is charged (the Fix page's ledger)
-=================================  ===================================================  =========================
+====================================  ===================================================  =========================
+variable                              meaning                                              default
+====================================  ===================================================  =========================
+``HOST``                              address ``python app.py`` / ``privdash serve``       ``127.0.0.1``
+                                      listens on
+``PORT``                              port ``python app.py`` / ``privdash serve`` listens  ``8050``
+                                      on
+``PRIVDASH_STORE_DIR``                folder of uploaded datasets (shared by all workers)  ``./var/store``
+``PRIVDASH_STORE_TTL``                lifetime of an upload (and of a long link): seconds, ``24h``
+                                      or with ``m``/``h``/``d``
+``PRIVDASH_SWEEP_INTERVAL``           how often each server process deletes expired        ``5m``
+                                      uploads and leftovers of interrupted writes
+``PRIVDASH_MAX_UPLOAD_MB``            largest accepted upload, in MB (10^6 bytes)          ``100``
+``PRIVDASH_SESSION_MAX_MB``           stored uploads one browser session may keep, in MB   ``500``
+``PRIVDASH_SESSION_MAX_DATASETS``     uploads one browser session may keep                 ``20``
+``PRIVDASH_STORE_MAX_MB``             stored uploads of all sessions together, in MB       ``20000``
+``PRIVDASH_CLIENT_MAX_MB``            stored uploads of one client address (all its        ``2000``
+                                      sessions: a new cookie does not reset it), in MB
+``PRIVDASH_CLIENT_MAX_DATASETS``      uploads one client address may keep                  ``60``
+``PRIVDASH_CLIENT_UPLOADS_PER_HOUR``  uploads one client address may send in an hour       ``60``
+                                      (refused files too: reading them costs as much)
+``PRIVDASH_CLIENT_MAX_LINKS``         long share links one client address may add within   ``500``
+                                      their lifetime
+``PRIVDASH_MAX_REQUEST_MB``           largest request body other than an upload (a         ``10``
+                                      callback), in MB
+``PRIVDASH_READ_TIMEOUT``             seconds a client may take to send a request's head   ``10``
+                                      (and a small body) to the gunicorn worker of
+                                      ``gunicorn.conf.py``; a larger body must keep
+                                      arriving at 16 KB/s on average after that
+``PRIVDASH_MAX_ROWS``                 rows of an uploaded table                            ``2000000``
+``PRIVDASH_MAX_COLUMNS``              columns of an uploaded table                         ``2000``
+``PRIVDASH_MAX_CELLS``                cells (rows x columns) of an uploaded table          ``50000000``
+``PRIVDASH_MAX_DECOMPRESSED_MB``      data an uploaded Excel or Parquet file may expand    ``1000``
+                                      to when unpacked, in MB
+``PRIVDASH_MAX_PARSE_SECONDS``        time reading one uploaded file may take              ``20``
+``PRIVDASH_SECURE_COOKIES``           ``1``: the app is served over HTTPS, so the session  ``0``
+                                      cookie is marked ``Secure``
+``PRIVDASH_TRUSTED_PROXIES``          reverse proxies in front of the app whose            ``0``
+                                      ``X-Forwarded-*`` headers are trusted (scheme, host,
+                                      client address); a request forwarded as HTTPS then
+                                      gets a ``Secure`` cookie too
+``PRIVDASH_CACHE_DIR``                folder of the background-job cache; also of the      ``./var/cache`` (jobs),
+                                      processed postcode polygons                          see ``XDG_CACHE_HOME``
+``XDG_CACHE_HOME``                    processed postcode polygons go to                    ``~/.cache/privdash``
+                                      ``$XDG_CACHE_HOME/privdash`` when
+                                      ``PRIVDASH_CACHE_DIR`` is not set
+``PRIVDASH_CACHE_ITEMS``              parsed tables each worker keeps in memory            ``4``
+``PRIVDASH_CACHE_MB``                 memory a worker's result cache may hold (diagnoses,  ``1024``
+                                      fixed tables, per-class tables), in MB
+``PRIVDASH_DATA_DIR``                 shared reference data (census populations,           ``../shared/data``
+                                      polygons)                                            (from the working folder)
+``PRIVDASH_PSEUDONYM_KEY``            secret key of the HMAC-SHA256 pseudonyms (at least   none: pseudonymisation
+                                      16 bytes); never printed, never stored in a recipe   is refused
+``PRIVDASH_JOB_SECONDS``              wall time of one background job (QI combinations,    ``300``
+                                      slow Fix previews), in seconds
+``PRIVDASH_JOB_MEMORY_MB``            memory one background job may allocate, in MB        half the physical memory
+                                                                                           / jobs per server
+``PRIVDASH_JOBS_PER_SERVER``          background jobs running at once on the server (all   number of CPU cores
+                                      workers together); one per browser session, the
+                                      rest wait in a queue
+``PRIVDASH_JOB_ABANDON_SECONDS``      a background job whose page stopped asking for it    ``10``
+                                      for 3 polling intervals plus this long is stopped
+``PRIVDASH_SOURCES``                  JSON file of server-side sources (Parquet folders,   none
+                                      PostgreSQL tables, Spark) that users may open and
+                                      diagnose in place (:mod:`~dashboard.application.
+                                      sources`)
+``PRIVDASH_DP_BUDGET``                total differential-privacy budget of a dataset:      ``1,1e-6``
+                                      ``EPS`` or ``EPS,DELTA``, fixed when its first
+                                      release is charged (the Fix page's ledger)
+====================================  ===================================================  =========================
 
 The reading limits are sized for a server with 24 GiB of memory and 4 workers (about 6 GiB each, of which the
 result cache may take ``PRIVDASH_CACHE_MB``): a table at the cell limit holds 0.4 GB as 8-byte numbers and about

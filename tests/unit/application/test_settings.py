@@ -156,3 +156,24 @@ def test_bad_store_limit_and_web_values_are_reported(env: dict[str, str]) -> Non
     name = next(iter(env))
     with pytest.raises(ParameterError, match=name if name != "PRIVDASH_SWEEP_INTERVAL" else "duration"):
         Settings.from_env(env)
+
+
+def test_the_per_client_limits_and_the_request_limits_are_read() -> None:
+    settings = Settings.from_env(
+        {
+            "PRIVDASH_CLIENT_MAX_MB": "300",
+            "PRIVDASH_CLIENT_MAX_DATASETS": "7",
+            "PRIVDASH_CLIENT_UPLOADS_PER_HOUR": "9",
+            "PRIVDASH_CLIENT_MAX_LINKS": "11",
+            "PRIVDASH_MAX_REQUEST_MB": "2.5",
+            "PRIVDASH_READ_TIMEOUT": "4",
+        }
+    )
+    assert (settings.client_max_bytes, settings.client_max_datasets, settings.client_uploads_per_hour) == (
+        300_000_000,
+        7,
+        9,
+    )
+    assert (settings.client_max_links, settings.max_request_bytes, settings.read_timeout) == (11, 2_500_000, 4.0)
+    with pytest.raises(ParameterError, match="PRIVDASH_CLIENT_MAX_LINKS must be a whole number"):
+        Settings.from_env({"PRIVDASH_CLIENT_MAX_LINKS": "2.5"})
