@@ -32,6 +32,7 @@ from dashboard.core.transform.perturbation import perturbed_numeric_columns
 from dashboard.core.transform.steps import Recipe, TransformResult, apply_recipe
 from dashboard.core.utility.metrics import Metric, information_loss
 
+from . import _estimates
 from ._common import format_table, print_json, split_columns
 
 
@@ -115,6 +116,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--batch-rows", type=int, default=1_000_000, help="rows per batch when streaming (default 1,000,000)"
     )
+    _estimates.add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.set_defaults(handler=run)
 
@@ -135,6 +137,7 @@ def run(args: argparse.Namespace) -> int:
     if not qis:
         raise ParameterError("Give the quasi-identifiers with --qi (comma-separated column names).")
     data = _read_input(args)
+    specs = _estimates.check_estimates(args, data)
     if args.hierarchies is not None:
         hierarchies = load_hierarchies(args.hierarchies, qis)
     else:
@@ -162,6 +165,7 @@ def run(args: argparse.Namespace) -> int:
     metrics = information_loss(
         data, result.transform.data, hierarchies, quasi_identifiers=qis, kept_rows=result.transform.kept_rows
     )
+    estimates = _estimates.run_estimates(args, specs, data, result.transform.data)
     if args.output is not None:
         write_table(result.transform.data, args.output, overwrite_protect=inputs, escape_formulas=args.escape_formulas)
     if args.save_recipe is not None:
@@ -169,11 +173,13 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         payload = result.summary()
         payload["metrics"] = {m.value: metrics.value(m) for m in Metric}
+        payload["estimates"] = _estimates.estimates_payload(estimates)
         payload["output"] = str(args.output) if args.output is not None else None
         payload["recipe"] = str(args.save_recipe) if args.save_recipe is not None else None
         print_json(payload)
         return 0
     _print_result(args, data, result, metrics.to_dict(), seconds)
+    _estimates.print_estimates(estimates)
     return 0
 
 
@@ -217,6 +223,8 @@ def _run_job(args: argparse.Namespace) -> int:
     other = _given(args, ("file", "sheet", *_SEARCH_OPTIONS, "output", "save_recipe", "recipe"))
     if args.strict:
         other.append("--strict")
+    if args.estimate or args.weights:
+        other.append("--estimate")
     if other:
         raise ParameterError(
             f"--config runs the job file as written (source, target, contract, k); drop {', '.join(other)}."
@@ -259,9 +267,11 @@ def _run_recipe(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     data = _read_input(args)
+    specs = _estimates.check_estimates(args, data)
     # A pseudonymize step gets the key of PRIVDASH_PSEUDONYM_KEY; the recipe holds only its fingerprint.
     published, results = apply_recipe(data, recipe, secrets={"key": Settings.from_env().pseudonym_key})
     perturbation = _perturbation_risk(data, published, recipe)  # before anything is written: it may fail
+    estimates = _estimates.run_estimates(args, specs, data, published)
     excess = recipe.suppression_excess(len(data), len(published))
     if excess is not None:
         if args.strict:
@@ -277,6 +287,7 @@ def _run_recipe(args: argparse.Namespace) -> int:
         print_json(
             {
                 "perturbation_risk": perturbation.to_dict() if perturbation is not None else None,
+                "estimates": _estimates.estimates_payload(estimates),
                 "recipe": str(args.recipe),
                 "rows_in": len(data),
                 "rows_out": len(published),
@@ -294,6 +305,7 @@ def _run_recipe(args: argparse.Namespace) -> int:
         print(format_table(["step", "rows in", "rows out", "summary"], rows, align="lrrl"))
     if perturbation is not None:
         _print_perturbation_risk(perturbation)
+    _estimates.print_estimates(estimates)
     if args.output is not None:
         print(f"Wrote {len(published):,} rows to {args.output}.")
     else:
@@ -305,6 +317,8 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
     """The search on DuckDB's per-class aggregate and the fix streamed to ``-o``: the table is never in memory."""
     if args.sheet is not None:
         raise ParameterError("--sheet chooses a sheet of an Excel workbook, which the duckdb engine does not read.")
+    if args.estimate:
+        raise ParameterError("--estimate needs the table in memory: use --engine pandas.")
     source = str(args.file)
     options = {"memory_limit": args.memory_limit, "temp_directory": args.temp_dir}
     if args.recipe is not None:
