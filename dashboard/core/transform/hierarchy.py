@@ -653,7 +653,9 @@ def interval_hierarchy(
     ``bins``
         Quantile levels: ``bins[0]`` intervals of about equal frequency at the finest level (boundaries are data
         values at the quantiles ``j / bins[0]``, method ``inverted_cdf``, duplicates removed), then each coarser
-        level's boundaries are the quantiles ``j / bins[L]`` snapped to the nearest boundary of the finer level.
+        level's boundaries are the quantiles ``j / bins[L]`` snapped to the nearest boundary of the finer level. A
+        value holding more than ``1 / bins[0]`` of the records (the zeros of an amount) is an interval of its own at
+        every level, and the quantiles are those of the other values.
         Resolved into ``cuts`` in :attr:`Hierarchy.rule`. With ``digits``, every boundary is rounded to that
         many significant digits (round bands at the quantiles; boundaries that become equal are merged).
 
@@ -808,16 +810,28 @@ def _quantile_cuts(values: pd.Series | Sequence[Any], bins: Sequence[int]) -> li
     if not len(data):
         raise HierarchyError("Cannot build quantile intervals: the column has no non-missing values.")
     low = data.min()
-    finest = np.unique(np.quantile(data, np.arange(1, counts[0]) / counts[0], method="inverted_cdf"))
+    # A value holding more than 1 / bins[0] of the records (the zeros of an amount) is a band of its own, and the
+    # quantiles are those of the other values: else its ties would swallow most of the bands.
+    distinct, frequency = np.unique(data, return_counts=True)
+    top = int(frequency.argmax())
+    apart: list[float] = []
+    rest = data
+    if len(distinct) > 1 and frequency[top] * counts[0] > len(data):
+        apart = [float(c) for c in distinct[top : top + 2] if c > low]
+        rest = data[data != distinct[top]]
+
+    def quantiles(count: int) -> np.ndarray:
+        return np.quantile(rest, np.arange(1, count) / count, method="inverted_cdf")
+
+    finest = np.unique(np.concatenate([quantiles(counts[0]), apart]))
     levels = [[float(c) for c in finest if c > low]]
     for count in counts[1:]:
-        previous = np.asarray(levels[-1])
+        previous = np.asarray([c for c in levels[-1] if c not in apart])
         if not len(previous):
-            levels.append([])
+            levels.append(list(apart))
             continue
-        targets = np.quantile(data, np.arange(1, count) / count, method="inverted_cdf")
-        nearest = np.abs(previous[None, :] - np.asarray(targets)[:, None]).argmin(axis=1)
-        levels.append([float(c) for c in np.unique(previous[nearest])])
+        nearest = np.abs(previous[None, :] - np.asarray(quantiles(count))[:, None]).argmin(axis=1)
+        levels.append(sorted({float(c) for c in previous[nearest]} | set(apart)))
     return levels
 
 
@@ -1328,7 +1342,7 @@ def default_rule(values: pd.Series, kind: StatisticalType | str, k: int = 5) -> 
 
       - skewed (``p99 - p50 > 3 (p50 - p1)`` or the reverse, e.g. money with a long tail): quantile bands,
         ``bins`` 16, 8, 4, boundaries rounded to 2 significant digits (the first and last bands are the bottom
-        and top codes);
+        and top codes; a value holding more than 1/16 of the records is a band of its own);
       - otherwise fixed widths a person would choose: the finest ``w`` is the round width (1, 2 or 5 times a
         power of ten, whole for whole numbers) nearest above ``(p99 - p1) / 20``, then ``w`` 5w 10w, ``w`` 5w 10w
         or ``w`` 2w 4w for a ``w`` starting with 1, 2 or 5 (ages: 5, 10, 20 years); with ``W`` the coarsest

@@ -386,6 +386,20 @@ def test_prefix_groups_follow_the_documented_rule(items: list[str]) -> None:
         assert levels[level] == {frozenset(g) for g in groups.values()}
 
 
+def test_a_dominant_value_is_a_band_of_its_own() -> None:
+    rng = np.random.default_rng(5)
+    gains = pd.Series(np.where(rng.random(5_000) < 0.9, 0, np.round(np.exp(rng.normal(8, 1, 5_000)))))
+    rule = default_rule(gains, StatisticalType.NUMERICAL)
+    assert rule == {"builder": "quantiles", "bins": [16, 8, 4], "digits": 2}
+    hierarchy = build_hierarchy(rule, gains)
+    for level in range(1, hierarchy.max_level):
+        published = hierarchy.generalize(gains, level)
+        # The zeros, and only they, share the first band; the other values are in bands of about equal frequency.
+        assert published[gains == 0].nunique() == 1 and not published[gains > 0].isin(published[gains == 0]).any()
+        shares = published[gains > 0].value_counts(normalize=True)
+        assert len(shares) == [16, 8, 4][level - 1] and (shares < 2.5 / len(shares)).all()
+
+
 def test_constant_and_binary_numbers() -> None:
     assert search_hierarchy(pd.Series([7] * 30), StatisticalType.NUMERICAL, 5).n_levels == 1
     binary = pd.Series([0.0, 1.0] * 5)
