@@ -224,6 +224,8 @@ def _guard_callbacks(app: Dash) -> None:
 
     @server.errorhandler(BadRequest)
     def bad_request(exc: BadRequest) -> tuple[flask.Response, int]:
+        if isinstance(exc, ClientDisconnected):  # the body stopped arriving, or too slowly (dashboard.ui.server)
+            return flask.jsonify(error="The request was interrupted or arrived too slowly; send it again."), 408
         return flask.jsonify(error=f"The request is malformed: {exc.description}"), 400
 
     @server.errorhandler(Exception)

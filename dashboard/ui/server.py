@@ -14,6 +14,10 @@ the thread, but must keep arriving at :data:`MIN_BODY_RATE` bytes per second on 
 gunicorn closes a finished connection on the worker's event loop, lingering up to 2 seconds for a client that does not
 close its side; this worker closes it in the request's thread instead, so that no client can pause the event loop.
 
+What remains: a client that keeps sending a large body at the minimal rate holds a thread for as long as it keeps
+sending (it pays for that with its own bandwidth); for a server on the internet, a buffering reverse proxy in front
+(nginx's default ``proxy_request_buffering on``) takes that too.
+
 Only plain HTTP/1 is collected this way (TLS belongs to the proxy in front); other connections are served as
 gunicorn's threaded worker serves them.
 """
@@ -33,8 +37,9 @@ from dashboard.application.settings import Settings
 
 __all__ = ["BUFFERED_BODY", "MIN_BODY_RATE", "ReadTimedOut", "SlowClientWorker"]
 
-#: Bodies up to this many bytes are collected before the request gets a thread (callbacks are far smaller).
-BUFFERED_BODY = 1_000_000
+#: Bodies up to this many bytes are collected before the request gets a thread (a callback's body; the view state of a
+#: table of 2,000 columns takes about 100 KB). It is held in memory per connection while it arrives, so it is small.
+BUFFERED_BODY = 256 * 1024
 #: A request head longer than this is handed to gunicorn's parser as it is (which refuses it with its limits).
 _MAX_HEAD = 64 * 1024
 #: The slowest average rate, in bytes per second, at which a larger body (an upload) may arrive.

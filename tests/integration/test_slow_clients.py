@@ -3,11 +3,11 @@
 ``gunicorn app:server`` runs with 2 workers and the shipped configuration (``gunicorn.conf.py``: the
 :class:`~dashboard.ui.server.SlowClientWorker`, 8 threads each, so 16 threads in all) on a free port of 127.0.0.1.
 40 connections, more than there are threads, each send 12 bytes and stall: half a request line, or the head of a
-5,000-byte request and 12 bytes of its body. Two more announce a 50 MB upload and send 12 bytes of it.
-Asserted: ``/api/health`` answers every time within a second while they hang; the stalled small requests are
-answered 408 within ``PRIVDASH_READ_TIMEOUT`` plus gunicorn's keep-alive; the stalled uploads get the upload
-route's 408 message. Everything is bounded: sockets time out, loops stop at their deadlines, only 127.0.0.1 is
-contacted.
+5,000-byte request and 12 bytes of its body. Two more announce a 50 MB upload, two a 512 KB callback (too large to
+be collected before it takes a thread), and send a few bytes of it. Asserted: ``/api/health`` answers every time
+within a second while they hang; the stalled small requests are answered 408 within ``PRIVDASH_READ_TIMEOUT`` plus
+gunicorn's keep-alive; the stalled uploads and large callbacks get a 408 with a message. Everything is bounded:
+sockets time out, loops stop at their deadlines, only 127.0.0.1 is contacted.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
+from dashboard.ui.server import BUFFERED_BODY
 from tests.integration.gunicorn import Gunicorn, running_gunicorn
 
 WORKERS = 2
@@ -100,6 +101,13 @@ def test_stalled_clients_do_not_hold_the_workers(server: Gunicorn) -> None:
     with contextlib.ExitStack() as stack:
         slow = [stack.enter_context(stall(server, b"POST /api/up" if i % 2 else head + b"x" * 12)) for i in range(SLOW)]
         uploads = [stack.enter_context(stall(server, upload)) for _ in range(2)]
+        # A callback too large to be collected before it takes a thread: read there, against the deadline.
+        large = (
+            b"POST /_dash-update-component HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {2 * BUFFERED_BODY}\r\n\r\n".encode()
+            + b'{"output": '
+        )
+        callbacks = [stack.enter_context(stall(server, large)) for _ in range(2)]
         opened = time.monotonic()
         latencies = health_latencies(server, READ_TIMEOUT + 2.0)
         print(
@@ -116,6 +124,10 @@ def test_stalled_clients_do_not_hold_the_workers(server: Gunicorn) -> None:
             assert text.startswith(b"HTTP/1.1 408"), text[:300]
             body = json.loads(text.split(b"\r\n\r\n", 1)[1])
             assert "too slowly" in body["error"]
+        for sock in callbacks:
+            text = answer(sock, deadline)
+            assert text.startswith(b"HTTP/1.1 408"), text[:300]
+            assert "too slowly" in json.loads(text.split(b"\r\n\r\n", 1)[1])["error"]
     # And the server is whole afterwards.
     assert max(health_latencies(server, 1.0)) < HEALTH_SECONDS
     assert "Traceback" not in "".join(server.log)
