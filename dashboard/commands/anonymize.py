@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +26,15 @@ from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, COUNT, Engine, a
 from dashboard.core.engines.streaming import apply_recipe_streaming
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
-from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
+from dashboard.core.search.heuristic import DEFAULT_MAX_CHECKS
+from dashboard.core.search.lattice import (
+    DEFAULT_MAX_NODES,
+    SEARCH_STRATEGIES,
+    SearchResult,
+    optimal_generalization,
+    suppression_budget,
+)
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
 from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies, search_hierarchy
 from dashboard.core.transform.jobs import run_job_file
 from dashboard.core.transform.perturbation import perturbed_numeric_columns
@@ -73,8 +82,34 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--suppression",
         dest="max_suppression",
         type=float,
-        default=0.0,
-        help="share of records that may be removed, 0..1 (default 0; --suppression is the old spelling)",
+        default=DEFAULT_MAX_SUPPRESSION,
+        help=f"share of records that may be removed, 0..1 (default {DEFAULT_MAX_SUPPRESSION:g}; --suppression is the "
+        "old spelling)",
+    )
+    parser.add_argument(
+        "--search",
+        choices=list(SEARCH_STRATEGIES),
+        help="exact: every node of the lattice (with pruning), refused beyond "
+        f"{DEFAULT_MAX_NODES:,} nodes; heuristic: best-first from the least general levels with a budget of checked "
+        "nodes (--max-checks), for many quasi-identifiers; auto (default): exact up to the node limit, heuristic "
+        "beyond",
+    )
+    parser.add_argument(
+        "--max-checks",
+        type=int,
+        help=f"nodes the heuristic search checks at most (default {DEFAULT_MAX_CHECKS:,})",
+    )
+    parser.add_argument(
+        "--compare-exact",
+        action="store_true",
+        help="after a heuristic search, also run the exact one (when the lattice is within its limit) and report how "
+        "far the heuristic's loss is from the optimum",
+    )
+    parser.add_argument(
+        "--solutions",
+        type=int,
+        help="list the best N solutions meeting the targets (levels, loss, records removed, risk; the frontier of "
+        "loss against risk and suppression marked); the first is the one applied",
     )
     parser.add_argument(
         "--metric",
@@ -160,8 +195,10 @@ def run(args: argparse.Namespace) -> int:
         max_risk=args.max_risk,
         max_suppression=args.max_suppression,
         metric=args.metric,
+        **_search_options(args),
     )
     seconds = time.perf_counter() - started
+    exact = _exact_comparison(args, result, data, hierarchies, qis)
     metrics = information_loss(
         data, result.transform.data, hierarchies, quasi_identifiers=qis, kept_rows=result.transform.kept_rows
     )
@@ -176,11 +213,118 @@ def run(args: argparse.Namespace) -> int:
         payload["estimates"] = _estimates.estimates_payload(estimates)
         payload["output"] = str(args.output) if args.output is not None else None
         payload["recipe"] = str(args.save_recipe) if args.save_recipe is not None else None
+        payload["seconds"] = seconds
+        if exact is not None:
+            payload["exact"] = exact
         print_json(payload)
         return 0
     _print_result(args, data, result, metrics.to_dict(), seconds)
+    _print_search(result, exact)
     _estimates.print_estimates(estimates)
     return 0
+
+
+def _search_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The search strategy, its budget and the number of solutions, checked."""
+    if args.solutions is not None and args.solutions < 1:
+        raise ParameterError(f"--solutions must be at least 1, got {args.solutions}.")
+    if args.max_checks is not None and args.max_checks < 1:
+        raise ParameterError(f"--max-checks must be at least 1, got {args.max_checks}.")
+    if args.compare_exact and args.search != "heuristic":
+        raise ParameterError("--compare-exact compares a heuristic search with the exact one: add --search heuristic.")
+    return {
+        "search": args.search or "auto",
+        "solutions": args.solutions or 1,
+        "max_checks": args.max_checks,
+    }
+
+
+def _binding_text(binding: Mapping[str, tuple[str, ...]]) -> str:
+    """``one level finer, age and sex fail k; education fails t`` from :attr:`SearchResult.binding`."""
+    groups: dict[tuple[str, ...], list[str]] = {}
+    for name, entries in binding.items():
+        groups.setdefault(entries, []).append(name)
+    parts = []
+    for entries, names in groups.items():
+        what = (
+            "fail " + " and ".join(e.replace("+", " and ") + (" together" if "+" in e else "") for e in entries)
+            if entries
+            else "meets the targets, with more loss"
+        )
+        parts.append(f"in {', '.join(names)}: {what}")
+    return "one level finer " + "; ".join(parts)
+
+
+def _exact_comparison(
+    args: argparse.Namespace,
+    result: SearchResult,
+    data: pd.DataFrame,
+    hierarchies: dict[str, Hierarchy],
+    qis: list[str],
+) -> dict[str, Any] | None:
+    """With --compare-exact: the exact optimum and the heuristic's distance to it (None when the lattice is beyond
+    the exact search's limit: then only the heuristic's own lower bound tells the distance)."""
+    if not args.compare_exact or result.lattice_size > DEFAULT_MAX_NODES:
+        return None
+    started = time.perf_counter()
+    exact = optimal_generalization(
+        data,
+        hierarchies,
+        quasi_identifiers=qis,
+        k=args.k,
+        l=args.l,
+        t=args.t,
+        sensitive=split_columns(args.sensitive),
+        t_distance=args.t_distance,
+        max_risk=args.max_risk,
+        max_suppression=args.max_suppression,
+        metric=args.metric,
+        search="exact",
+    )
+    return {
+        "loss": exact.value,
+        "levels": dict(exact.levels),
+        "distance": (result.value - exact.value) / exact.value if exact.value > 0 else 0.0,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _print_search(result: SearchResult, exact: dict[str, Any] | None) -> None:
+    """How the lattice was searched, what bound the solution, and the solutions to choose from."""
+    if result.strategy == "heuristic":
+        if result.proven:
+            print("Heuristic search: it checked every node that could do better, so this is the optimum.")
+        else:
+            print(
+                f"Heuristic search: the optimum is at least {result.lower_bound:.6g}, so this is at most "
+                f"{result.gap:.1%} above it."
+            )
+    if exact is not None:
+        print(f"Exact optimum: {exact['loss']:.6g}; the heuristic's loss is {exact['distance']:.2%} above it.")
+    if result.binding:
+        print(f"Bound by: {', '.join(result.bound_by) or 'the loss alone'} ({_binding_text(result.binding)}).")
+    if len(result.solutions) > 1:
+        print()
+        print("Solutions (best first; * = on the frontier of loss against risk and suppression):")
+        rows = [
+            [
+                index + 1,
+                "*" if solution.frontier else "",
+                ", ".join(f"{name} {level}" for name, level in solution.levels.items()),
+                f"{solution.value:.6g}",
+                solution.suppressed,
+                f"{solution.highest_risk:.4g}",
+                f"{solution.average_risk:.4g}",
+            ]
+            for index, solution in enumerate(result.solutions)
+        ]
+        print(
+            format_table(
+                ["#", "frontier", "levels", result.metric.value, "removed", "highest risk", "average risk"],
+                rows,
+                align="rllrrrr",
+            )
+        )
 
 
 def default_hierarchies(data: pd.DataFrame, quasi_identifiers: list[str], k: int) -> dict[str, Hierarchy]:
@@ -199,7 +343,7 @@ def _rule_text(hierarchy: Hierarchy) -> str:
 
 
 #: Options of the search that neither --recipe nor --config takes (argparse destinations).
-_SEARCH_OPTIONS = ("qi", "hierarchies", "l", "t", "max_risk", "sensitive")
+_SEARCH_OPTIONS = ("qi", "hierarchies", "l", "t", "max_risk", "sensitive", "search", "solutions", "max_checks")
 
 
 def _given(args: argparse.Namespace, destinations: tuple[str, ...]) -> list[str]:
@@ -354,6 +498,7 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
             max_suppression=args.max_suppression,
             metric=args.metric,
             counts=COUNT,
+            **_search_options(args),
         )
         seconds = aggregate.seconds + time.perf_counter() - started
         recipe = result.recipe
@@ -402,6 +547,7 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
         print(format_table(["column", "level"], [[c, v] for c, v in result.levels.items()], align="lr"))
         print(f"Suppressed records: {result.suppressed:,}; {result.metric.value}: {result.value:.6g}")
         print(f"Smallest class: {result.k}; searched {result.nodes_checked:,} nodes in {seconds:.2f} s")
+        _print_search(result, None)
     if streamed is not None:
         print(
             f"Streamed {streamed.rows_in:,} rows in {streamed.batches} batch(es), {streamed.passes} pass(es): "
@@ -502,7 +648,7 @@ def _print_result(
     print(f"Smallest class: {result.k}; classes: {result.classes.n_classes:,}")
     others = ", ".join(f"{m.value} {metrics[m.value]:.6g}" for m in Metric if m != result.metric)
     print(f"Other metrics: {others}")
-    print(f"Searched {result.nodes_checked:,} of {result.lattice_size:,} nodes in {seconds:.2f} s")
+    print(f"Searched {result.nodes_checked:,} of {result.lattice_size:,} nodes ({result.strategy}) in {seconds:.2f} s")
     if args.output is not None:
         print(f"Wrote {len(result.transform.data):,} rows to {args.output}.")
     if args.save_recipe is not None:

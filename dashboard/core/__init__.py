@@ -147,8 +147,16 @@ from dashboard.core.privacy import (
     read_domain_file,
 )
 from dashboard.core.privacy.release import DP_ERROR, DP_TRUE_VALUE, DP_VALUE
-from dashboard.core.search.lattice import SearchResult, optimal_generalization, suppression_budget
-from dashboard.core.targets import PrivacyTargets, parse_targets
+from dashboard.core.search.heuristic import DEFAULT_MAX_CHECKS, heuristic_search
+from dashboard.core.search.lattice import (
+    DEFAULT_MAX_NODES,
+    SEARCH_STRATEGIES,
+    SearchResult,
+    Solution,
+    optimal_generalization,
+    suppression_budget,
+)
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import (
     RULE_SETTINGS,
@@ -216,7 +224,10 @@ __all__ = [
     "CLASS_SIZE",
     "COUNT",
     "DEFAULT_DEMO",
+    "DEFAULT_MAX_CHECKS",
+    "DEFAULT_MAX_NODES",
     "DEFAULT_MAX_RISK",
+    "DEFAULT_MAX_SUPPRESSION",
     "DEFAULT_POPULATION_THRESHOLD",
     "DEFAULT_READ_LIMITS",
     "DP_ERROR",
@@ -231,6 +242,7 @@ __all__ = [
     "PERTURBATIVE_STEPS",
     "RECORD_RISK",
     "RULE_SETTINGS",
+    "SEARCH_STRATEGIES",
     "STREAMABLE_STEPS",
     "TOP",
     "Aggregate",
@@ -282,6 +294,7 @@ __all__ = [
     "RiskCurve",
     "RiskSummary",
     "SearchResult",
+    "Solution",
     "SensitiveModels",
     "SparkTable",
     "SpatialK",
@@ -337,6 +350,7 @@ __all__ = [
     "frame_sha256",
     "generalize",
     "generalize_postcodes",
+    "heuristic_search",
     "hierarchy_from_rule",
     "individual_risk",
     "infer_statistical_type",

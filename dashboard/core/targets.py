@@ -17,7 +17,16 @@ Vocabulary (the same name everywhere; see docs/definitions.md):
     the prosecutor risk, so meeting ``max_risk`` as prosecutor bounds all three.
 ``max_suppression``
     The share of records a fix may remove, ``0 .. 1`` (ARX's suppression limit). Not a property of a table, so it is
-    not a :class:`PrivacyTargets` field: the least-lossy search and record suppression take it as a parameter.
+    not a :class:`PrivacyTargets` field: the least-lossy search and record suppression take it as a parameter, with
+    one default everywhere (the Fix page, the command line, the API, the presentations and the report):
+    :data:`DEFAULT_MAX_SUPPRESSION`.
+
+Monotonicity (what the least-lossy search may infer, :mod:`dashboard.core.search.lattice`): under full-domain
+generalization classes only merge. ``k``, ``max_risk`` and distinct ``l`` hold for a merged class whenever they hold
+for one of its parts, so the records violating them can only shrink from a node to a coarser one, with or without
+suppression (:meth:`PrivacyTargets.monotone`). ``t`` holds for a merged class whenever it holds for all its parts
+(the earth mover's distance to a fixed distribution is convex in the class distribution), but a part that satisfies
+``t`` merged with one that does not may violate it: with suppression the records violating ``t`` may grow.
 
 :func:`parse_targets` reads the command line's ``k=5,l=2,t=0.2,max_risk=0.2`` (``risk`` is an alias of
 ``max_risk``). Whether a diagnosed table meets the targets is :meth:`dashboard.core.measure.diagnose.Diagnosis.check`.
@@ -34,7 +43,14 @@ import numpy as np
 from dashboard.core.errors import ParameterError, check_fraction, check_positive_int, check_threshold
 from dashboard.core.measure.classes import EquivalenceClasses
 
-__all__ = ["TARGET_ALIASES", "PrivacyTargets", "parse_targets"]
+__all__ = ["DEFAULT_MAX_SUPPRESSION", "MONOTONE_TARGETS", "TARGET_ALIASES", "PrivacyTargets", "parse_targets"]
+
+#: The suppression limit of every fix that searches, unless one is given: 5% of the records (the share ARX's examples
+#: and the statistical offices' guidance commonly allow), the same on the Fix page, the command line, the API, the
+#: presentations and the report.
+DEFAULT_MAX_SUPPRESSION = 0.05
+#: Targets whose violating records can only shrink under generalization, with or without suppression.
+MONOTONE_TARGETS = ("k", "l", "max_risk")
 
 #: Old or short spellings of target names, accepted on input.
 TARGET_ALIASES = {"risk": "max_risk", "threshold": "max_risk"}
@@ -94,6 +110,18 @@ class PrivacyTargets:
         """True when the violating records can only shrink under generalization (no t-closeness target)."""
         return self.t is None
 
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The targets that are set, in the order ``k``, ``l``, ``t``, ``max_risk`` (``k`` always: ``k = 1`` is met
+        by every class)."""
+        return tuple(name for name in ("k", "l", "t", "max_risk") if getattr(self, name) is not None)
+
+    def monotone(self) -> PrivacyTargets:
+        """The targets of :data:`MONOTONE_TARGETS` only (``t`` dropped): a node whose records violating these exceed
+        the suppression limit fails, and so do all its finer nodes, whatever ``t`` says. Built field by field, so a
+        target added later is left out until it is shown monotone."""
+        return PrivacyTargets(k=self.k, l=self.l, sensitive=self.sensitive, max_risk=self.max_risk)
+
     def size_violations(self, sizes: np.ndarray) -> np.ndarray:
         """Boolean per class of size ``sizes``: it violates ``k`` or ``max_risk`` (the size-only targets)."""
         sizes = np.asarray(sizes)
@@ -107,14 +135,38 @@ class PrivacyTargets:
         bad = self.size_violations(classes.sizes)
         if classes.n_classes == 0 or (self.l is None and self.t is None):
             return bad
+        for part in self.violations_by_target(classes, ("l", "t")).values():
+            bad |= part
+        return np.asarray(bad, dtype=bool)
+
+    def violations_by_target(
+        self, classes: EquivalenceClasses, names: Sequence[str] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Boolean per class for each target set (or each of ``names`` that is set): the class violates it (for
+        ``l`` and ``t``: on some sensitive attribute). :meth:`class_violations` is their union."""
+        wanted = [name for name in self.names if names is None or name in names]
+        sizes = np.asarray(classes.sizes)
+        out: dict[str, np.ndarray] = {}
+        if "k" in wanted:
+            out["k"] = np.asarray(sizes < self.k, dtype=bool)
+        if "max_risk" in wanted:
+            out["max_risk"] = PrivacyTargets(k=1, max_risk=self.max_risk).size_violations(sizes)
+        if classes.n_classes == 0:
+            return {name: np.zeros(0, dtype=bool) for name in wanted}
         from dashboard.core.measure.models import distinct_l_diversity, t_closeness
 
-        for name in self.sensitive or tuple(classes.sensitive):
-            if self.l is not None:
+        names = self.sensitive or tuple(classes.sensitive)
+        if "l" in wanted and self.l is not None:
+            bad = np.zeros(classes.n_classes, dtype=bool)
+            for name in names:
                 bad |= ~distinct_l_diversity(classes, name).class_satisfies(self.l)
-            if self.t is not None:
+            out["l"] = bad
+        if "t" in wanted and self.t is not None:
+            bad = np.zeros(classes.n_classes, dtype=bool)
+            for name in names:
                 bad |= ~t_closeness(classes, name, distance=self.t_distance).class_satisfies(self.t)
-        return np.asarray(bad, dtype=bool)
+            out["t"] = bad
+        return {name: out[name] for name in wanted}
 
     def require_sensitive(self) -> None:
         """Raise :class:`ParameterError` when ``l`` or ``t`` is set but no sensitive attribute is named (needed

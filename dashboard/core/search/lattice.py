@@ -30,19 +30,37 @@ not below the best value found prunes itself and all its successors (their bound
 *Monotonicity of the targets.* k-anonymity, prosecutor risk and distinct l-diversity are monotone with
 suppression: classes only merge under generalization, and a merged class satisfies them whenever one of its parts
 does, so the violating records of a node include those of every successor (ARX: monotonic with generalization and
-suppression). Then a failing node marks all its predecessors as failing. t-closeness is monotone only without
-suppression (a satisfying class merged with a violating one may violate), so with t and a positive suppression
-limit no node is inferred to fail.
+suppression). Then a node failing them (beyond the limit) marks all its predecessors as failing, and a node meeting
+them all its successors as meeting them; the binary search of Flash on a chain to the top finds the boundary.
+t-closeness is monotone without suppression (the earth mover's distance to a fixed distribution is convex in the
+class distribution, so a class merged from parts within t is within t), but not with it (a satisfying class merged
+with a violating one may violate): then only the monotone targets mark nodes, and ``t`` is checked at each node that
+meets them, in bound order, unless the node's metric with only their violating records suppressed (a lower bound:
+suppressing more never lowers a metric) already reaches the best value.
 
-The result is the exact minimum over all satisfying nodes (ties: the first in the visiting order: bound, then
-total level, then levels lexicographically); the tests compare it with a brute-force evaluation of every node.
+*What t implies.* A class violates ``t`` whatever its counts when it has too few records or too few distinct
+sensitive values to come within ``t`` of the table's distribution ``p`` (:meth:`GeneralizationLattice.implied_by_t`):
+with ``d`` distinct values the equal distance is at least ``1 - (sum of the d largest p_i)`` and the ordered one at
+least the weighted ``d``-median cost of ``p`` on the ranks over ``m - 1``; with ``f`` records at least the distance of
+the best whole-record counts (rounded shares). Both are monotone (sizes and distinct values only grow when classes
+merge), so with ``t`` and suppression they join ``k`` and ``l`` among the conditions that mark failing nodes. Each
+bound is checked against every distribution of up to 9 records in the tests, and the search against an exhaustive
+evaluation of the lattice.
+
+The result is the exact minimum over all satisfying nodes (ties: least bound, then total level, then levels
+lexicographically); the tests compare it with a brute-force evaluation of every node. With ``solutions=N`` the search
+prunes against the N-th best value instead and returns the N best nodes, with the frontier of loss against risk and
+suppression among them (:class:`Solution`). The result names the targets that *bound* it: those the node one level
+finer in each QI fails (:func:`binding_targets`). Lattices beyond ``max_nodes`` are searched heuristically
+(:mod:`dashboard.core.search.heuristic`).
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -62,7 +80,7 @@ from dashboard.core.measure.classes import (
     equivalence_classes,
     equivalence_classes_from_aggregate,
 )
-from dashboard.core.targets import PrivacyTargets
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
 from dashboard.core.transform.generalization import generalize, violating_combinations, without_combinations
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError
 from dashboard.core.transform.steps import Recipe, Step, TransformResult
@@ -70,10 +88,14 @@ from dashboard.core.utility.metrics import Metric
 
 __all__ = [
     "DEFAULT_MAX_NODES",
+    "SEARCH_STRATEGIES",
     "GeneralizationLattice",
     "NoSolutionError",
     "NodeResult",
+    "SearchOutcome",
     "SearchResult",
+    "Solution",
+    "binding_targets",
     "optimal_generalization",
     "suppression_budget",
 ]
@@ -84,7 +106,7 @@ DEFAULT_MAX_NODES = 2_000_000
 _COUNT = "__privdash_records"
 #: Cached class tables, in rows over all cached nodes (each row: one code per QI and a count).
 _CACHE_ROWS = 2_000_000
-_DENSE_KEYS = 1 << 16
+_DENSE_KEYS = 1 << 12
 
 
 class NoSolutionError(ParameterError):
@@ -94,14 +116,23 @@ class NoSolutionError(ParameterError):
 # --- class tables --------------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, eq=False)
 class _Table:
-    """Classes of one node: QI codes at the node's levels, record counts, sparse sensitive counts."""
+    """Classes of one node: QI codes at the node's levels, record counts, and (when rolled up with them) sparse
+    sensitive counts: class, value, count, sorted. ``sensitive`` is None for a table of class sizes only."""
 
-    levels: tuple[int, ...]
-    codes: np.ndarray  # (J, q)
-    counts: np.ndarray  # (J,) int64
-    sensitive: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]]  # class, value, count (sorted)
+    __slots__ = ("codes", "counts", "levels", "sensitive")
+
+    def __init__(
+        self,
+        levels: tuple[int, ...],
+        codes: np.ndarray,
+        counts: np.ndarray,
+        sensitive: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None,
+    ) -> None:
+        self.levels = levels
+        self.codes = codes  # (J, q)
+        self.counts = counts  # (J,) int64
+        self.sensitive = sensitive
 
     @property
     def n_classes(self) -> int:
@@ -112,7 +143,8 @@ class _TableCache:
     """Class tables of computed nodes; finds the smallest cached table finer than a node (a roll-up source).
 
     Holds at most about :data:`_CACHE_ROWS` rows; when full, the largest tables go first (small tables are the
-    cheap sources of later roll-ups). The finest table is always kept.
+    cheap sources of later roll-ups). The finest table is always kept. A table of class sizes only is replaced by
+    the full one when the sensitive counts of that node are needed.
     """
 
     def __init__(self, bottom: _Table) -> None:
@@ -125,21 +157,38 @@ class _TableCache:
         self._keys = keys
         self._levels = np.array(keys, dtype=np.int64).reshape(len(keys), -1)
         self._sizes = np.array([self._tables[k].n_classes for k in keys], dtype=np.int64)
+        self._full = np.array([self._tables[k].sensitive is not None for k in keys], dtype=bool)
         self._count = len(keys)
         self._rows = int(self._sizes.sum())
 
     def get(self, levels: tuple[int, ...]) -> _Table | None:
         return self._tables.get(levels)
 
-    def source_for(self, levels: tuple[int, ...]) -> _Table:
+    def source_for(self, levels: tuple[int, ...], sensitive: bool) -> _Table:
+        # The nodes one level finer in one QI are the usual sources (a finer node has at least as many classes as
+        # the parent above it); the whole cache is scanned only when none of them is at hand.
+        parents = []
+        for index, level in enumerate(levels):
+            if level:
+                found = self._tables.get((*levels[:index], level - 1, *levels[index + 1 :]))
+                if found is not None and (found.sensitive is not None or not sensitive):
+                    parents.append(found)
+        if parents:
+            return min(parents, key=lambda table: table.n_classes)
         count = self._count
         finer = (self._levels[:count] <= np.asarray(levels)).all(axis=1)
+        if sensitive:
+            finer &= self._full[:count]
         sizes = np.where(finer, self._sizes[:count], np.iinfo(np.int64).max)
         return self._tables[self._keys[int(sizes.argmin())]]
 
     def add(self, table: _Table) -> None:
+        replaced = self._tables.get(table.levels)
         self._tables[table.levels] = table
         self._rows += table.n_classes
+        if replaced is not None:
+            self._rebuild()
+            return
         if self._rows > _CACHE_ROWS:
             for key in sorted(self._tables, key=lambda k: -self._tables[k].n_classes):
                 if key != self._bottom:
@@ -152,9 +201,11 @@ class _TableCache:
             grown = max(16, 2 * self._count)
             self._levels = np.resize(self._levels, (grown, self._levels.shape[1]))
             self._sizes = np.resize(self._sizes, grown)
+            self._full = np.resize(self._full, grown)
         self._keys.append(table.levels)
         self._levels[self._count] = table.levels
         self._sizes[self._count] = table.n_classes
+        self._full[self._count] = table.sensitive is not None
         self._count += 1
 
 
@@ -164,7 +215,9 @@ class NodeResult:
 
     ``violating`` counts the records in violating classes; ``suppressed`` equals it when the node satisfies
     (else 0, nothing is published); ``value`` is the metric (NaN when the node does not satisfy); ``bound`` is
-    the metric with nothing suppressed.
+    the metric with nothing suppressed. ``highest_risk`` and ``average_risk`` are the prosecutor risks of the
+    published records (``1 / min f_j`` and ``J / n`` over the classes kept; NaN when the node does not satisfy or
+    nothing is published).
     """
 
     levels: tuple[int, ...]
@@ -174,6 +227,73 @@ class NodeResult:
     classes: int
     value: float
     bound: float
+    highest_risk: float = math.nan
+    average_risk: float = math.nan
+
+    def to_dict(self, quasi_identifiers: Sequence[str]) -> dict[str, Any]:
+        """JSON-ready: levels by QI, value, suppressed, classes published, risks."""
+        return {
+            "levels": dict(zip(quasi_identifiers, self.levels, strict=True)),
+            "value": self.value,
+            "suppressed": self.suppressed,
+            "classes": self.classes,
+            "highest_risk": self.highest_risk,
+            "average_risk": self.average_risk,
+        }
+
+
+def _rank(result: NodeResult) -> tuple[float, float, int, tuple[int, ...]]:
+    """Order of solutions: metric value, then bound, total level and levels (ties go to the less general node)."""
+    return (result.value, result.bound, sum(result.levels), result.levels)
+
+
+class _Best:
+    """The ``n`` best solutions found so far; ``threshold`` is the value a node must beat to join them."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.items: list[tuple[tuple[float, float, int, tuple[int, ...]], NodeResult]] = []
+
+    @property
+    def threshold(self) -> float:
+        return self.items[-1][0][0] if len(self.items) >= self.n else math.inf
+
+    @property
+    def value(self) -> float:
+        return self.items[0][0][0] if self.items else math.inf
+
+    def offer(self, result: NodeResult) -> None:
+        key = _rank(result)
+        if len(self.items) >= self.n and key >= self.items[-1][0]:
+            return
+        if any(item[1].levels == result.levels for item in self.items):
+            return
+        bisect.insort(self.items, (key, result), key=lambda item: item[0])
+        del self.items[self.n :]
+
+    def results(self) -> list[NodeResult]:
+        return [item[1] for item in self.items]
+
+
+@dataclass(frozen=True)
+class SearchOutcome:
+    """What a search of the lattice found.
+
+    ``best`` is the solution of least metric, ``solutions`` the best ones found (best first, ``best`` included);
+    ``checked`` the nodes whose class table was computed; ``strategy`` ``"exact"`` or ``"heuristic"``;
+    ``lower_bound`` a value no satisfying node goes below (the best value itself when the search is exact or the
+    heuristic exhausted its queue: ``proven``); ``lattice_size`` the nodes of the lattice; ``budget`` the records
+    the suppression limit allows.
+    """
+
+    best: NodeResult
+    solutions: tuple[NodeResult, ...]
+    checked: int
+    strategy: str
+    lower_bound: float
+    proven: bool
+    lattice_size: int
+    budget: int
 
 
 class GeneralizationLattice:
@@ -195,8 +315,11 @@ class GeneralizationLattice:
         column holds its number of records. The search reads only class counts, so the result is the same as on the
         raw rows, for tables of any size.
 
-    Raises :class:`HierarchyError` when a QI value is not a leaf of its hierarchy, :class:`ParameterError` when
-    the lattice has more than ``max_nodes`` nodes.
+    max_nodes
+        Largest lattice the exact search (:meth:`search`) visits; the heuristic one
+        (:func:`~dashboard.core.search.heuristic.heuristic_search`) has no such limit.
+
+    Raises :class:`HierarchyError` when a QI value is not a leaf of its hierarchy.
     """
 
     def __init__(
@@ -235,12 +358,7 @@ class GeneralizationLattice:
         self.hierarchies: tuple[Hierarchy, ...] = tuple(resolved)
         self.heights = np.array([h.n_levels for h in resolved], dtype=np.int64)
         size = int(np.prod(self.heights, dtype=object))
-        if size > max_nodes:
-            raise ParameterError(
-                f"The lattice has {size:,} nodes (levels per QI: "
-                f"{', '.join(f'{c}={h}' for c, h in zip(qis, self.heights, strict=True))}), more than the "
-                f"{max_nodes:,} searched; use fewer quasi-identifiers or hierarchies with fewer levels."
-            )
+        self.max_nodes = max_nodes
         self.size = size
         frame = pd.DataFrame(leaf_frame, index=pd.RangeIndex(len(data)))
         for name in sens:
@@ -290,7 +408,16 @@ class GeneralizationLattice:
         ]
         self._cache = _TableCache(self.bottom)
         self._bounds: dict[Metric, list[np.ndarray] | None] = {}
+        self._share_cache: dict[tuple[int, int], np.ndarray] = {}
         self.rollups = 0
+
+    def _too_large(self) -> str:
+        return (
+            f"The lattice has {self.size:,} nodes (levels per QI: "
+            f"{', '.join(f'{c}={h}' for c, h in zip(self.quasi_identifiers, self.heights, strict=True))}), more "
+            f"than the {self.max_nodes:,} the exact search visits; use the heuristic search (search='heuristic' or "
+            "'auto'), fewer quasi-identifiers or hierarchies with fewer levels."
+        )
 
     # -- lattice geometry --
 
@@ -331,16 +458,18 @@ class GeneralizationLattice:
             self._maps[key] = found
         return found
 
-    def table(self, levels: tuple[int, ...]) -> _Table:
-        """The class table at ``levels``, rolled up from the smallest cached finer table."""
+    def table(self, levels: tuple[int, ...], sensitive: bool = True) -> _Table:
+        """The class table at ``levels``, rolled up from the smallest cached finer table; with ``sensitive=False``
+        the class sizes may come without the sensitive counts (cheaper: k and the risk need only the sizes)."""
+        sensitive = sensitive and bool(self.sensitive)
         cached = self._cache.get(levels)
-        if cached is not None:
+        if cached is not None and (cached.sensitive is not None or not sensitive):
             return cached
-        result = self._rollup(self._cache.source_for(levels), levels)
+        result = self._rollup(self._cache.source_for(levels, sensitive), levels, sensitive=sensitive)
         self._cache.add(result)
         return result
 
-    def _rollup(self, source: _Table, levels: tuple[int, ...]) -> _Table:
+    def _rollup(self, source: _Table, levels: tuple[int, ...], *, sensitive: bool = True) -> _Table:
         self.rollups += 1
         n = source.n_classes
         columns = []
@@ -355,7 +484,7 @@ class GeneralizationLattice:
             key *= radix
             key += column
             space *= radix
-        if space <= max(_DENSE_KEYS, 2 * n):
+        if space <= max(_DENSE_KEYS, 4 * n):
             seen = np.zeros(space, dtype=np.int64)
             seen[key] = 1
             ids = np.cumsum(seen) - 1
@@ -368,25 +497,31 @@ class GeneralizationLattice:
         representative = np.empty(n_new, dtype=np.int64)
         representative[inverse] = np.arange(n)
         codes = np.column_stack([c[representative] for c in columns])
-        sensitive = {}
+        if not sensitive or source.sensitive is None:
+            return _Table(levels, codes, counts, None if self.sensitive else {})
+        rolled = {}
         for name, (cls, val, cnt) in source.sensitive.items():
             m = self._templates[name].n_values
             pair = inverse[cls] * m + val
-            if n_new * m <= max(1 << 20, 4 * len(pair)):
+            if n_new * m <= 4 * len(pair) + 4096:
                 dense = np.bincount(pair, weights=cnt, minlength=n_new * m)
                 present = np.flatnonzero(dense)
                 sums = dense[present]
             else:
                 present, where = np.unique(pair, return_inverse=True)
                 sums = np.bincount(where.reshape(-1), weights=cnt, minlength=len(present))
-            sensitive[name] = (present // m, present % m, sums.astype(np.int64))
-        return _Table(levels, codes, counts, sensitive)
+            rolled[name] = (present // m, present % m, sums.astype(np.int64))
+        return _Table(levels, codes, counts, rolled)
 
     def classes(self, levels: Mapping[str, int] | Sequence[int]) -> EquivalenceClasses:
         """The equivalence classes at ``levels`` (from the roll-up; no per-record classes)."""
         return self._classes(self.table(self.check_levels(levels)))
 
     def _classes(self, table: _Table) -> EquivalenceClasses:
+        if table.sensitive is None:  # a table of sizes only: the sensitive counts are needed here
+            table = self.table(table.levels)
+        counted = table.sensitive
+        assert counted is not None
         categories = []
         for index, (hierarchy, level) in enumerate(zip(self.hierarchies, table.levels, strict=True)):
             labels = hierarchy.labels[level]
@@ -406,7 +541,7 @@ class GeneralizationLattice:
                 n_classes=table.n_classes,
             )
             for (name, template), (cls, val, cnt) in zip(
-                self._templates.items(), (table.sensitive[n] for n in self._templates), strict=True
+                self._templates.items(), (counted[n] for n in self._templates), strict=True
             )
         }
         return EquivalenceClasses(
@@ -462,8 +597,12 @@ class GeneralizationLattice:
 
     def _shares(self, column: int, level: int) -> np.ndarray:
         """Domain share of each label at ``level`` (leaves under it / all leaves); the missing code: ``1 / D``."""
-        hierarchy = self.hierarchies[column]
-        return np.append(hierarchy.leaf_counts(level), 1) / hierarchy.n_leaves
+        found = self._share_cache.get((column, level))
+        if found is None:
+            hierarchy = self.hierarchies[column]
+            found = np.append(hierarchy.leaf_counts(level), 1) / hierarchy.n_leaves
+            self._share_cache[(column, level)] = found
+        return found
 
     def _entropy_generalization(self, column: int, level: int) -> float:
         counts = self._leaf_counts[column]
@@ -519,7 +658,7 @@ class GeneralizationLattice:
         levels: Mapping[str, int] | Sequence[int],
         *,
         targets: PrivacyTargets,
-        max_suppression: float = 0.0,
+        max_suppression: float = DEFAULT_MAX_SUPPRESSION,
         metric: str | Metric = Metric.LOSS,
     ) -> NodeResult:
         """Evaluate one node: violating records, whether they fit the suppression limit, and the metric."""
@@ -528,17 +667,58 @@ class GeneralizationLattice:
         budget = suppression_budget(max_suppression, self.n_records)
         table = self.table(node)
         bad = self._violations(table, targets)
-        violating = int(table.counts[bad].sum())
         prior = float(self.prior_bounds(metric, np.array([node]))[0])
-        bound = self._posterior_bound(metric, table, prior)
-        satisfied = violating <= budget
-        value = self._metric(metric, table, bad) if satisfied else math.nan
-        return NodeResult(node, satisfied, violating, violating if satisfied else 0, table.n_classes, value, bound)
+        return self._result(node, table, bad, budget, metric, self._posterior_bound(metric, table, prior))
+
+    def _result(
+        self, node: tuple[int, ...], table: _Table, bad: np.ndarray, budget: int, metric: Metric, bound: float
+    ) -> NodeResult:
+        violating = int(table.counts[bad].sum())
+        if violating > budget:
+            return NodeResult(node, False, violating, 0, table.n_classes, math.nan, bound)
+        kept = table.counts[~bad]
+        highest = 1.0 / float(kept.min()) if len(kept) else math.nan
+        average = len(kept) / float(kept.sum()) if len(kept) else math.nan
+        value = self._metric(metric, table, bad)
+        return NodeResult(node, True, violating, violating, table.n_classes, value, bound, highest, average)
 
     def _violations(self, table: _Table, targets: PrivacyTargets) -> np.ndarray:
-        if targets.l is None and targets.t is None:
-            return targets.size_violations(table.counts)
-        return targets.class_violations(self._classes(table))
+        bad = self._monotone_violations(table, targets)
+        if targets.t is not None:
+            bad = bad | self._t_violations(table, targets)
+        return bad
+
+    def _monotone_violations(self, table: _Table, targets: PrivacyTargets) -> np.ndarray:
+        """Classes violating ``k``, ``max_risk`` or distinct ``l`` (the number of sensitive entries of a class:
+        the roll-up keeps one entry per distinct value, with a positive count)."""
+        bad = targets.size_violations(table.counts)
+        if targets.l is not None:
+            assert table.sensitive is not None
+            for name in targets.sensitive:
+                bad |= np.bincount(table.sensitive[name][0], minlength=table.n_classes) < targets.l
+        return bad
+
+    def implied_by_t(self, targets: PrivacyTargets) -> tuple[int, dict[str, int]]:
+        """What a class needs to have any chance of meeting ``t``: at least so many records, and per sensitive
+        attribute at least so many distinct values; a class with fewer violates ``t`` whatever its counts (see the
+        module docstring). ``(1, {})`` without ``t``."""
+        if targets.t is None:
+            return 1, {}
+        records, distinct = 1, {}
+        for name in targets.sensitive:
+            template = self._templates[name]
+            counts = np.asarray(template.overall, dtype=np.float64)
+            shares = counts / counts.sum()
+            kind = targets.t_distance or ("ordered" if template.ordered else "equal")
+            lowest = _fewest_values_equal(shares) if kind == "equal" else _fewest_values_ordered(shares)
+            # A margin keeps the bounds below the exact distance's rounding: never a class that the check passes.
+            if lowest is not None:
+                distinct[name] = int(np.flatnonzero(lowest <= targets.t + 1e-9)[0]) + 1
+            records = max(records, _fewest_records(shares, kind, targets.t + 1e-9))
+        return records, distinct
+
+    def _t_violations(self, table: _Table, targets: PrivacyTargets) -> np.ndarray:
+        return targets.violations_by_target(self._classes(table), ("t",))["t"]
 
     def _upward_path(self, node: tuple[int, ...]) -> list[tuple[int, ...]]:
         """A chain from ``node`` to the top, raising one level at a time, always in the QI with the lowest
@@ -553,72 +733,126 @@ class GeneralizationLattice:
             path.append(tuple(current))
         return path
 
-    def search(
-        self, *, targets: PrivacyTargets, max_suppression: float = 0.0, metric: str | Metric = Metric.LOSS
-    ) -> tuple[NodeResult, int]:
-        """The satisfying node of least metric (see the module docstring) and the number of nodes checked.
-
-        Nodes are visited in increasing prior bound. With monotone targets, before a node is checked the first
-        satisfying node on a chain from it to the top is found by binary search (Flash's strategy): every
-        failing node checked marks all its predecessors as failing, every satisfying one all its successors as
-        satisfying. Raises :class:`NoSolutionError` when even the most general node violates the targets beyond
-        the limit.
-        """
-        metric = Metric.parse(metric)
+    def _check_targets(self, targets: PrivacyTargets) -> None:
         missing_sa = sorted(set(targets.sensitive) - set(self.sensitive))
         if missing_sa:
             raise ColumnError(
                 f"Sensitive attribute(s) {', '.join(missing_sa)} were not given when the lattice was built."
             )
+
+    def _no_solution(self, targets: PrivacyTargets, max_suppression: float) -> NoSolutionError:
         budget = suppression_budget(max_suppression, self.n_records)
-        monotone = targets.monotone_with_suppression or budget == 0
+        top = tuple(int(h) - 1 for h in self.heights)
+        table = self.table(top)
+        violating = int(table.counts[self._violations(table, targets)].sum())
+        return NoSolutionError(
+            f"No generalization meets {targets.describe()} with at most {budget:,} suppressed records "
+            f"({max_suppression:.2%} of {self.n_records:,}): even the most general levels leave {violating:,} "
+            "records in violating classes. Allow more suppression or relax the targets."
+        )
+
+    def search(
+        self,
+        *,
+        targets: PrivacyTargets,
+        max_suppression: float = DEFAULT_MAX_SUPPRESSION,
+        metric: str | Metric = Metric.LOSS,
+        solutions: int = 1,
+    ) -> SearchOutcome:
+        """The satisfying nodes of least metric (see the module docstring): the best ``solutions`` of them, best
+        first, and the number of nodes checked.
+
+        Nodes are visited in increasing prior bound. Before a node is checked, the first node meeting the monotone
+        targets (:meth:`PrivacyTargets.monotone`) on a chain from it to the top is found by binary search (Flash's
+        strategy): every node failing them marks all its predecessors as failing, every node meeting them all its
+        successors as meeting them. Without ``t`` (or without suppression) these are all the targets; with ``t``, a
+        node meeting the monotone targets is then checked for ``t``, unless its metric with only the records
+        violating the monotone targets suppressed (a lower bound: suppressing more records never lowers a metric)
+        already reaches the ``solutions``-th best value. Raises :class:`NoSolutionError` when no node satisfies
+        the targets within the limit, :class:`ParameterError` when the lattice has more nodes than ``max_nodes``.
+        """
+        metric = Metric.parse(metric)
+        self._check_targets(targets)
+        if self.size > self.max_nodes:
+            raise ParameterError(self._too_large())
+        if solutions < 1:
+            raise ParameterError(f"solutions must be at least 1, got {solutions}.")
+        budget = suppression_budget(max_suppression, self.n_records)
+        all_monotone = targets.t is None or budget == 0
+        # Without suppression t is monotone too (a class merged from parts meeting t meets it: the distance is
+        # convex in the class distribution), so the status of a node is then that of all the targets.
+        monotone = targets if all_monotone else targets.monotone()
+        # With t and suppression: a class with fewer distinct values than t allows violates t (implied_l), a
+        # monotone condition like l, which joins the monotone targets.
+        records, least = self.implied_by_t(targets) if not all_monotone else (1, {})
+        if records > monotone.k:
+            monotone = replace(monotone, k=records)
+        if least and max(least.values()) > (targets.l or 1):
+            least = {name: max(value, targets.l or 1) for name, value in least.items()}
+            monotone = replace(monotone, l=None)
+        else:
+            least = {}
+        needs_sensitive = monotone.l is not None or monotone.t is not None or bool(least)
         nodes = self.nodes()
         shape = tuple(int(h) for h in self.heights)
         prior = self.prior_bounds(metric, nodes).reshape(shape)
         order = np.lexsort(
             (*(nodes[:, i] for i in range(nodes.shape[1] - 1, -1, -1)), nodes.sum(axis=1), prior.ravel())
         )
-        failed = np.zeros(shape, dtype=bool)  # known to violate beyond the limit (monotone targets)
-        passed = np.zeros(shape, dtype=bool)  # known to satisfy (monotone targets)
-        pruned = np.zeros(shape, dtype=bool)  # bound not below the best value found
-        done = np.zeros(shape, dtype=bool)
-        best: list[Any] = [math.inf, None]
-        checked = 0
+        failed = np.zeros(shape, dtype=bool)  # known to violate the monotone targets beyond the limit
+        passed = np.zeros(shape, dtype=bool)  # known to meet the monotone targets within the limit
+        pruned = np.zeros(shape, dtype=bool)  # bound not below the solutions-th best value found
+        done = np.zeros(shape, dtype=bool)  # evaluated against every target
+        touched = np.zeros(shape, dtype=bool)  # its class table was computed
+        best = _Best(solutions)
 
-        def check(node: tuple[int, ...], need_status: bool) -> bool | None:
-            nonlocal checked
-            table = self.table(node)
-            if not done[node]:
-                checked += 1
-                done[node] = True
-            bound = self._posterior_bound(metric, table, float(prior[node]))
-            if bound >= best[0] and not need_status:
-                pruned[tuple(slice(v, None) for v in node)] = True
-                return None
-            bad = self._violations(table, targets)
-            violating = int(table.counts[bad].sum())
-            satisfied = violating <= budget
-            if not satisfied:
-                if monotone:
-                    failed[tuple(slice(0, v + 1) for v in node)] = True
+        def below(node: tuple[int, ...]) -> tuple[slice, ...]:
+            return tuple(slice(0, v + 1) for v in node)
+
+        def above(node: tuple[int, ...]) -> tuple[slice, ...]:
+            return tuple(slice(v, None) for v in node)
+
+        def monotone_status(node: tuple[int, ...]) -> tuple[_Table, np.ndarray, bool]:
+            table = self.table(node, sensitive=needs_sensitive)
+            touched[node] = True
+            bad = self._violations(table, monotone)
+            for name, value in least.items():
+                assert table.sensitive is not None
+                bad |= np.bincount(table.sensitive[name][0], minlength=table.n_classes) < value
+            ok = int(table.counts[bad].sum()) <= budget
+            if ok:
+                passed[above(node)] = True
             else:
-                if monotone:
-                    passed[tuple(slice(v, None) for v in node)] = True
-                value = self._metric(metric, table, bad)
-                if value < best[0]:
-                    best[0] = value
-                    best[1] = NodeResult(node, True, violating, violating, table.n_classes, value, bound)
-            if bound >= best[0]:
-                pruned[tuple(slice(v, None) for v in node)] = True
-            return satisfied
+                failed[below(node)] = True
+            return table, bad, ok
+
+        def evaluate(node: tuple[int, ...]) -> None:
+            done[node] = True
+            table, bad, ok = monotone_status(node)
+            bound = self._posterior_bound(metric, table, float(prior[node]))
+            if bound >= best.threshold:
+                pruned[above(node)] = True
+                return
+            if not ok:
+                return
+            if not all_monotone:
+                if self._metric(metric, table, bad) >= best.threshold:
+                    return  # more suppression only adds to it: it cannot be among the best
+                table = self.table(node)
+                bad = bad | self._t_violations(table, targets)
+            result = self._result(node, table, bad, budget, metric, bound)
+            if result.satisfied:
+                best.offer(result)
+            if bound >= best.threshold:
+                pruned[above(node)] = True
 
         for flat in order.tolist():
-            if prior.flat[flat] >= best[0]:
+            if prior.flat[flat] >= best.threshold:
                 break
             node = tuple(nodes[flat].tolist())
             if done[node] or pruned[node] or failed[node]:
                 continue
-            if monotone and not passed[node]:
+            if not passed[node]:
                 path = self._upward_path(node)
                 low, high = 0, len(path)
                 while low < high:
@@ -626,23 +860,28 @@ class GeneralizationLattice:
                     probe = path[middle]
                     if failed[probe]:
                         low = middle + 1
-                    elif passed[probe] or check(probe, need_status=True):
+                    elif passed[probe]:
+                        high = middle
+                    elif all_monotone and probe != node and not pruned[probe]:
+                        # Its status is all that is asked, but meeting the targets it is a solution: keep it.
+                        evaluate(probe)
+                        if passed[probe]:
+                            high = middle
+                        else:
+                            low = middle + 1
+                    elif monotone_status(probe)[2]:
                         high = middle
                     else:
                         low = middle + 1
-                continue
-            check(node, need_status=False)
-        result = best[1]
-        if result is None:
-            top = tuple(int(h) - 1 for h in self.heights)
-            table = self.table(top)
-            violating = int(table.counts[self._violations(table, targets)].sum())
-            raise NoSolutionError(
-                f"No generalization meets {targets.describe()} with at most {budget:,} suppressed records "
-                f"({max_suppression:.2%} of {self.n_records:,}): even the most general levels leave {violating:,} "
-                "records in violating classes. Allow more suppression or relax the targets."
-            )
-        return result, checked
+                if failed[node]:
+                    continue
+            evaluate(node)
+        if not best.items:
+            raise self._no_solution(targets, max_suppression)
+        found = best.results()
+        return SearchOutcome(
+            found[0], tuple(found), int(touched.sum()), "exact", found[0].value, True, self.size, budget
+        )
 
 
 def _aggregate_result(
@@ -656,6 +895,7 @@ def _aggregate_result(
     targets: PrivacyTargets,
     metric: Metric,
     max_suppression: float,
+    found: Mapping[str, Any],
 ) -> SearchResult:
     """The search result over an aggregate: the combinations generalized cell by cell (exact, as generalization maps
     each value alone), then the combinations of violating classes removed with all their records, as
@@ -692,7 +932,79 @@ def _aggregate_result(
         nodes_checked=checked,
         lattice_size=lattice.size,
         transform=transform,
+        **found,
     )
+
+
+def _fewest_values_equal(shares: np.ndarray) -> np.ndarray:
+    """Least equal distance of a class with ``d`` distinct values, for ``d = 1 .. m``: ``1 - (sum of the d largest
+    shares)``. (Values absent from the class add their share ``p_i``, and those present at least
+    ``|1 - sum_present p|``, so ``D = 1/2 sum |q - p| >= 1 - P(present)``.)"""
+    top = np.cumsum(np.sort(shares)[::-1])
+    return np.maximum(1.0 - top, 0.0)
+
+
+#: Largest number of values for which the ordered distance's bound is computed (its dynamic programme is cubic).
+_ORDERED_BOUND_VALUES = 128
+
+
+def _fewest_values_ordered(shares: np.ndarray) -> np.ndarray | None:
+    """Least ordered distance of a class with ``d`` distinct values, for ``d = 1 .. m`` (None beyond
+    :data:`_ORDERED_BOUND_VALUES` values): the earth mover's distance on the line from ``p`` to a distribution on
+    ``d`` points is at least the cost of moving each share to its nearest point, minimized over the points (the
+    weighted ``d``-median of the values' ranks), divided by ``m - 1``."""
+    m = len(shares)
+    if m <= 1:
+        return np.zeros(max(m, 1))
+    if m > _ORDERED_BOUND_VALUES:
+        return None
+    positions = np.arange(m)
+    # segment[a, b]: cost of the shares a..b moved to their best single point (a weighted median).
+    moved = shares[None, :] * np.abs(positions[None, :] - positions[:, None])  # [point, value]
+    prefix = np.concatenate([np.zeros((m, 1)), np.cumsum(moved, axis=1)], axis=1)  # [point, b + 1]
+    a, b, c = np.ogrid[:m, :m, :m]
+    cost = prefix[c, b + 1] - prefix[c, a]  # [a, b, point]
+    cost = np.where((c >= a) & (c <= b), cost, np.inf).min(axis=2)
+    cost = np.where(b[:, :, 0] >= a[:, :, 0], cost, np.inf)
+    best = cost[0].copy()  # best[b]: shares 0..b on one point
+    out = [best[m - 1]]
+    for _ in range(2, m + 1):
+        # one more point: the last segment a..b, the rest 0..a-1 on the points before
+        candidates = np.concatenate([np.full((1, m), np.inf), best[:-1, None] + cost[1:, :]], axis=0)
+        best = np.minimum(best, candidates.min(axis=0))
+        out.append(best[m - 1])
+    return np.maximum(np.array(out) / (m - 1), 0.0)
+
+
+#: Class sizes up to which :func:`_fewest_records` looks for the least size that may meet t.
+_RECORDS_BOUND = 4096
+
+
+def _fewest_records(shares: np.ndarray, kind: str, t: float) -> int:
+    """The least class size ``f`` whose best distribution (counts in whole records) is within ``t`` of ``p``
+    (:data:`_RECORDS_BOUND` when none up to it is: smaller classes all violate ``t`` then too).
+
+    Equal distance: ``|c_i - f p_i|`` is separable and convex in the whole counts ``c_i``, so the best counts are
+    ``floor(f p_i)`` plus one for the ``f - sum floor`` largest fractional parts. Ordered distance: the terms
+    ``|C_i - f P_i|`` of the cumulative counts are each least at ``C_i = round(f P_i)``, which is non-decreasing,
+    so that is the best."""
+    m = len(shares)
+    if m <= 1:
+        return 1
+    limit = max(1, min(_RECORDS_BOUND, 4_000_000 // m))
+    f = np.arange(1, limit + 1, dtype=np.float64)[:, None]
+    if kind == "equal":
+        x = f * shares[None, :]
+        frac = x - np.floor(x)
+        rest = np.rint(f[:, 0] - np.floor(x).sum(axis=1))
+        ordered = -np.sort(-frac, axis=1)
+        extra = np.arange(m)[None, :] < rest[:, None]
+        distance = (frac.sum(axis=1) + ((1.0 - 2.0 * ordered) * extra).sum(axis=1)) / (2.0 * f[:, 0])
+    else:
+        x = f * np.cumsum(shares)[None, :-1]
+        distance = np.abs(np.rint(x) - x).sum(axis=1) / (f[:, 0] * (m - 1))
+    within = np.flatnonzero(distance <= t)
+    return int(within[0]) + 1 if len(within) else limit
 
 
 def _normalize_loss(raw: float, domain: int) -> float:
@@ -713,6 +1025,96 @@ def suppression_budget(max_suppression: float, n: int) -> int:
 
 
 # --- the public search -----------------------------------------------------------------------------------------
+
+#: How the lattice is searched: ``exact`` (every node, with pruning; at most ``max_nodes``), ``heuristic``
+#: (best-first with a budget of checks, :mod:`dashboard.core.search.heuristic`), ``auto`` (exact up to
+#: ``max_nodes``, heuristic beyond).
+SEARCH_STRATEGIES = ("exact", "heuristic", "auto")
+
+
+@dataclass(frozen=True)
+class Solution:
+    """One node meeting the targets, for the choice among solutions.
+
+    ``value`` is the metric, ``suppressed`` the records removed, ``highest_risk`` and ``average_risk`` the
+    prosecutor risks of the published records (``1 / min f_j``, ``J / n`` over the kept classes), ``classes`` the
+    classes before suppression; ``frontier`` is True when no other solution listed has a value, an average risk
+    and a suppression all at most as large, one of them smaller (the Pareto frontier of loss against risk and
+    suppression, exact among all satisfying nodes up to the value of the last solution listed).
+    """
+
+    levels: Mapping[str, int]
+    value: float
+    suppressed: int
+    highest_risk: float
+    average_risk: float
+    classes: int
+    frontier: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "levels": dict(self.levels),
+            "loss": self.value,
+            "suppressed": self.suppressed,
+            "highest_risk": self.highest_risk,
+            "average_risk": self.average_risk,
+            "classes": self.classes,
+            "frontier": self.frontier,
+        }
+
+
+def _solutions(found: Sequence[NodeResult], qis: Sequence[str]) -> tuple[Solution, ...]:
+    points = np.array([(r.value, r.average_risk, r.suppressed) for r in found], dtype=np.float64).reshape(-1, 3)
+    out = []
+    for index, result in enumerate(found):
+        no_worse = (points <= points[index] + 1e-12).all(axis=1)
+        better = (points < points[index] - 1e-12).any(axis=1)
+        dominated = bool((no_worse & better).any())
+        levels = dict(zip(qis, result.levels, strict=True))
+        out.append(
+            Solution(
+                levels,
+                result.value,
+                result.suppressed,
+                result.highest_risk,
+                result.average_risk,
+                result.classes,
+                not dominated,
+            )
+        )
+    return tuple(out)
+
+
+def binding_targets(
+    lattice: GeneralizationLattice, node: Sequence[int], targets: PrivacyTargets, max_suppression: float
+) -> dict[str, tuple[str, ...]]:
+    """Which targets stop the solution from being finer: for each QI above level 0, the targets that the node one
+    level finer in that QI fails (the records violating that target alone exceed the suppression limit), or, when
+    none fails alone, their union (``"k+t"``: the targets together); an empty tuple when that finer node meets the
+    targets (it was not chosen for its larger loss, from more suppression)."""
+    budget = suppression_budget(max_suppression, lattice.n_records)
+    out: dict[str, tuple[str, ...]] = {}
+    for index, name in enumerate(lattice.quasi_identifiers):
+        if node[index] == 0:
+            continue
+        finer = tuple(int(v) - (1 if i == index else 0) for i, v in enumerate(node))
+        table = lattice.table(finer)
+        parts = targets.violations_by_target(lattice._classes(table))
+        union = np.zeros(table.n_classes, dtype=bool)
+        for part in parts.values():
+            union |= part
+        counts = table.counts
+        if int(counts[union].sum()) <= budget:
+            out[name] = ()
+            continue
+        alone = tuple(target for target, part in parts.items() if int(counts[part].sum()) > budget)
+        out[name] = alone or ("+".join(target for target, part in parts.items() if part.any()),)
+    return out
+
+
+def _bound_by(binding: Mapping[str, tuple[str, ...]], targets: PrivacyTargets) -> tuple[str, ...]:
+    named = {part for entries in binding.values() for entry in entries for part in entry.split("+")}
+    return tuple(name for name in targets.names if name in named)
 
 
 @dataclass(frozen=True, eq=False)
@@ -738,6 +1140,17 @@ class SearchResult:
     transform
         The published table, value mapping and a ``"generalize"`` step (hierarchies and suppression targets
         resolved) that reproduces it.
+    strategy
+        ``"exact"`` or ``"heuristic"`` (what ``auto`` chose).
+    lower_bound, proven
+        No node meeting the targets has a value below ``lower_bound``; ``proven`` when ``value`` is the optimum
+        (always for the exact search). ``gap`` is then how far, at most, the value is above the optimum.
+    solutions
+        The best solutions found, best first (the first is this one), with the frontier of loss against risk and
+        suppression among them (:class:`Solution`).
+    binding, bound_by
+        Per QI above level 0, the targets the node one level finer fails (:func:`binding_targets`); ``bound_by``
+        names those targets, in the order k, l, t, max_risk.
     """
 
     levels: Mapping[str, int]
@@ -751,6 +1164,20 @@ class SearchResult:
     nodes_checked: int
     lattice_size: int
     transform: TransformResult = field(repr=False)
+    strategy: str = "exact"
+    lower_bound: float = math.nan
+    proven: bool = True
+    solutions: tuple[Solution, ...] = ()
+    binding: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    bound_by: tuple[str, ...] = ()
+
+    @property
+    def gap(self) -> float:
+        """``(value - lower_bound) / value``: the most the value may lie above the optimum, relative (0 when
+        proven optimal)."""
+        if self.proven or not math.isfinite(self.lower_bound) or self.value <= 0:
+            return 0.0
+        return max(self.value - self.lower_bound, 0.0) / self.value
 
     @property
     def data(self) -> pd.DataFrame:
@@ -763,7 +1190,8 @@ class SearchResult:
         return Recipe((self.transform.step,), max_suppression=self.max_suppression or None)
 
     def summary(self) -> dict[str, Any]:
-        """JSON-ready facts: levels, suppressed, metric, loss (the metric value), k, classes, nodes."""
+        """JSON-ready facts: levels, suppressed, metric, loss (the metric value), k, classes, nodes, the search
+        strategy and its distance to the optimum, what bound the solution, and the solutions."""
         return {
             "levels": dict(self.levels),
             "suppressed": self.suppressed,
@@ -776,6 +1204,13 @@ class SearchResult:
             "suppression_limit": self.max_suppression,  # the JSON name, kept for compatibility
             "nodes_checked": self.nodes_checked,
             "lattice_size": self.lattice_size,
+            "search": self.strategy,
+            "proven_optimal": self.proven,
+            "lower_bound": self.lower_bound,
+            "gap": self.gap,
+            "bound_by": list(self.bound_by),
+            "binding": {name: list(entries) for name, entries in self.binding.items()},
+            "solutions": [s.to_dict() for s in self.solutions],
         }
 
 
@@ -790,10 +1225,13 @@ def optimal_generalization(
     sensitive: Sequence[str] = (),
     t_distance: str | None = None,
     max_risk: float | None = None,
-    max_suppression: float = 0.0,
+    max_suppression: float = DEFAULT_MAX_SUPPRESSION,
     metric: str | Metric = Metric.LOSS,
     max_nodes: int = DEFAULT_MAX_NODES,
     counts: str | None = None,
+    search: str = "auto",
+    solutions: int = 1,
+    max_checks: int | None = None,
 ) -> SearchResult:
     """Find the generalization levels and record suppression of least information loss meeting the targets.
 
@@ -806,19 +1244,28 @@ def optimal_generalization(
     quasi_identifiers
         QIs in lattice order (default: the keys of ``hierarchies``).
     k, l, t, sensitive, t_distance, max_risk
-        The targets (:class:`PrivacyTargets`).
+        The targets (:class:`PrivacyTargets`); every target set is met.
     max_suppression
-        Suppression limit: the fraction of records that may be removed, ``0 .. 1`` (ARX's suppression limit).
+        Suppression limit: the fraction of records that may be removed, ``0 .. 1`` (ARX's suppression limit);
+        default :data:`~dashboard.core.targets.DEFAULT_MAX_SUPPRESSION`.
     metric
         ``loss``, ``precision``, ``discernibility``, ``aecs`` or ``entropy``
         (:class:`~dashboard.core.utility.metrics.Metric`).
     max_nodes
-        Refuse lattices larger than this.
+        The largest lattice the exact search visits (``search="exact"`` refuses larger ones, ``"auto"`` searches
+        them heuristically).
     counts
         ``data`` is an aggregate with this column of record counts (see :class:`GeneralizationLattice`): the
         search, the levels, the loss and the suppressed records are those of the raw table, and ``transform.data``
         is the published aggregate (the generalized combinations that are kept, with their counts). Apply
         ``recipe`` to the rows, e.g. out of core with :func:`~dashboard.core.engines.streaming.apply_recipe_streaming`.
+    search
+        One of :data:`SEARCH_STRATEGIES`.
+    solutions
+        How many of the best solutions to keep (``SearchResult.solutions``); the search prunes against the last.
+    max_checks
+        The heuristic search's budget of checked nodes (default
+        :data:`~dashboard.core.search.heuristic.DEFAULT_MAX_CHECKS`).
 
     Returns
     -------
@@ -832,10 +1279,15 @@ def optimal_generalization(
     HierarchyError, ColumnError, ParameterError
         For values outside a hierarchy, unknown columns, invalid targets.
     """
+    from dashboard.core.search.heuristic import DEFAULT_MAX_CHECKS, heuristic_search
+
     targets = PrivacyTargets(k=k, l=l, t=t, sensitive=tuple(sensitive), t_distance=t_distance, max_risk=max_risk)
     targets.require_sensitive()
     metric = Metric.parse(metric)
     max_suppression = check_fraction(max_suppression, "max_suppression")
+    strategy = str(search).lower()
+    if strategy not in SEARCH_STRATEGIES:
+        raise ParameterError(f"search must be one of {', '.join(SEARCH_STRATEGIES)}, got {search!r}.")
     lattice = GeneralizationLattice(
         data,
         hierarchies,
@@ -844,12 +1296,46 @@ def optimal_generalization(
         max_nodes=max_nodes,
         counts=counts,
     )
-    best, checked = lattice.search(targets=targets, max_suppression=max_suppression, metric=metric)
-    levels = dict(zip(lattice.quasi_identifiers, best.levels, strict=True))
-    resolved = dict(zip(lattice.quasi_identifiers, lattice.hierarchies, strict=True))
+    if strategy == "heuristic" or (strategy == "auto" and lattice.size > max_nodes):
+        outcome = heuristic_search(
+            lattice,
+            targets=targets,
+            max_suppression=max_suppression,
+            metric=metric,
+            solutions=solutions,
+            max_checks=DEFAULT_MAX_CHECKS if max_checks is None else max_checks,
+        )
+    else:
+        outcome = lattice.search(targets=targets, max_suppression=max_suppression, metric=metric, solutions=solutions)
+    return _search_result(data, counts, lattice, outcome, targets, metric, max_suppression)
+
+
+def _search_result(
+    data: pd.DataFrame,
+    counts: str | None,
+    lattice: GeneralizationLattice,
+    outcome: SearchOutcome,
+    targets: PrivacyTargets,
+    metric: Metric,
+    max_suppression: float,
+) -> SearchResult:
+    """The published table of the outcome's best node, with what the search found around it."""
+    best = outcome.best
+    qis = list(lattice.quasi_identifiers)
+    levels = dict(zip(qis, best.levels, strict=True))
+    resolved = dict(zip(qis, lattice.hierarchies, strict=True))
+    binding = binding_targets(lattice, best.levels, targets, max_suppression)
+    found: dict[str, Any] = {
+        "strategy": outcome.strategy,
+        "lower_bound": outcome.lower_bound,
+        "proven": outcome.proven,
+        "solutions": _solutions(outcome.solutions, qis),
+        "binding": binding,
+        "bound_by": _bound_by(binding, targets),
+    }
     if counts is not None:
         return _aggregate_result(
-            data, counts, lattice, best, checked, levels, resolved, targets, metric, max_suppression
+            data, counts, lattice, best, outcome.checked, levels, resolved, targets, metric, max_suppression, found
         )
     transform = generalize(
         data,
@@ -859,7 +1345,7 @@ def optimal_generalization(
         quasi_identifiers=list(levels),
     )
     published = transform.data
-    classes = equivalence_classes(published, list(lattice.quasi_identifiers), sensitive=list(targets.sensitive))
+    classes = equivalence_classes(published, qis, sensitive=list(targets.sensitive))
     return SearchResult(
         levels=levels,
         suppressed=len(data) - len(published),
@@ -869,7 +1355,8 @@ def optimal_generalization(
         targets=targets,
         max_suppression=max_suppression,
         classes=classes,
-        nodes_checked=checked,
+        nodes_checked=outcome.checked,
         lattice_size=lattice.size,
         transform=transform,
+        **found,
     )

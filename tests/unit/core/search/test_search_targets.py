@@ -1,0 +1,305 @@
+"""The search with l, t and risk targets, its solutions, what bound the solution, the bounds t implies and the
+heuristic search, against exhaustive evaluation of the lattice.
+
+The reference evaluates every node without the search's roll-ups, pruning or shortcuts: the rows generalized, the
+classes formed by the core's diagnosis, the violations judged by :meth:`PrivacyTargets.class_violations` and the
+loss measured by :func:`information_loss`.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping
+from itertools import product
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from dashboard.core.measure.classes import equivalence_classes
+from dashboard.core.search.heuristic import heuristic_search
+from dashboard.core.search.lattice import (
+    GeneralizationLattice,
+    NoSolutionError,
+    _fewest_records,
+    _fewest_values_equal,
+    _fewest_values_ordered,
+    optimal_generalization,
+    suppression_budget,
+)
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
+from dashboard.core.transform.generalization import generalize
+from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies
+from dashboard.core.utility.metrics import Metric, information_loss
+
+SEX = Hierarchy.from_rows([["M", "*"], ["F", "*"]])
+ZIP = Hierarchy.from_rows([["1301", "130*", "1***"], ["1302", "130*", "1***"], ["1410", "141*", "1***"]])
+AGE = Hierarchy.from_rows([[str(a), f"{a // 10 * 10}s", "*"] for a in range(20, 50)])
+QIS = ["age", "sex", "zip"]
+
+
+def every_node(
+    data: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    qis: list[str],
+    targets: PrivacyTargets,
+    suppression: float,
+    metric: Metric,
+) -> dict[tuple[int, ...], tuple[float, int, float]]:
+    """Node -> (metric, records suppressed, average prosecutor risk of the published records), for every node that
+    meets the targets within the limit."""
+    budget = suppression_budget(suppression, len(data))
+    out: dict[tuple[int, ...], tuple[float, int, float]] = {}
+    for node in product(*(range(hierarchies[c].n_levels) for c in qis)):
+        published = generalize(data, dict(zip(qis, node, strict=True)), hierarchies).data.reset_index(drop=True)
+        classes = equivalence_classes(published, qis, sensitive=list(targets.sensitive))
+        assert classes.record_class is not None
+        bad_class = targets.class_violations(classes)
+        violating = bad_class[classes.record_class]
+        if violating.sum() > budget:
+            continue
+        kept = np.flatnonzero(~violating)
+        loss = information_loss(data, published.iloc[kept], hierarchies, quasi_identifiers=qis, kept_rows=kept)
+        average = (~bad_class).sum() / len(kept) if len(kept) else math.nan
+        out[node] = (loss.value(metric), int(violating.sum()), float(average))
+    return out
+
+
+TARGETS: dict[str, dict[str, Any]] = {
+    "l": {"l": 2, "sensitive": ("disease",)},
+    "t equal": {"t": 0.35, "sensitive": ("disease",)},
+    "t ordered": {"t": 0.3, "sensitive": ("score",)},
+    "l, t, risk": {"l": 2, "t": 0.4, "max_risk": 0.34, "sensitive": ("disease",)},
+    "t on two": {"t": 0.45, "sensitive": ("disease", "score")},
+}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(
+            st.integers(20, 49),
+            st.sampled_from(["M", "F"]),
+            st.sampled_from(["1301", "1302", "1410"]),
+            st.sampled_from(["flu", "hiv", "cancer"]),
+            st.integers(0, 3),
+        ),
+        min_size=4,
+        max_size=40,
+    ),
+    k=st.integers(1, 4),
+    suppression=st.sampled_from([0.0, 0.1, 0.25, 0.5]),
+    metric=st.sampled_from(list(Metric)),
+    which=st.sampled_from(sorted(TARGETS)),
+)
+def test_search_with_l_t_risk_equals_every_node(
+    rows: list[tuple[int, str, str, str, int]], k: int, suppression: float, metric: Metric, which: str
+) -> None:
+    data = pd.DataFrame(rows, columns=["age", "sex", "zip", "disease", "score"])
+    hierarchies = {"age": AGE, "sex": SEX, "zip": ZIP}
+    options = TARGETS[which]
+    targets = PrivacyTargets(k=k, **options)
+    reference = every_node(data, hierarchies, QIS, targets, suppression, metric)
+    run: dict[str, Any] = {
+        "quasi_identifiers": QIS,
+        "k": k,
+        "max_suppression": suppression,
+        "metric": metric,
+        **options,
+    }
+    if not reference:
+        with pytest.raises(NoSolutionError):
+            optimal_generalization(data, hierarchies, search="exact", **run)
+        with pytest.raises(NoSolutionError):
+            optimal_generalization(data, hierarchies, search="heuristic", **run)
+        return
+    ranked = sorted(reference.values())
+    result = optimal_generalization(data, hierarchies, search="exact", solutions=3, **run)
+    best = ranked[0][0]
+    assert result.value == pytest.approx(best, rel=1e-9, abs=1e-12)
+    assert reference[tuple(result.levels.values())][0] == pytest.approx(best, rel=1e-9, abs=1e-12)
+    # The best three solutions are the three least values of all satisfying nodes, each as the reference has it.
+    assert [s.value for s in result.solutions] == pytest.approx([v[0] for v in ranked[:3]], rel=1e-9, abs=1e-12)
+    for solution in result.solutions:
+        value, suppressed, average = reference[tuple(solution.levels.values())]
+        assert solution.value == pytest.approx(value, rel=1e-9, abs=1e-12) and solution.suppressed == suppressed
+        assert solution.average_risk == pytest.approx(average, rel=1e-9) or math.isnan(average)
+    # The frontier: no other solution listed is as good on loss, average risk and suppression, and better on one.
+    points = [(s.value, s.average_risk, s.suppressed) for s in result.solutions]
+    for solution, point in zip(result.solutions, points, strict=True):
+        dominated = any(
+            all(o <= p + 1e-12 for o, p in zip(other, point, strict=True))
+            and any(o < p - 1e-12 for o, p in zip(other, point, strict=True))
+            for other in points
+        )
+        assert solution.frontier == (not dominated)
+    # The heuristic never reports less than the optimum, nor a lower bound above it; with room it proves it.
+    for checks in (2, 5, 1000):
+        found = optimal_generalization(data, hierarchies, search="heuristic", max_checks=checks, **run)
+        assert found.value >= best - 1e-9 * max(1.0, abs(best))
+        assert found.lower_bound <= best + 1e-9 * max(1.0, abs(best))
+        assert tuple(found.levels.values()) in reference
+        if checks == 1000:
+            assert found.proven and found.value == pytest.approx(best, rel=1e-9, abs=1e-12)
+
+
+# --- what t implies, against every distribution of a few records --------------------------------------------------
+
+
+def _equal(q: np.ndarray, p: np.ndarray) -> float:
+    return float(np.abs(q - p).sum() / 2)
+
+
+def _ordered(q: np.ndarray, p: np.ndarray) -> float:
+    return float(np.abs(np.cumsum(q - p)).sum() / (len(p) - 1))
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    overall=st.lists(st.integers(1, 40), min_size=2, max_size=5),
+    t=st.sampled_from([0.05, 0.1, 0.2, 0.3, 0.5]),
+    kind=st.sampled_from(["equal", "ordered"]),
+)
+def test_bounds_implied_by_t_hold_for_every_class(overall: list[int], t: float, kind: str) -> None:
+    """A class with fewer records than ``_fewest_records``, or fewer distinct values than the distinct bound
+    allows, is farther than t from p: checked on every class of up to 9 records."""
+    p = np.array(overall, dtype=float) / sum(overall)
+    m = len(p)
+    distance = _equal if kind == "equal" else _ordered
+    fewest = _fewest_records(p, kind, t + 1e-9)
+    by_values = _fewest_values_equal(p) if kind == "equal" else _fewest_values_ordered(p)
+    assert by_values is not None and len(by_values) == m
+    for size in range(1, 10):
+        best = math.inf
+        for cut in itertools.combinations(range(size + m - 1), m - 1):
+            counts = np.diff(np.array([-1, *cut, size + m - 1])) - 1  # a composition of size into m parts
+            q = counts / size
+            d = distance(q, p)
+            best = min(best, d)
+            assert d >= by_values[np.count_nonzero(counts) - 1] - 1e-12
+        if size < fewest:
+            assert best > t
+        elif size == fewest:
+            assert best <= t + 1e-9
+
+
+def test_implied_bounds_by_hand() -> None:
+    p = np.array([0.1, 0.2, 0.3, 0.4])
+    assert _fewest_values_equal(p) == pytest.approx([0.6, 0.3, 0.1, 0.0])
+    # Ordered: one point at the third value moves 0.1 two steps and 0.2 and 0.4 one step: 0.8 / 3.
+    ordered = _fewest_values_ordered(p)
+    assert ordered is not None and ordered == pytest.approx([0.8 / 3, 0.4 / 3, 0.1 / 3, 0.0])
+    # Two records put 0.5 on two values at best: 1/2 (|0.5 - 0.3| + |0.5 - 0.4| + 0.1 + 0.2) = 0.3.
+    assert _fewest_records(p, "equal", 0.3 + 1e-9) == 2
+    assert _fewest_records(p, "equal", 0.29) > 2
+
+
+# --- Adult: every node of a smaller lattice ------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def adult_hierarchies(data_dir: Path) -> dict[str, Hierarchy]:
+    columns = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
+    return load_hierarchies(data_dir / "arx_adult" / "hierarchies", columns)
+
+
+def test_adult_l_t_risk_equals_every_node(adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy]) -> None:
+    """k = 5, l = 2, t = 0.2 and highest risk 0.2 on occupation, 5% suppression: the pruned search against each of
+    the 240 nodes judged by the targets' own definition on the node's classes."""
+    qis = ["sex", "age", "race", "marital-status", "education"]
+    hierarchies = {c: adult_hierarchies[c] for c in qis}
+    targets = PrivacyTargets(k=5, l=2, t=0.2, max_risk=0.2, sensitive=("occupation",))
+    lattice = GeneralizationLattice(adult, hierarchies, sensitive=["occupation"])
+    budget = suppression_budget(0.05, len(adult))
+    values = {}
+    for node in lattice.nodes():
+        levels = tuple(int(v) for v in node)
+        classes = lattice.classes(levels)
+        bad = targets.class_violations(classes)
+        if classes.counts[bad].sum() <= budget:
+            values[levels] = lattice._metric(Metric.LOSS, lattice.table(levels), bad)
+    assert len(values) < lattice.size  # some nodes fail, so the pruning is exercised
+    result = optimal_generalization(
+        adult, hierarchies, k=5, l=2, t=0.2, max_risk=0.2, sensitive=["occupation"], max_suppression=0.05, solutions=5
+    )
+    ranked = sorted(values.values())
+    assert [s.value for s in result.solutions] == pytest.approx(ranked[:5], rel=1e-12)
+    assert result.value == pytest.approx(ranked[0], rel=1e-12) and result.proven
+    assert result.nodes_checked < lattice.size
+    published = equivalence_classes(result.data, qis, sensitive=["occupation"])
+    assert published.k >= 5 and result.suppressed <= budget
+    assert "t" in result.bound_by
+
+
+def test_what_bound_the_solution() -> None:
+    tiny = pd.DataFrame(
+        {
+            "sex": ["M", "M", "F", "F", "M", "M", "F", "F"],
+            "zip": ["1301", "1302", "1301", "1302", "1410", "1410", "1410", "1301"],
+        }
+    )
+    # Without suppression: (sex *, zip leaf); sex at its leaf leaves (F, 1410) alone, which k = 2 forbids.
+    result = optimal_generalization(tiny, {"sex": SEX, "zip": ZIP}, k=2, max_suppression=0)
+    assert result.levels == {"sex": 1, "zip": 0}
+    assert result.binding == {"sex": ("k",)} and result.bound_by == ("k",)
+    # A highest risk of 0.34 asks for classes of 3: (sex leaf, zip 1***) gives two of 4; one level finer in zip,
+    # (F, 141*) holds 1 record (k and the risk fail) and (M, 130*) 2 (the risk fails).
+    result = optimal_generalization(tiny, {"sex": SEX, "zip": ZIP}, k=2, max_risk=0.34, max_suppression=0)
+    assert result.levels == {"sex": 0, "zip": 2}
+    assert result.binding == {"zip": ("k", "max_risk")} and result.bound_by == ("k", "max_risk")
+    # With a record's worth of suppression, k alone is met and only the risk fails.
+    result = optimal_generalization(tiny, {"sex": SEX, "zip": ZIP}, k=2, max_risk=0.34, max_suppression=0.125)
+    finer = result.binding
+    assert all(entries == ("max_risk",) for entries in finer.values()) and result.bound_by == ("max_risk",)
+    summary = result.summary()
+    assert summary["bound_by"] == list(result.bound_by) and summary["search"] == "exact"
+    assert summary["proven_optimal"] and summary["gap"] == 0
+
+
+def test_default_suppression_limit_is_one_constant() -> None:
+    import inspect
+
+    assert DEFAULT_MAX_SUPPRESSION == 0.05
+    assert inspect.signature(optimal_generalization).parameters["max_suppression"].default == DEFAULT_MAX_SUPPRESSION
+    assert inspect.signature(heuristic_search).parameters["max_suppression"].default == DEFAULT_MAX_SUPPRESSION
+
+
+# --- the heuristic on Adult ----------------------------------------------------------------------------------------
+
+ADULT_OCCUPATION = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
+
+
+def test_heuristic_within_five_percent_of_the_optimum_on_adult(
+    adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy]
+) -> None:
+    """ARX's hierarchies, occupation as the eighth QI, k = 5, 5% suppression: the exact optimum is 0.2618."""
+    exact = optimal_generalization(adult, adult_hierarchies, quasi_identifiers=ADULT_OCCUPATION, k=5, search="exact")
+    assert exact.value == pytest.approx(0.2618, abs=5e-5) and exact.strategy == "exact"
+    for checks in (100, 300):
+        found = optimal_generalization(
+            adult, adult_hierarchies, quasi_identifiers=ADULT_OCCUPATION, k=5, search="heuristic", max_checks=checks
+        )
+        assert found.strategy == "heuristic" and found.nodes_checked <= checks + len(ADULT_OCCUPATION)
+        assert exact.value <= found.value <= 1.05 * exact.value
+        assert found.lower_bound <= exact.value
+        published = equivalence_classes(found.data, ADULT_OCCUPATION)
+        assert published.k >= 5 and found.suppressed <= suppression_budget(0.05, len(adult))
+
+
+def test_heuristic_runs_on_an_aggregate(adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy]) -> None:
+    """The same search over the per-combination counts an engine returns gives the same levels and loss."""
+    qis = ADULT_OCCUPATION
+    aggregate = adult.groupby(qis, dropna=False).size().rename("n").reset_index()
+    rows = optimal_generalization(
+        adult, adult_hierarchies, quasi_identifiers=qis, k=5, search="heuristic", max_checks=150
+    )
+    counted = optimal_generalization(
+        aggregate, adult_hierarchies, quasi_identifiers=qis, k=5, search="heuristic", max_checks=150, counts="n"
+    )
+    assert counted.levels == rows.levels and counted.value == pytest.approx(rows.value, rel=1e-12)
+    assert counted.suppressed == rows.suppressed and counted.nodes_checked == rows.nodes_checked
