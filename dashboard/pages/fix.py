@@ -62,6 +62,7 @@ from dashboard.core.transform.hierarchy import default_rule
 from dashboard.core.utility.metrics import Metric, cells_changed, classifier_accuracy, value_distributions
 from dashboard.ui import attack as attack_section
 from dashboard.ui import dp_release as dp_release_section
+from dashboard.ui import estimates as estimates_section
 from dashboard.ui import protect as protect_section
 from dashboard.ui.charts import SIZE_COLUMNS, chart, size_histogram
 from dashboard.ui.components import (
@@ -973,6 +974,7 @@ def layout(services: Services, **query: Any) -> Any:
             ],
             gutter="md",
         ),
+        estimates_section.card(loaded, state, services),
         protect_section.card(loaded, state, services),
         attack_section.card(loaded, state, services),
         dp_release_section.card(loaded, state, services),
@@ -1033,7 +1035,7 @@ def register(app: Dash, services: Services) -> None:
         __name__, path=PATH, name=NAME, title="privdash · Fix", order=2, layout=lambda **q: layout(services, **q)
     )
     register_report(app, services)
-    for section in (protect_section, attack_section, dp_release_section):
+    for section in (estimates_section, protect_section, attack_section, dp_release_section):
         section.register(app, services)
     runs = FixRuns(services)
     control_ids = list(CONTROLS)
