@@ -76,6 +76,8 @@ from dashboard.core.transform.hierarchy import TOP, canonical_text
 
 __all__ = [
     "ESTIMATE_KINDS",
+    "MAX_COEFFICIENTS",
+    "MAX_TERMS",
     "ConfidenceInterval",
     "Estimate",
     "EstimateComparison",
@@ -95,6 +97,10 @@ ESTIMATE_KINDS: dict[str, str] = {
     "crosstab": "weighted share of each cell of two or more columns",
     "coef": "weighted least-squares regression coefficients",
 }
+#: Most numbers one estimate may have (categories times groups, cells), and most regression coefficients: a column
+#: with a value per record would otherwise make a table as long as the data.
+MAX_TERMS = 1000
+MAX_COEFFICIENTS = 200
 _KIND_ALIASES = {
     "sum": "total",
     "proportion": "share",
@@ -274,17 +280,30 @@ def parse_estimate(text: str) -> Estimate:
 
 @dataclass(frozen=True)
 class ConfidenceInterval:
-    """An estimate on one table: ``value``, standard error ``se``, confidence interval ``[low, high]`` and the
-    ``n`` records used."""
+    """An estimate on one table: ``value``, standard error ``se``, confidence interval ``[low, high]``, the ``n``
+    records used, and the ``records`` its labels describe (a group's records; for a share or a cell, those having
+    the category; for a dummy's coefficient, those of its category; otherwise ``n``)."""
 
     value: float
     se: float
     low: float
     high: float
     n: int
+    records: int = -1
+
+    def __post_init__(self) -> None:
+        if self.records < 0:
+            object.__setattr__(self, "records", self.n)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"value": self.value, "se": self.se, "low": self.low, "high": self.high, "n": self.n}
+        return {
+            "value": self.value,
+            "se": self.se,
+            "low": self.low,
+            "high": self.high,
+            "n": self.n,
+            "records": self.records,
+        }
 
 
 @dataclass(frozen=True)
@@ -500,6 +519,10 @@ class _NotComputable(Exception):
     """The estimate cannot be computed on the published table (the message says why)."""
 
 
+class _TooMany(_NotComputable):
+    """The estimate would have more numbers than allowed (refused on the original table too)."""
+
+
 def _weights(frame: pd.DataFrame, column: str | None, published: bool) -> np.ndarray:
     if column is None:
         return np.ones(len(frame))
@@ -542,31 +565,36 @@ def _variance_factor(n: int) -> float:
     return n / (n - 1)
 
 
-def _intervals(est: np.ndarray, var: np.ndarray, n: int, z: float) -> list[ConfidenceInterval]:
+def _intervals(
+    est: np.ndarray, var: np.ndarray, n: int, z: float, records: np.ndarray | None = None
+) -> list[ConfidenceInterval]:
     se = np.sqrt(np.maximum(var, 0.0))
+    counts = np.full(len(est), n, dtype=np.int64) if records is None else np.rint(records).astype(np.int64)
     return [
-        ConfidenceInterval(float(e), float(s), float(e - z * s), float(e + z * s), n)
-        for e, s in zip(est, se, strict=True)
+        ConfidenceInterval(float(e), float(s), float(e - z * s), float(e + z * s), n, int(c))
+        for e, s, c in zip(est, se, counts, strict=True)
     ]
 
 
 def _domain(
-    y: np.ndarray, w: np.ndarray, g: np.ndarray, groups: int, kind: str, z: float
+    y: np.ndarray, w: np.ndarray, g: np.ndarray, groups: int, kind: str, z: float, counted: np.ndarray | None = None
 ) -> list[ConfidenceInterval | None]:
-    """Means or totals of ``y`` over each group ``g`` (domain estimates, linearized variance over all records)."""
+    """Means or totals of ``y`` over each group ``g`` (domain estimates, linearized variance over all records);
+    ``records`` of each: the group's records, or those of them where ``counted`` (an indicator) is 1."""
     n = len(y)
+    records = np.bincount(g, weights=counted, minlength=groups)
     factor = _variance_factor(n)
     weight = np.bincount(g, weights=w, minlength=groups)
     total = np.bincount(g, weights=w * y, minlength=groups)
     if kind == "total":
         wy = w * y
         var = factor * (np.bincount(g, weights=wy * wy, minlength=groups) - total**2 / n)
-        return list(_intervals(total, var, n, z))
+        return list(_intervals(total, var, n, z, records))
     with np.errstate(invalid="ignore", divide="ignore"):
         mean = total / weight
         resid = w * (y - mean[g])
         var = factor * np.bincount(g, weights=resid * resid, minlength=groups) / weight**2
-    return [iv if weight[j] > 0 else None for j, iv in enumerate(_intervals(mean, var, n, z))]
+    return [iv if weight[j] > 0 else None for j, iv in enumerate(_intervals(mean, var, n, z, records))]
 
 
 def _group_label(names: Sequence[str], values: Sequence[Any]) -> str:
@@ -618,6 +646,10 @@ def _side(
             _regression(side, spec, kept_numbers, kept_texts, w, z, reference)
         else:
             _descriptive(side, spec, kept_numbers, kept_texts, w, z, wanted)
+    except _TooMany as exc:
+        if not published:
+            raise ParameterError(f"{spec.text()} is too large: {exc}") from None
+        side.problem = str(exc)
     except _NotComputable as exc:
         side.problem = str(exc)
     return side
@@ -641,6 +673,8 @@ def _descriptive(
         codes, groups = pd.factorize(pd.MultiIndex.from_arrays([texts[c] for c in spec.by]), sort=True)
         g = np.asarray(codes, dtype=np.int64)
         group_names = [_group_label(spec.by, tuple(key)) for key in groups.tolist()]
+    if len(group_names) > MAX_TERMS:
+        raise _TooMany(f"it has {len(group_names):,} groups, more than the {MAX_TERMS:,} an estimate may have.")
     if spec.kind in ("mean", "total"):
         intervals = _domain(numbers[spec.column], w, g, len(group_names), spec.kind, z)
         term = f"{spec.kind} of {spec.column}"
@@ -656,9 +690,14 @@ def _descriptive(
         values = texts[spec.column]
         present = {str(v) for v in values}
     categories = [spec.category] if spec.category is not None else sorted(present | set(wanted))
+    if len(categories) * len(group_names) > MAX_TERMS:
+        raise _TooMany(
+            f"it has {len(categories):,} categories in {len(group_names):,} groups, more than the {MAX_TERMS:,} "
+            "numbers an estimate may have."
+        )
     for category in categories:
         indicator = (values == category).astype(np.float64)
-        intervals = _domain(indicator, w, g, len(group_names), "mean", z)
+        intervals = _domain(indicator, w, g, len(group_names), "mean", z, indicator)
         term = category if spec.kind == "crosstab" else f"share of {spec.column} = {category}"
         for name, interval in zip(group_names, intervals, strict=True):
             if interval is not None:
@@ -680,10 +719,12 @@ def _regression(
     n = len(w)
     columns = [np.ones(n)]
     terms = ["intercept"]
+    is_dummy = [False]
     for p in spec.predictors:
         if p in numbers:
             columns.append(numbers[p])
             terms.append(p)
+            is_dummy.append(False)
             continue
         values = texts[p]
         present = sorted({str(v) for v in values})
@@ -698,6 +739,9 @@ def _regression(
             if category != ref:
                 columns.append((values == category).astype(np.float64))
                 terms.append(f"{p} = {category}")
+                is_dummy.append(True)
+    if len(columns) > MAX_COEFFICIENTS:
+        raise _TooMany(f"it has {len(columns):,} coefficients, more than the {MAX_COEFFICIENTS:,} allowed.")
     x = np.column_stack(columns)
     y = numbers[spec.column]
     factor = _variance_factor(n)
@@ -713,7 +757,8 @@ def _regression(
     resid = y - x @ beta
     scores = x * (w * resid)[:, None]
     cov = bread @ (factor * scores.T @ scores) @ bread
-    for term, interval in zip(terms, _intervals(beta, np.diag(cov), n, z), strict=True):
+    counts = np.where(np.asarray(is_dummy), x.sum(axis=0), n)
+    for term, interval in zip(terms, _intervals(beta, np.diag(cov), n, z, counts), strict=True):
         side.values[(f"coefficient of {term}", None)] = interval
 
 

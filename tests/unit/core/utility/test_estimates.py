@@ -16,6 +16,8 @@ from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import build_hierarchy
 from dashboard.core.utility.estimates import (
+    MAX_COEFFICIENTS,
+    MAX_TERMS,
     Estimate,
     compare_estimates,
     estimates_table,
@@ -149,6 +151,7 @@ def test_total_and_domain_estimates_against_record_loops() -> None:
         se_mean = math.sqrt(n * np.var(z_mean, ddof=1))
         se_total = math.sqrt(n * np.var(z_total, ddof=1))
         got = row(means, "mean of y", f"g = {group}").before
+        assert got.records == int(inside.sum()) and got.n == n
         assert got.value == pytest.approx(np.average(y[g == group], weights=w[g == group]))
         assert got.se == pytest.approx(se_mean)
         got = row(totals, "total of y", f"g = {group}").before
@@ -162,6 +165,7 @@ def test_share_is_the_mean_of_an_indicator() -> None:
     female = row(comparison, "share of sex = F").before
     assert female.value == pytest.approx(8 / 10)
     assert female.n == 4  # the record without a value is left out
+    assert female.records == 3
     indicator = np.array([1, 0, 1, 1.0])
     weights = np.array([1, 2, 3, 4.0])
     z = weights * (indicator - 0.8) / 10
@@ -234,6 +238,8 @@ def test_weighted_regression_against_an_independent_fit() -> None:
     lstsq = np.linalg.lstsq(x * np.sqrt(data["w"].to_numpy())[:, None], data["income"] * np.sqrt(data["w"]), None)[0]
     np.testing.assert_allclose(beta, lstsq, rtol=1e-9)
     terms = ["intercept", "age", "sex = F", "region = E", "region = S"]
+    assert row(comparison, "coefficient of sex = F").before.records == int((data["sex"] == "F").sum())
+    assert row(comparison, "coefficient of age").before.records == n
     assert [r.term for r in comparison.rows] == [f"coefficient of {t}" for t in terms]
     for j, term in enumerate(terms):
         got = row(comparison, f"coefficient of {term}").before
@@ -380,6 +386,19 @@ def test_specs_that_do_not_fit_the_original_are_refused() -> None:
         compare_estimates(data, data, ["share:sex=X"])
     with pytest.raises(ParameterError):
         compare_estimates(data, data, ["mean:y"], level=1.0)
+
+
+def test_estimates_with_too_many_numbers_are_refused() -> None:
+    data = pd.DataFrame({"id": [f"r{i}" for i in range(MAX_TERMS + 1)], "y": np.arange(MAX_TERMS + 1.0)})
+    for spec in ("share:id", "mean:y by id", "crosstab:id*y"):
+        with pytest.raises(ParameterError, match="too large"):
+            compare_estimates(data, data, [spec])
+    with pytest.raises(ParameterError, match="coefficients"):
+        compare_estimates(data.head(MAX_COEFFICIENTS + 5), data, ["coef:y~id"])
+    small = pd.DataFrame({"g": ["a", "b"] * (MAX_TERMS // 2 + 1), "y": np.arange(MAX_TERMS + 2.0)})
+    wide = small.assign(g=[f"g{i}" for i in range(len(small))])  # within the limit before, too many after
+    result = one(small, wide, "mean:y by g").rows[0]
+    assert result.after is None and "more than" in (result.note or "")
 
 
 def test_level_changes_the_interval() -> None:
