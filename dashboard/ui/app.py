@@ -177,6 +177,29 @@ def check_callback_request(body: Any, callbacks: Any) -> str | None:
             return f"The callback's {str(item.get('id'))[:80]}.{item['property']} must be {wanted[1]}."
         if item["property"] == "pathname" and isinstance(value, str) and not value.startswith("/"):
             return "The callback's pathname must start with '/'."
+        if item["property"] == "getRowsRequest" and isinstance(value, dict):
+            problem = _block_problem(value)
+            if problem is not None:
+                return problem
+    return None
+
+
+#: The most rows one request of a grid may ask for (the grids ask for blocks of 100).
+MAX_GRID_BLOCK = 1_000
+
+
+def _block_problem(request: dict[str, Any]) -> str | None:
+    """Why a grid's block request is not one a grid sends: rows as whole numbers, at most :data:`MAX_GRID_BLOCK` of
+    them, a sort model of at most 20 columns."""
+    start, end = request.get("startRow", 0), request.get("endRow", 100)
+    whole = all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= 10**12 for v in (start, end))
+    if not whole or end < start:
+        return "A grid's rows must be whole numbers from startRow to endRow."
+    if end - start > MAX_GRID_BLOCK:
+        return f"A grid asks for at most {MAX_GRID_BLOCK:,} rows at a time."
+    sort_model = request.get("sortModel") or []
+    if not isinstance(sort_model, list) or len(sort_model) > 20:
+        return "A grid's sort model must be a list of at most 20 columns."
     return None
 
 

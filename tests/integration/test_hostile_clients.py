@@ -9,8 +9,9 @@ Covered: a link with k = 30,000,000 (a bounded curve, answered quickly); a page 
 bar keeps its link, the page says why); long links and uploads counted per client address, cookie or not; parallel
 uploads from one address; a chunked upload over the limit; malformed callback JSON. And requests of kinds the suite
 had not tried: 20,000 columns, NaN / negative / 1e309 numbers, a zlib bomb and deep nesting in a link, a number out
-of range in a fix step, a huge cookie, a header flood, an overlong request line, a 12 MB callback, a callback naming
-no callback, and a multipart upload of 10,000 parts. The server log never shows a traceback.
+of range in a fix step, a huge cookie, a header flood, an overlong request line, a 12 MB callback, a grid asking
+for a billion rows, a callback naming no callback, and a multipart upload of 10,000 parts. The server log never
+shows a traceback.
 """
 
 from __future__ import annotations
@@ -337,3 +338,19 @@ def test_a_multipart_upload_of_ten_thousand_parts_is_refused(server: Gunicorn) -
         timeout=60,
     )
     assert response.status_code == 413 and "more than 1,000 form fields" in response.json()["error"]
+
+
+def test_a_grid_asking_for_a_billion_rows_gets_400(server: Gunicorn) -> None:
+    session = tab(server, "203.0.113.23")
+    layout = page_content(session, "/risk", ViewState(dataset="demo:people").to_search())
+    state = find(layout, "page-state")
+    assert state is not None
+    block = {"startRow": 0, "endRow": 10**9, "sortModel": [], "filterModel": {}}
+    response = session.call(
+        payload(
+            ("class-grid", "getRowsResponse"),
+            [("class-grid", "getRowsRequest", block)],
+            [("page-state", "data", state["props"]["data"])],
+        )
+    )
+    assert response.status_code == 400 and "at most 1,000 rows" in response.json()["error"]

@@ -97,3 +97,28 @@ def test_the_location_and_the_grids_refuse_values_of_the_wrong_kind_with_400(app
         }
         response = client.post("/_dash-update-component", json=body)
         assert response.status_code == 400 and "pathname must" in response.get_json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("block", "message"),
+    [
+        ({"startRow": 0, "endRow": 10**9}, "at most 1,000 rows"),
+        ({"startRow": -5, "endRow": 10}, "whole numbers"),
+        ({"startRow": 0.5, "endRow": 10}, "whole numbers"),
+        ({"startRow": 50, "endRow": 10}, "whole numbers"),
+        ({"startRow": 0, "endRow": 100, "sortModel": [{"colId": "size"}] * 21}, "at most 20 columns"),
+    ],
+)
+def test_a_grid_block_request_is_bounded(app: Dash, block: dict[str, Any], message: str) -> None:
+    services = app.server.extensions["privdash"]
+    state = services.initial_state(services.dataset("demo:people")).to_dict()
+    for grid in ("class-grid", "preview-grid"):
+        body = {
+            "output": f"{grid}.getRowsResponse",
+            "outputs": {"id": grid, "property": "getRowsResponse"},
+            "inputs": [{"id": grid, "property": "getRowsRequest", "value": block}],
+            "state": [{"id": "page-state", "property": "data", "value": state}],
+            "changedPropIds": [f"{grid}.getRowsRequest"],
+        }
+        response = app.server.test_client().post("/_dash-update-component", json=body)
+        assert response.status_code == 400 and message in response.get_json()["error"], (grid, response.get_data())
