@@ -34,6 +34,7 @@ from dashboard.core.search.lattice import (
     optimal_generalization,
     suppression_budget,
 )
+from dashboard.core.search.local import RECODING_CHOICES, LocalRecodingResult, local_recoding
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
 from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies, search_hierarchy
 from dashboard.core.transform.jobs import run_job_file
@@ -112,9 +113,21 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "loss against risk and suppression marked); the first is the one applied",
     )
     parser.add_argument(
+        "--pick",
+        type=int,
+        help="apply the N-th best solution instead of the best (see --solutions)",
+    )
+    parser.add_argument(
         "--metric",
         default="loss",
         help="information loss to minimize: " + ", ".join(m.value for m in Metric) + " (default loss)",
+    )
+    parser.add_argument(
+        "--recoding",
+        choices=list(RECODING_CHOICES),
+        help="global (default): each quasi-identifier at one level for all records; local: levels may differ between "
+        "groups of records (top-down specialization over the hierarchies, starting from the most general levels and "
+        "from the global optimum; the published classes meet the targets as published)",
     )
     parser.add_argument("-o", "--output", type=Path, help="write the anonymized table (.csv, .tsv or .parquet)")
     parser.add_argument("--save-recipe", type=Path, help="write the applied transformation as a JSON recipe")
@@ -157,6 +170,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    _check_recoding(args)
     if args.config is not None:
         return _run_job(args)
     if args.file is None:
@@ -182,6 +196,8 @@ def run(args: argparse.Namespace) -> int:
             + "; ".join(f"{name}: {_rule_text(hierarchies[name])}" for name in qis),
             file=sys.stderr,
         )
+    if args.recoding == "local":
+        return _run_local(args, data, hierarchies, qis, inputs)
     started = time.perf_counter()
     result = optimal_generalization(
         data,
@@ -232,10 +248,13 @@ def _search_options(args: argparse.Namespace) -> dict[str, Any]:
         raise ParameterError(f"--max-checks must be at least 1, got {args.max_checks}.")
     if args.compare_exact and args.search != "heuristic":
         raise ParameterError("--compare-exact compares a heuristic search with the exact one: add --search heuristic.")
+    if args.pick is not None and args.pick < 1:
+        raise ParameterError(f"--pick must be at least 1, got {args.pick}.")
     return {
         "search": args.search or "auto",
         "solutions": args.solutions or 1,
         "max_checks": args.max_checks,
+        "pick": args.pick or 1,
     }
 
 
@@ -305,7 +324,8 @@ def _print_search(result: SearchResult, exact: dict[str, Any] | None) -> None:
         print(f"Bound by: {', '.join(result.bound_by) or 'the loss alone'} ({_binding_text(result.binding)}).")
     if len(result.solutions) > 1:
         print()
-        print("Solutions (best first; * = on the frontier of loss against risk and suppression):")
+        applied = f"; #{result.pick} is the one applied" if result.pick > 1 else ""
+        print(f"Solutions (best first; * = on the frontier of loss against risk and suppression{applied}):")
         rows = [
             [
                 index + 1,
@@ -327,6 +347,83 @@ def _print_search(result: SearchResult, exact: dict[str, Any] | None) -> None:
         )
 
 
+def _check_recoding(args: argparse.Namespace) -> None:
+    """--recoding local is a search of the table in memory: refused with --recipe, --config, the duckdb engine and
+    the global search's own options."""
+    if args.recoding != "local":
+        return
+    if args.recipe is not None or args.config is not None:
+        raise ParameterError("--recoding chooses how a fix is searched; --recipe and --config do not search.")
+    if args.file is not None and resolve_engine(args.engine, str(args.file)) != Engine.PANDAS:
+        raise ParameterError("--recoding local works on the table in memory: use --engine pandas.")
+    given = [
+        f"--{name.replace('_', '-')}"
+        for name in ("search", "solutions", "max_checks", "pick")
+        if getattr(args, name, None) is not None
+    ] + (["--compare-exact"] if getattr(args, "compare_exact", False) else [])
+    if given:
+        raise ParameterError(f"--recoding local has its own search; drop {', '.join(given)}.")
+
+
+def _run_local(
+    args: argparse.Namespace, data: pd.DataFrame, hierarchies: dict[str, Hierarchy], qis: list[str], inputs: list[Path]
+) -> int:
+    """Local recoding (:func:`~dashboard.core.search.local.local_recoding`): the published table, its recipe, and
+    the loss beside the global optimum's."""
+    result: LocalRecodingResult = local_recoding(
+        data,
+        hierarchies,
+        quasi_identifiers=qis,
+        k=args.k,
+        l=args.l,
+        t=args.t,
+        sensitive=split_columns(args.sensitive),
+        t_distance=args.t_distance,
+        max_risk=args.max_risk,
+        max_suppression=args.max_suppression,
+        metric=args.metric,
+    )
+    if args.output is not None:
+        write_table(result.data, args.output, overwrite_protect=inputs, escape_formulas=args.escape_formulas)
+    if args.save_recipe is not None:
+        result.recipe.save(args.save_recipe)
+    if args.json:
+        payload = result.summary()
+        payload["metrics"] = {m.value: result.information_loss.value(m) for m in Metric}
+        payload["output"] = str(args.output) if args.output is not None else None
+        payload["recipe"] = str(args.save_recipe) if args.save_recipe is not None else None
+        print_json(payload)
+        return 0
+    n = len(data)
+    budget = suppression_budget(result.max_suppression, n)
+    print(f"{args.file}: {n:,} records; quasi-identifiers {', '.join(qis)}; local recoding")
+    print(
+        f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%} ({budget:,} records); "
+        f"metric {result.metric.value}"
+    )
+    print()
+    per_column = {row["column"]: row for row in result.information_loss.to_dict()["per_column"]}
+    rows = [
+        [
+            column,
+            ", ".join(f"{level}: {count:,}" for level, count in sorted(result.levels[column].items())),
+            result.global_levels.get(column, "-"),
+            per_column[column]["loss"],
+        ]
+        for column in qis
+    ]
+    print(format_table(["column", "records per level", "global level", "loss"], rows, align="llrr"))
+    print()
+    print(f"Suppressed records: {result.suppressed:,} ({result.suppressed / n if n else 0.0:.2%})")
+    print(f"{result.metric.value}: {result.value:.6g} (global optimum {result.global_value:.6g})")
+    print(f"Smallest class: {result.k}; classes: {result.classes.n_classes:,}; {result.seconds:.2f} s")
+    if args.output is not None:
+        print(f"Wrote {len(result.data):,} rows to {args.output}.")
+    if args.save_recipe is not None:
+        print(f"Saved the recipe to {args.save_recipe}.")
+    return 0
+
+
 def default_hierarchies(data: pd.DataFrame, quasi_identifiers: list[str], k: int) -> dict[str, Hierarchy]:
     """The hierarchies the dashboard's least-lossy search uses: the default rule of each quasi-identifier's type,
     inferred from its values (:func:`~dashboard.core.transform.hierarchy.search_hierarchy`)."""
@@ -343,7 +440,7 @@ def _rule_text(hierarchy: Hierarchy) -> str:
 
 
 #: Options of the search that neither --recipe nor --config takes (argparse destinations).
-_SEARCH_OPTIONS = ("qi", "hierarchies", "l", "t", "max_risk", "sensitive", "search", "solutions", "max_checks")
+_SEARCH_OPTIONS = ("qi", "hierarchies", "l", "t", "max_risk", "sensitive", "search", "solutions", "max_checks", "pick")
 
 
 def _given(args: argparse.Namespace, destinations: tuple[str, ...]) -> list[str]:

@@ -156,6 +156,7 @@ from dashboard.core.search.lattice import (
     optimal_generalization,
     suppression_budget,
 )
+from dashboard.core.search.local import RECODING_CHOICES, LocalRecodingResult, local_recoding
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import (
@@ -240,6 +241,7 @@ __all__ = [
     "NOISE_METHODS",
     "NUMERICAL_PERTURBATIONS",
     "PERTURBATIVE_STEPS",
+    "RECODING_CHOICES",
     "RECORD_RISK",
     "RULE_SETTINGS",
     "SEARCH_STRATEGIES",
@@ -274,6 +276,7 @@ __all__ = [
     "HierarchyError",
     "IdentityResolution",
     "InformationLoss",
+    "LocalRecodingResult",
     "Mechanism",
     "Metric",
     "MinimalSampleUniques",
@@ -361,6 +364,7 @@ __all__ = [
     "journalist_risk",
     "key_fingerprint",
     "load_hierarchies",
+    "local_recoding",
     "marketer_risk",
     "mask_identifiers",
     "masking_points",

@@ -472,4 +472,5 @@ _BUILTIN_STEP_MODULES: tuple[str, ...] = (
     "dashboard.core.transform.identifiers",
     "dashboard.core.transform.perturbation",
     "dashboard.core.geo.geomask",
+    "dashboard.core.transform.local_recoding",
 )
