@@ -47,6 +47,8 @@ MIN_BODY_RATE = 16_000
 _RECV = 256 * 1024
 _CONTENT_LENGTH = re.compile(rb"^content-length[ \t]*:[ \t]*(\d{1,18})[ \t]*\r?$", re.I | re.M)
 _CHUNKED = re.compile(rb"^transfer-encoding[ \t]*:.*chunked", re.I | re.M)
+#: A client that asks to be told to go on (curl, for bodies over 1 KB) sends its body only once answered.
+_EXPECT = re.compile(rb"^expect[ \t]*:[ \t]*100-continue", re.I | re.M)
 _TIMEOUT_RESPONSE = b"HTTP/1.1 408 Request Timeout\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
 
 
@@ -95,12 +97,13 @@ def _send_timeout(conn: Any) -> None:
 
 
 def _complete(buffer: bytes) -> bool:
-    """Whether ``buffer`` holds a request's whole head, and its whole body when that is small and of known length."""
+    """Whether ``buffer`` holds a request's whole head, and its whole body when that is small and of known length (and
+    not held back until the server answers ``100 Continue``)."""
     end = buffer.find(b"\r\n\r\n")
     if end < 0:
         return len(buffer) > _MAX_HEAD
     head = buffer[:end]
-    if _CHUNKED.search(head):
+    if _CHUNKED.search(head) or _EXPECT.search(head):
         return True
     found = _CONTENT_LENGTH.search(head)
     length = int(found.group(1)) if found else 0

@@ -154,3 +154,19 @@ def test_the_shipped_configuration_is_what_runs(server: Gunicorn) -> None:
     log = "".join(server.log)
     assert "Using worker: dashboard.ui.server.SlowClientWorker" in log, log[-2000:]
     assert Path(__file__).resolve().parents[2].joinpath("gunicorn.conf.py").is_file()
+
+
+def test_a_client_waiting_for_100_continue_is_told_to_go_on(server: Gunicorn) -> None:
+    """curl sends a body over 1 KB only after ``100 Continue`` (or a second of silence): the worker does not wait for
+    that body before the request gets its thread."""
+    body = json.dumps({"output": "nope.children", "outputs": {"id": "nope", "property": "children"}, "inputs": []})
+    head = (
+        "POST /_dash-update-component HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nExpect: 100-continue\r\nConnection: close\r\n\r\n"
+    ).encode()
+    with stall(server, head) as sock:
+        sock.settimeout(0.9)
+        assert sock.recv(25).startswith(b"HTTP/1.1 100 Continue")
+        sock.sendall(body.encode())
+        text = answer(sock, time.monotonic() + 10)
+    assert b"HTTP/1.1 400" in text and b"There is no callback" in text
