@@ -203,8 +203,8 @@ def _block_problem(request: dict[str, Any]) -> str | None:
     return None
 
 
-#: Properties whose values have one type whatever the component (the location's parts, a grid's block request,
-#: the page's view state), checked before a callback runs: what a browser never sends is refused with a 400.
+#: Properties whose values have one type whatever the component (the location's parts, a grid's block request),
+#: checked before a callback runs: what a browser never sends is refused with a 400.
 _PROPERTY_TYPES: dict[str, tuple[type | tuple[type, ...], str]] = {
     "pathname": (str, "text"),
     "search": (str, "text"),
