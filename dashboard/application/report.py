@@ -72,6 +72,7 @@ from dashboard.core.search.lattice import SearchResult, optimal_generalization
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import TOP, Hierarchy, HierarchyError, search_hierarchy
 from dashboard.core.transform.steps import Recipe, TransformResult, apply_recipe
+from dashboard.core.utility.estimates import Estimate, EstimateComparison, compare_estimates
 from dashboard.core.utility.metrics import InformationLoss, cells_changed, information_loss
 
 if TYPE_CHECKING:
@@ -537,7 +538,8 @@ class FixSummary:
     ``distinct_before``, ``distinct_after``, ``cells_changed``, ``share_changed`` and ``examples`` (published values
     that may be shown, see the module docstring). ``steps`` are ``(kind, facts)`` pairs (numbers and column names
     only). ``loss_before`` / ``loss_after`` are the information-loss metrics of the input (the baseline) and of the
-    published table, or None with ``loss_note`` saying why they are not defined.
+    published table, or None with ``loss_note`` saying why they are not defined. ``estimates`` are the steward's
+    estimates before and after (:mod:`dashboard.core.utility.estimates`), or ``estimates_note`` says why not.
     """
 
     description: str
@@ -553,6 +555,8 @@ class FixSummary:
     loss_before: InformationLoss | None
     loss_after: InformationLoss | None
     loss_note: str | None
+    estimates: tuple[EstimateComparison, ...] = ()
+    estimates_note: str | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -701,6 +705,7 @@ def build_report(
     postcode_polygons: Mapping[str, Any] | None = None,
     parameters: Sequence[tuple[str, str]] = (),
     progress: Progress | None = None,
+    estimates: Sequence[Estimate | str] = (),
 ) -> ReleaseReport:
     """Assemble the release report of ``data`` (the input) with the roles and types of ``contract``.
 
@@ -710,7 +715,8 @@ def build_report(
     values would have to be generalized the same way): give the population size instead. ``postcode_population``
     gives the census populations of the postcode units, ``postcode_polygons`` their shapes for the map
     (``{"district": GeoDataFrame, "area": GeoDataFrame}`` indexed by code, as the Postcodes page's layers).
-    ``progress(percent, text)`` is called at each stage.
+    ``progress(percent, text)`` is called at each stage. ``estimates`` (with a fix): the steward's estimates,
+    shown before and after the fix, weighted by the contract's weight column.
     """
     report_progress = progress or (lambda _percent, _text: None)
     policy = MissingPolicy.parse(missing)
@@ -770,6 +776,8 @@ def build_report(
     if fix is not None:
         report_progress(80, "Measuring what the fix costs ...")
         summary = _fix_summary(data, contract, fix, before, targets, classes, threshold)
+        if estimates:
+            summary = _with_estimates(summary, data, contract, fix, estimates)
     report_progress(95, "Writing the report ...")
     return ReleaseReport(
         title=fingerprint.name,
@@ -1006,13 +1014,34 @@ def _fix_summary(
     )
 
 
+def _with_estimates(
+    summary: FixSummary,
+    data: pd.DataFrame,
+    contract: DataContract,
+    fix: AppliedFix,
+    estimates: Sequence[Estimate | str],
+) -> FixSummary:
+    """The summary with the steward's estimates before and after the fix (or why they could not be computed)."""
+    try:
+        comparisons = compare_estimates(data, fix.data, estimates, weights=contract.weight)
+    except PrivdashError as exc:
+        return replace(summary, estimates_note=f"The estimates could not be computed: {exc}")
+    return replace(summary, estimates=comparisons)
+
+
 # --- the dashboard's report ---------------------------------------------------------------------------------------
 
 
-def report_for_state(services: Services, state: ViewState, progress: Progress | None = None) -> ReleaseReport:
+def report_for_state(
+    services: Services,
+    state: ViewState,
+    progress: Progress | None = None,
+    estimates: Sequence[Estimate | str] = (),
+) -> ReleaseReport:
     """The release report of a dashboard view: its dataset, roles, missing-value policy, targets (l and t only with
-    a sensitive attribute) and risk threshold, after the view's fix steps when it has any. Postcode units get the
-    census populations of the Postcodes page's settings when the shared data holds them."""
+    a sensitive attribute) and risk threshold, after the view's fix steps when it has any, with the steward's
+    ``estimates`` before and after them. Postcode units get the census populations of the Postcodes page's
+    settings when the shared data holds them."""
     from dashboard.application.fixruns import FixRuns
     from dashboard.application.postcodes import ReferenceDataMissing, settings_from_state
 
@@ -1079,6 +1108,7 @@ def report_for_state(services: Services, state: ViewState, progress: Progress | 
         postcode_polygons=polygons or None,
         parameters=parameters,
         progress=report_progress,
+        estimates=estimates,
     )
 
 

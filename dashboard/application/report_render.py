@@ -23,11 +23,13 @@ import jinja2
 import numpy as np
 import pandas as pd
 
+from dashboard.application.estimates import fmt_interval, fmt_overlap
 from dashboard.application.formats import fmt_count, fmt_number, fmt_share
 from dashboard.application.report import PostcodeUnits, ReleaseReport
 from dashboard.application.report_template import STYLE, TEMPLATE
 from dashboard.core.errors import ParameterError, PrivdashError
 from dashboard.core.measure.diagnose import Diagnosis
+from dashboard.core.utility.estimates import EstimateComparison
 
 __all__ = ["FORMATS", "render_html", "render_pdf", "report_context", "report_format", "write_report"]
 
@@ -453,9 +455,37 @@ def _fix(report: ReleaseReport, number: int) -> dict[str, Any] | None:
         ],
         "loss": loss,
         "loss_note": fix.loss_note,
+        "estimates": _estimate_rows(fix.estimates, report.threshold),
+        "estimates_notes": list(dict.fromkeys(note for comparison in fix.estimates for note in comparison.notes)),
+        "estimates_note": fix.estimates_note,
         "recipe_json": fix.recipe_json,
         "recipe_sha256": fix.recipe_sha256,
     }
+
+
+def _estimate_rows(comparisons: Sequence[EstimateComparison], threshold: int) -> dict[str, Any]:
+    """The estimates' rows for the table, and how many are withheld: a number about fewer than ``threshold``
+    records (a small group, category or cell) is not printed, as no value of a small class is."""
+    rows, withheld = [], 0
+    for comparison in comparisons:
+        for row in comparison.rows:
+            sizes = [side.records for side in (row.before, row.after) if side is not None]
+            if any(0 < size < threshold for size in sizes):
+                withheld += 1
+                continue
+            rows.append(
+                {
+                    "estimate": comparison.estimate.text(),
+                    "term": row.term + (f" ({row.group})" if row.group else ""),
+                    "before": fmt_interval(row.before),
+                    "after": fmt_interval(row.after),
+                    "overlap": fmt_overlap(row.overlap),
+                    "note": row.note or "",
+                }
+            )
+    level = f"{comparisons[0].level:.0%}" if comparisons else "95%"
+    weights = comparisons[0].weights if comparisons else None
+    return {"rows": rows, "withheld": withheld, "level": level, "weights": weights}
 
 
 def _glance(report: ReleaseReport) -> list[tuple[str, str]]:

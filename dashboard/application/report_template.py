@@ -336,6 +336,26 @@ TEMPLATE = """<!DOCTYPE html>
   </table>
   {% endif %}
   {% if fix.loss_note %}<p class="note">{{ fix.loss_note }}</p>{% endif %}
+  {% if fix.estimates.rows or fix.estimates.withheld or fix.estimates_note %}
+  <h3>Estimates before and after</h3>
+  <p>The estimates the data are published for, on the input and on the released table, with their
+    {{ fix.estimates.level }} confidence intervals ({% if fix.estimates.weights %}weighted by
+    {{ fix.estimates.weights }}{% else %}unweighted{% endif %}; linearization, no strata or clusters) and the overlap of
+    the two intervals (Karr et al. 2006: 1 the same interval, 0 disjoint).</p>
+  {% if fix.estimates.rows %}
+  <table>
+    <thead><tr><th>estimate</th><th>of</th><th class="num">before the fix [CI]</th>
+      <th class="num">released table [CI]</th><th class="num">overlap</th><th>note</th></tr></thead>
+    <tbody>{% for row in fix.estimates.rows %}<tr><td>{{ row.estimate }}</td><td>{{ row.term }}</td>
+      <td class="num">{{ row.before }}</td><td class="num">{{ row.after }}</td><td class="num">{{ row.overlap }}</td>
+      <td>{{ row.note }}</td></tr>{% endfor %}</tbody>
+  </table>
+  {% endif %}
+  {% if fix.estimates.withheld %}<p class="note">{{ fix.estimates.withheld }} numbers about fewer than {{ threshold }}
+    records (small groups, categories or cells) are withheld.</p>{% endif %}
+  {% for note in fix.estimates_notes %}<p class="note">{{ note }}</p>{% endfor %}
+  {% if fix.estimates_note %}<p class="note">{{ fix.estimates_note }}</p>{% endif %}
+  {% endif %}
   <h3>Recipe</h3>
   <p>SHA-256 of the recipe file (as privdash saves it): <span class="code">{{ fix.recipe_sha256 }}</span>.
      <code>privdash anonymize FILE --recipe recipe.json</code> re-applies it. Hierarchy tables are summarised below:

@@ -37,6 +37,7 @@ from dashboard.core.geo.postcodes import DEFAULT_POPULATION_THRESHOLD, Populatio
 from dashboard.core.targets import PrivacyTargets, parse_targets
 from dashboard.core.transform.hierarchy import load_hierarchies
 from dashboard.core.transform.steps import Recipe
+from dashboard.core.utility.estimates import parse_estimate
 from dashboard.core.utility.metrics import Metric
 
 #: The census table the postcode units are looked up in (England and Wales, 2011, outward codes).
@@ -111,6 +112,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="information loss --fix minimizes: " + ", ".join(m.value for m in Metric) + " (default loss)",
     )
     fix.add_argument("--save-recipe", type=Path, help="also write the recipe of --fix as JSON")
+    fix.add_argument(
+        "--estimate",
+        action="append",
+        metavar="SPEC",
+        help="an estimate the data are published for, shown before and after the fix with its 95%% interval and "
+        "the interval overlap, weighted by the contract's weight column or --weights (repeatable; the syntax of "
+        "privdash anonymize --estimate: 'mean:income by region', 'share:sex=Female', 'coef:income~age+sex')",
+    )
     parser.add_argument(
         "--postcode-threshold",
         type=int,
@@ -293,6 +302,7 @@ def run(args: argparse.Namespace) -> int:
         postcode_polygons=_postcode_polygons(contract),
         postcode_threshold=args.postcode_threshold,
         parameters=_parameters(args, targets),
+        estimates=[parse_estimate(text) for text in args.estimate or []],
     )
     for warning in report.diagnosis.warnings:
         print(f"privdash report: warning: {warning}", file=sys.stderr)

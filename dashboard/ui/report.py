@@ -4,9 +4,9 @@
 show the card may all call it). Pressing the button starts a background job (:mod:`dashboard.ui.jobs`: queued,
 under the server's time and memory limits, with a progress bar and a cancel button) that builds the report of the
 view in the page's state (:func:`~dashboard.application.report.report_for_state`: dataset, roles, targets, fix
-steps), renders both files and keeps them in the disk cache for the store's lifetime
-(:class:`~dashboard.application.report.ReportFiles`). Its result is the verdict and two download buttons; a
-download reads the kept file, so no worker computes the report twice.
+steps, and the estimates named in the Fix page's estimates section), renders both files and keeps them in the disk
+cache for the store's lifetime (:class:`~dashboard.application.report.ReportFiles`). Its result is the verdict and
+two download buttons; a download reads the kept file, so no worker computes the report twice.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 import dash_mantine_components as dmc
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
+from dashboard.application.estimates import read_estimates
 from dashboard.application.report import ReleaseReport, ReportFiles, report_for_state
 from dashboard.application.report_render import render_files
 from dashboard.application.services import Services
@@ -110,6 +111,8 @@ def register(app: Dash, services: Services) -> None:
         Output("report-result", "children"),
         Input("report-make", "n_clicks"),
         State(PAGE_STATE, "data"),
+        # The Fix page's estimates (none on pages without the section: ALL matches nothing there).
+        State({"type": "estimates-input", "page": ALL}, "value"),
         prevent_initial_call=True,
         background=True,
         progress=[Output("report-progress", "value"), Output("report-status", "children")],
@@ -120,13 +123,19 @@ def register(app: Dash, services: Services) -> None:
         cancel=[Input("report-cancel", "n_clicks"), Input("url", "pathname")],
         interval=400,
     )
-    def make_report(set_progress: Callable[[tuple[int, str]], None], clicks: int | None, data: Any) -> Any:
+    def make_report(
+        set_progress: Callable[[tuple[int, str]], None], clicks: int | None, data: Any, named: list[Any] | None
+    ) -> Any:
         if not clicks:
             return no_update
         try:
             state = state_from_store(data)
+            estimates = [spec for text in named or [] for spec in read_estimates(text if isinstance(text, str) else "")]
             report = report_for_state(
-                services, state, lambda percent, text: set_progress((int(_ASSEMBLY * percent), text))
+                services,
+                state,
+                lambda percent, text: set_progress((int(_ASSEMBLY * percent), text)),
+                estimates=estimates,
             )
             set_progress((int(100 * _ASSEMBLY), "Rendering the HTML and PDF files ..."))
             token = files.put(render_files(report, _stem(report.title)))
