@@ -11,7 +11,8 @@ category ``c`` or for each; each optionally by group (domain estimates over the 
 ``crosstab``  the share of each cell of two or more columns (every cell over all records); ``coef``  the
 coefficients of the weighted least-squares regression of a numeric outcome on named predictors (an intercept; a
 numeric predictor as it is; a categorical one, text or ``C(x)``, dummy-coded against its most frequent category
-in the original data).
+in the original data, by weighted count). At most :data:`MAX_TERMS` numbers per estimate and
+:data:`MAX_COEFFICIENTS` coefficients (a column with a value per record makes no estimate).
 
 Standard errors (Taylor linearization, weights treated as fixed)
 ----------------------------------------------------------------
@@ -34,9 +35,10 @@ Interval overlap (Karr, Kohnen, Oganian, Reiter & Sanil 2006, The American Stati
 With ``(l_o, u_o)`` the interval from the original data and ``(l_m, u_m)`` from the published data,
 ``J = 1/2 [(min(u_o, u_m) - max(l_o, l_m)) / (u_o - l_o) + (min(u_o, u_m) - max(l_o, l_m)) / (u_m - l_m)]``:
 the average share of each interval covered by their intersection. 1 for identical intervals, 0 for intervals
-that only touch. The paper measures the length of the intersection, which is 0 for disjoint intervals, so ``J``
-is 0 then (``overlap``); the same formula without that floor is negative and falls with the gap between the
-intervals (``overlap_signed``, reported too, as some implementations do). A zero-width interval (a share of 0 or
+that only touch. The measure is defined through the length of the intersection; disjoint intervals have an empty
+one, of length 0, so privdash reports ``J = 0`` for them (``overlap``). The formula applied as written to disjoint
+intervals gives a negative value that falls with the gap between them; some implementations report that value,
+and privdash gives it too (``overlap_signed``). A zero-width interval (a share of 0 or
 1, a constant column) is the limit of the formula: two equal points 1, a point inside the other interval 1/2,
 otherwise 0 (the signed value is then undefined).
 
