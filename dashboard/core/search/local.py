@@ -15,21 +15,25 @@ those nodes' labels, at the nodes' levels. A partition is *valid* when its recor
 *Start.* Two starting points are tried and the better end result is kept:
 
 * the top: every record at the top node of every QI (one partition per pattern of missing values), and
-* the global optimum (the exact full-domain search with the same targets and suppression limit): one partition per
-  class of the optimal node. Every split below lowers the loss, so the result is never worse than the global
-  optimum.
+* the global optimum (the full-domain search with the same targets and suppression limit, exact or, beyond the
+  exact search's node limit, the heuristic one): one partition per class of the optimal node. Every split below
+  lowers the loss, so the result is never worse than the global optimum.
 
-Partitions that violate the targets at the start are suppressed (removed); they must fit the suppression limit.
+Partitions that violate the targets at the start are suppressed (removed): the classes the global optimum
+suppresses, or at the top the patterns of missing values too rare to meet the targets. This is where the
+suppression limit is spent; the splits below suppress nothing.
 
-*Specialize.* In each round, every partition tries each QI whose node is above the leaves: its records are grouped
-by the child node (one level finer) of that QI. Children that are valid on their own are *split off* (they become
+*Specialize.* In each round, every partition tries each QI whose node is above the leaves: its records are grouped by
+the child node (one level finer) of that QI. Children that are valid on their own are *split off* (they become
 partitions at the child node); the other records stay together as the *remainder*, at the parent node. When the
-remainder is non-empty but below the size the targets need, the smallest split-off children join it until it is
-large enough. The split is allowed when at least one child is split off and the remainder is empty or valid. Of
-the allowed splits of a partition, the one that lowers the metric most is made; all partitions split at once, and
-rounds repeat until no partition can split. Records of a remainder keep the parent's label, distinct from its
-children's labels, so published classes are exactly the partitions (two partitions could share labels only if a
-hierarchy repeated a label for different groups of leaves; the published table is checked anyway, below).
+remainder is non-empty but below the size the targets need, the smallest split-off children join it until it is large
+enough. The split is allowed when at least one child is split off and the remainder is empty or valid. Of the allowed
+splits of a partition, the one that lowers the metric most is made (a split that lowers it by nothing moves every
+record to one child of the same leaves: a finer label at no cost, made too); all partitions split at once, and rounds
+repeat until no partition can split (each split lowers a level, so this ends). Records of a remainder keep the
+parent's label, distinct from its children's labels, so published classes are exactly the partitions (two partitions
+could share labels only if a hierarchy repeated a label for different groups of leaves; the published table is checked
+anyway, below).
 
 *Metrics.* ``loss`` and ``precision`` are sums of per-cell costs (the normalized domain share of the published
 value, or its level over the height; a suppressed record costs 1 per QI), so the gain of a split is exact and the
@@ -76,6 +80,7 @@ from dashboard.core.measure.classes import (
     SensitiveDistribution,
     equivalence_classes,
 )
+from dashboard.core.search.heuristic import heuristic_search
 from dashboard.core.search.lattice import GeneralizationLattice, NoSolutionError, suppression_budget
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
 from dashboard.core.transform.hierarchy import Hierarchy
@@ -148,9 +153,25 @@ def _encode(lattice: GeneralizationLattice, metric: Metric) -> _Encoded:
     )
 
 
-def _group_classes(encoded: _Encoded, rows: np.ndarray, groups: np.ndarray, n_groups: int) -> EquivalenceClasses:
+def _reference(encoded: _Encoded, rows: np.ndarray) -> dict[str, np.ndarray]:
+    """Per sensitive attribute, the counts of its values over ``rows``: the distribution t-closeness compares with,
+    that of the published records (the kept rows)."""
+    kept = np.zeros(len(encoded.counts), dtype=bool)
+    kept[rows] = True
+    out = {}
+    for name, dist in encoded.base.sensitive.items():
+        take = kept[dist.class_index]
+        out[name] = np.bincount(dist.value_index[take], weights=dist.counts[take], minlength=dist.n_values).astype(
+            np.asarray(dist.overall).dtype
+        )
+    return out
+
+
+def _group_classes(
+    encoded: _Encoded, rows: np.ndarray, groups: np.ndarray, n_groups: int, reference: Mapping[str, np.ndarray]
+) -> EquivalenceClasses:
     """The classes formed by ``groups`` (a group id per row of ``rows``, positions in the encoded table), with the
-    sensitive distributions summed from the encoded rows."""
+    sensitive distributions summed from the encoded rows and ``reference`` as the overall distributions."""
     base = encoded.base
     sizes = np.bincount(groups, weights=encoded.counts[rows], minlength=n_groups).astype(np.int64)
     of_row = np.full(len(encoded.counts), -1, dtype=np.int64)
@@ -170,7 +191,7 @@ def _group_classes(encoded: _Encoded, rows: np.ndarray, groups: np.ndarray, n_gr
             class_index=present // m,
             value_index=present % m,
             counts=sums,
-            overall=dist.overall,
+            overall=reference[name],
             n_classes=n_groups,
         )
     return EquivalenceClasses(
@@ -185,9 +206,15 @@ def _group_classes(encoded: _Encoded, rows: np.ndarray, groups: np.ndarray, n_gr
 
 
 def _violating(
-    encoded: _Encoded, targets: PrivacyTargets, rows: np.ndarray, groups: np.ndarray, n_groups: int
+    encoded: _Encoded,
+    targets: PrivacyTargets,
+    rows: np.ndarray,
+    groups: np.ndarray,
+    n_groups: int,
+    reference: Mapping[str, np.ndarray],
 ) -> np.ndarray:
-    """Boolean per group: as one class, it violates the targets (an empty group violates nothing)."""
+    """Boolean per group: as one class, it violates the targets (an empty group violates nothing; t against the
+    ``reference`` distributions)."""
     sizes = np.bincount(groups, weights=encoded.counts[rows], minlength=n_groups).astype(np.int64)
     bad = np.zeros(n_groups, dtype=bool)
     present = np.flatnonzero(sizes > 0)
@@ -196,7 +223,7 @@ def _violating(
         return bad
     if len(present):
         compact = np.searchsorted(present, groups)
-        bad[present] = targets.class_violations(_group_classes(encoded, rows, compact, len(present)))
+        bad[present] = targets.class_violations(_group_classes(encoded, rows, compact, len(present), reference))
     return bad
 
 
@@ -220,6 +247,7 @@ class _State:
     partition: np.ndarray  # (rows,)
     rank: np.ndarray  # (partitions,)
     suppressed: int
+    reference: Mapping[str, np.ndarray]  # value counts of the sensitive attributes over the kept rows
     rounds: int = 0
 
 
@@ -234,19 +262,27 @@ def _start(encoded: _Encoded, levels: Sequence[int], targets: PrivacyTargets, bu
     level_rows[missing] = 0  # a missing value stays missing: nothing to specialize
     groups = factorize_rows(codes)
     n_groups = int(groups.max()) + 1 if len(groups) else 0
-    rows = np.arange(n_rows)
-    bad = _violating(encoded, targets, rows, groups, n_groups)
-    suppressed = int(encoded.counts[bad[groups]].sum())
-    if suppressed > budget:
-        return None
-    keep = ~bad[groups]
+    # t compares each class with the distribution of the published records, which suppression changes: suppress
+    # until no class violates the targets against the records that are left.
+    keep = np.ones(n_rows, dtype=bool)
+    while True:
+        rows = np.flatnonzero(keep)
+        reference = _reference(encoded, rows)
+        bad = _violating(encoded, targets, rows, groups[rows], n_groups, reference)
+        if not bad.any():
+            break
+        keep &= ~bad[groups]
+        if int(encoded.counts[~keep].sum()) > budget:
+            return None
+    suppressed = int(encoded.counts[~keep].sum())
     kept_groups, compact = np.unique(groups[keep], return_inverse=True)
     return _State(
-        rows=rows[keep],
+        rows=rows,
         levels=level_rows[keep],
         partition=compact.reshape(-1),
         rank=np.arange(len(kept_groups), dtype=np.int64),
         suppressed=suppressed,
+        reference=reference,
     )
 
 
@@ -275,7 +311,7 @@ def _specialize(encoded: _Encoded, state: _State, targets: PrivacyTargets, metri
             child_part = np.zeros(n_children, dtype=np.int64)
             child_part[key] = part[can]
             child_size = np.bincount(key, weights=weight[can], minlength=n_children)
-            ok = ~_violating(encoded, targets, rows[can], key, n_children)
+            ok = ~_violating(encoded, targets, rows[can], key, n_children, state.reference)
             # The smallest children that meet the targets join a remainder too small for the size targets.
             remainder = sizes - np.bincount(child_part, weights=child_size * ok, minlength=n_parts)
             need = np.where((remainder > 0) & (remainder < least), least - remainder, 0.0)
@@ -294,7 +330,7 @@ def _specialize(encoded: _Encoded, state: _State, targets: PrivacyTargets, metri
             rest = sizes - np.bincount(child_part, weights=split_sizes, minlength=n_parts)
             in_rest = np.ones(len(rows), dtype=bool)
             in_rest[can[row_split]] = False
-            rest_bad = _violating(encoded, targets, rows[in_rest], part[in_rest], n_parts)
+            rest_bad = _violating(encoded, targets, rows[in_rest], part[in_rest], n_parts, state.reference)
             rest_ok = (rest <= 0) | ~rest_bad
             if metric == Metric.DISCERNIBILITY:
                 gain = sizes**2 - np.bincount(child_part, weights=split_sizes**2, minlength=n_parts) - rest**2
@@ -326,7 +362,7 @@ def _specialize(encoded: _Encoded, state: _State, targets: PrivacyTargets, metri
         order = np.lexsort((sub[first_rows], is_rest, state.rank[old]))
         rank = np.empty(len(combined), dtype=np.int64)
         rank[order] = np.arange(len(combined))
-        state = _State(rows, levels, new_part, rank, state.suppressed, state.rounds + 1)
+        state = _State(rows, levels, new_part, rank, state.suppressed, state.reference, state.rounds + 1)
     return state
 
 
@@ -396,8 +432,10 @@ class LocalRecodingResult:
     metric, value
         The metric minimized and its value on the published table
         (:func:`~dashboard.core.utility.metrics.information_loss`, per-record levels).
-    global_value, global_levels
-        The global optimum with the same targets and suppression limit (the start of one of the two searches).
+    global_value, global_levels, global_search
+        The global optimum with the same targets and suppression limit (the start of one of the two searches), and
+        how it was found (``"exact"``, or ``"heuristic"`` beyond the exact search's node limit: then the best
+        global solution found).
     start
         The start the result came from: ``"top"`` or ``"global"``.
     k
@@ -418,6 +456,7 @@ class LocalRecodingResult:
     value: float
     global_value: float
     global_levels: Mapping[str, int]
+    global_search: str
     start: str
     k: int
     targets: PrivacyTargets
@@ -449,6 +488,7 @@ class LocalRecodingResult:
             "loss": self.value,
             "global_loss": self.global_value,
             "global_levels": dict(self.global_levels),
+            "global_search": self.global_search,
             "start": self.start,
             "k": self.k,
             "classes": self.classes.n_classes,
@@ -489,12 +529,12 @@ def local_recoding(
     budget = suppression_budget(max_suppression, lattice.n_records)
     encoded = _encode(lattice, metric)
     least = _least_size(targets, lattice.n_records)
-    starts = {"top": tuple(int(h) - 1 for h in lattice.heights)}
-    global_value, global_levels = math.nan, None
     if lattice.size <= lattice.max_nodes:
         outcome = lattice.search(targets=targets, max_suppression=max_suppression, metric=metric)
-        global_value, global_levels = float(outcome.best.value), tuple(int(v) for v in outcome.best.levels)
-        starts["global"] = global_levels
+    else:
+        outcome = heuristic_search(lattice, targets=targets, max_suppression=max_suppression, metric=metric)
+    global_levels = tuple(int(v) for v in outcome.best.levels)
+    starts = {"top": tuple(int(h) - 1 for h in lattice.heights), "global": global_levels}
     candidates = []
     for name, node in starts.items():
         state = _start(encoded, node, targets, budget)
@@ -508,7 +548,7 @@ def local_recoding(
     spec = _class_spec(encoded, state, lattice.hierarchies)
     resolved = dict(zip(qis, lattice.hierarchies, strict=True))
     transform = apply_local_recoding(
-        data, resolved, spec, quasi_identifiers=qis, suppress=targets, built_over_data=False
+        data, resolved, spec, quasi_identifiers=qis, suppress=targets, built_over_data=True
     )
     published = transform.data
     suppressed = len(data) - len(published)
@@ -527,8 +567,9 @@ def local_recoding(
         suppressed=suppressed,
         metric=metric,
         value=metrics.value(metric),
-        global_value=global_value,
-        global_levels=dict(zip(qis, global_levels, strict=True)) if global_levels is not None else {},
+        global_value=float(outcome.best.value),
+        global_levels=dict(zip(qis, global_levels, strict=True)),
+        global_search=outcome.strategy,
         start=start,
         k=classes.k,
         targets=targets,

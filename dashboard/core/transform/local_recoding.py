@@ -12,7 +12,8 @@ depth-first order with split-off children before their remainder, so the first m
 put the record in: on the table the search ran on, the step reproduces the published table exactly; on other data
 with the same schema, each record follows the same tree. A record that matches no class (a combination of
 missing values the search never saw) is suppressed. With ``suppress``, classes violating the targets in the
-result are then suppressed, as the ``"generalize"`` step does::
+result are then suppressed, as the ``"generalize"`` step does, again until none does (t compares each class with the
+distribution of the records left, which suppression changes)::
 
     {"kind": "local_recode",
      "params": {"quasi_identifiers": ["age", "sex"],
@@ -145,11 +146,14 @@ def apply_local_recoding(
         used, times = np.unique(level_of[matched], return_counts=True)
         summary_levels[column] = {str(u): int(c) for u, c in zip(used.tolist(), times.tolist(), strict=True)}
     keep = matched.copy()
-    if suppress is not None and keep.any():
+    # Suppression changes the distribution t compares with: repeat until the records left meet the targets.
+    while suppress is not None and keep.any():
         kept = out.iloc[np.flatnonzero(keep)]
         found = equivalence_classes(kept, qis, sensitive=list(suppress.sensitive))
         assert found.record_class is not None
         bad = suppress.class_violations(found)[found.record_class]
+        if not bad.any():
+            break
         keep[np.flatnonzero(keep)[bad]] = False
     kept_rows = None
     if not keep.all():
