@@ -18,7 +18,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
-from dash import Dash
+from dash import Dash, Input, Output
 from dash.exceptions import BackgroundCallbackError
 
 from dashboard.application.settings import Settings
@@ -127,9 +127,18 @@ def test_a_bad_id_in_the_preview_gives_a_message_and_an_empty_block(app: Dash) -
 def test_a_bug_in_a_callback_is_logged_and_shown_as_a_plain_message(
     app: Dash, caplog: pytest.LogCaptureFixture
 ) -> None:
+    # A callback with a bug of its own (the app's callbacks refuse what no browser sends before they run).
+    @app.callback(Output("bug-output", "children"), Input("bug-input", "value"))
+    def buggy(value: Any) -> Any:
+        return {"a": 1}["not a number"]
+
     client = app.server.test_client()
-    payload = dict(callback_payloads(app, {"v": 1, "d": "demo:people"}))["preview-grid.getRowsResponse"]
-    payload["inputs"][0]["value"] = {"startRow": "not a number"}  # what no grid sends: a server-side error
+    payload = {
+        "output": "bug-output.children",
+        "outputs": {"id": "bug-output", "property": "children"},
+        "inputs": [{"id": "bug-input", "property": "value", "value": 1}],
+        "changedPropIds": ["bug-input.value"],
+    }
     caplog.set_level(logging.INFO)
     response = client.post("/_dash-update-component", json=payload)
     assert response.status_code == 200
