@@ -266,7 +266,7 @@ def test_a_background_callback_answers_a_crafted_id_with_a_message(app: Dash, ca
     config = re.search(r'<script id="_dash-config" type="application/json"[^>]*>(.*?)</script>', page, re.S)
     assert config is not None
     end_id = json.loads(config.group(1)).get("end_id") or ""
-    body = {
+    body: dict[str, Any] = {
         "output": "fix-slow-results.children",
         "outputs": {"id": "fix-slow-results", "property": "children"},
         "inputs": [{"id": "fix-slow-request", "property": "data", "value": {"v": 1, "d": "../../etc/passwd"}}],
