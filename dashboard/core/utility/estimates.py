@@ -102,7 +102,7 @@ ESTIMATE_KINDS: dict[str, str] = {
 #: Most numbers one estimate may have (categories times groups, cells), and most regression coefficients: a column
 #: with a value per record would otherwise make a table as long as the data.
 MAX_TERMS = 1000
-MAX_COEFFICIENTS = 200
+MAX_COEFFICIENTS = 100
 _KIND_ALIASES = {
     "sum": "total",
     "proportion": "share",
@@ -684,29 +684,48 @@ def _descriptive(
             if interval is not None:
                 side.values[(term, name)] = interval
         return
-    if spec.kind == "crosstab":
-        cells = zip(*(texts[c] for c in spec.columns), strict=True)
-        values = np.asarray([_group_label(spec.columns, cell) for cell in cells], dtype=object)
-        present = set(values.tolist())
-    else:
-        values = texts[spec.column]
-        present = {str(v) for v in values}
+    columns = spec.columns if spec.kind == "crosstab" else (spec.column,)
+    codes, uniques = pd.factorize(pd.MultiIndex.from_arrays([texts[c] for c in columns]), sort=False)
+    labels = [_group_label(columns, tuple(u)) if spec.kind == "crosstab" else str(u[0]) for u in uniques.tolist()]
+    present = set(labels)
     categories = [spec.category] if spec.category is not None else sorted(present | set(wanted))
-    if len(categories) * len(group_names) > MAX_TERMS:
+    n_groups = len(group_names)
+    if len(categories) * n_groups > MAX_TERMS:
         raise _TooMany(
-            f"it has {len(categories):,} categories in {len(group_names):,} groups, more than the {MAX_TERMS:,} "
+            f"it has {len(categories):,} categories in {n_groups:,} n_groups, more than the {MAX_TERMS:,} "
             "numbers an estimate may have."
         )
-    for category in categories:
-        indicator = (values == category).astype(np.float64)
-        intervals = _domain(indicator, w, g, len(group_names), "mean", z, indicator)
-        term = category if spec.kind == "crosstab" else f"share of {spec.column} = {category}"
-        for name, interval in zip(group_names, intervals, strict=True):
-            if interval is not None:
-                side.values[(term, name)] = interval
-                side.category[(term, name)] = category
-        if category in present:
-            side.present.add(category)
+    # Every share at once: weights, squared weights and records per (group, category) from one pass.
+    position = {label: j for j, label in enumerate(categories)}
+    kinds = len(categories)
+    cat = np.array([position.get(label, -1) for label in labels], dtype=np.int64)[codes]
+    listed = cat >= 0
+    joint = g[listed] * kinds + cat[listed]
+    w2 = w * w
+    weight = np.bincount(g, weights=w, minlength=n_groups)[:, None]
+    square = np.bincount(g, weights=w2, minlength=n_groups)[:, None]
+    size = n_groups * kinds
+    w_gc = np.bincount(joint, weights=w[listed], minlength=size).reshape(n_groups, kinds)
+    s_gc = np.bincount(joint, weights=w2[listed], minlength=size).reshape(n_groups, kinds)
+    records = np.bincount(joint, minlength=size).reshape(n_groups, kinds)
+    factor = _variance_factor(n)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        share = w_gc / weight
+        # sum_i z_i^2 with z_i = w_i (1[c_i = c] - p) 1[i in g] / W_g, split by whether c_i = c.
+        var = factor * (s_gc * (1 - share) ** 2 + (square - s_gc) * share**2) / weight**2
+    for j, name in enumerate(group_names):
+        if not weight[j, 0] > 0:
+            continue
+        for k, category in enumerate(categories):
+            (interval,) = _intervals(share[j, k : k + 1], var[j, k : k + 1], n, z, records[j, k : k + 1])
+            term = category if spec.kind == "crosstab" else f"share of {spec.column} = {category}"
+            side.values[(term, name)] = interval
+            side.category[(term, name)] = category
+    side.present.update(c for c in categories if c in present)
+
+
+#: Cells of the design matrix built at once (the regression is accumulated over chunks of records).
+_CHUNK_CELLS = 2_000_000
 
 
 def _regression(
@@ -718,50 +737,78 @@ def _regression(
     z: float,
     reference: Mapping[str, str],
 ) -> None:
+    """Weighted least squares with its sandwich covariance (module docstring), accumulated over chunks of records:
+    ``A = X'WX``, ``X'Wy`` and ``sum u_i u_i'`` never need the whole design matrix."""
     n = len(w)
-    columns = [np.ones(n)]
     terms = ["intercept"]
-    is_dummy = [False]
+    blocks: list[tuple[np.ndarray, int]] = []  # (numbers, 0) or (dummy codes, categories)
     for p in spec.predictors:
         if p in numbers:
-            columns.append(numbers[p])
+            blocks.append((numbers[p], 0))
             terms.append(p)
-            is_dummy.append(False)
             continue
-        values = texts[p]
-        present = sorted({str(v) for v in values})
+        codes, uniques = pd.factorize(texts[p], sort=True)
+        present = [str(u) for u in uniques]
+        totals = np.bincount(codes, weights=w, minlength=len(present))
         ref = reference.get(p)
         if ref is None or ref not in present:
             if ref is not None:
                 side.moved.append(p)
-            totals = {c: float(w[values == c].sum()) for c in present}
-            ref = max(present, key=lambda c: (totals[c], [-ord(ch) for ch in c])) if present else ""
+            ref = present[int(np.argmax(totals))] if present else ""  # ties: the first in text order
         side.reference[p] = ref
-        for category in present:
-            if category != ref:
-                columns.append((values == category).astype(np.float64))
-                terms.append(f"{p} = {category}")
-                is_dummy.append(True)
-    if len(columns) > MAX_COEFFICIENTS:
-        raise _TooMany(f"it has {len(columns):,} coefficients, more than the {MAX_COEFFICIENTS:,} allowed.")
-    x = np.column_stack(columns)
-    y = numbers[spec.column]
+        others = [c for c in present if c != ref]
+        lookup = np.array([others.index(c) if c != ref else -1 for c in present], dtype=np.int64)
+        blocks.append((lookup[codes], len(others)))
+        terms += [f"{p} = {c}" for c in others]
+    width = len(terms)
+    if width > MAX_COEFFICIENTS:
+        raise _TooMany(f"it has {width:,} coefficients, more than the {MAX_COEFFICIENTS:,} allowed.")
     factor = _variance_factor(n)
-    root = np.sqrt(w)
-    xw = x * root[:, None]
-    if n < x.shape[1] or np.linalg.matrix_rank(xw) < x.shape[1]:
-        raise _NotComputable(
-            "its predictors are collinear on these records (a predictor with one value, or categories that always "
-            "go together)."
-        )
-    beta = np.linalg.lstsq(xw, y * root, rcond=None)[0]
-    bread = np.linalg.inv(x.T @ (x * w[:, None]))
-    resid = y - x @ beta
-    scores = x * (w * resid)[:, None]
-    cov = bread @ (factor * scores.T @ scores) @ bread
-    counts = np.where(np.asarray(is_dummy), x.sum(axis=0), n)
-    for term, interval in zip(terms, _intervals(beta, np.diag(cov), n, z, counts), strict=True):
+    y = numbers[spec.column]
+    step = max(1, _CHUNK_CELLS // width)
+
+    def design(start: int) -> np.ndarray:
+        stop = min(start + step, n)
+        parts = [np.ones((stop - start, 1))]
+        for values, categories in blocks:
+            chunk = values[start:stop]
+            if categories:
+                parts.append((chunk[:, None] == np.arange(categories)[None, :]).astype(np.float64))
+            else:
+                parts.append(chunk[:, None])
+        return np.hstack(parts)
+
+    a = np.zeros((width, width))
+    xty = np.zeros(width)
+    counts = np.zeros(width)
+    for start in range(0, n, step):
+        x, wc = design(start), w[start : start + step]
+        a += x.T @ (x * wc[:, None])
+        xty += x.T @ (wc * y[start : start + step])
+        counts += x.sum(axis=0)
+    scale = np.sqrt(np.diag(a))
+    if n < width or not (scale > 0).all():
+        raise _NotComputable(_COLLINEAR)
+    scaled = a / np.outer(scale, scale)  # the same system in correlation form: its condition shows collinearity
+    if np.linalg.eigvalsh(scaled).min() < 1e-10 * width:
+        raise _NotComputable(_COLLINEAR)
+    inverse = np.linalg.inv(scaled) / np.outer(scale, scale)  # A^-1
+    beta = inverse @ xty
+    meat = np.zeros((width, width))
+    for start in range(0, n, step):
+        x, wc = design(start), w[start : start + step]
+        scores = x * (wc * (y[start : start + step] - x @ beta))[:, None]
+        meat += scores.T @ scores
+    cov = inverse @ (factor * meat) @ inverse
+    dummies = np.array([False] + [bool(k) for values, k in blocks for _ in range(max(k, 1))])
+    records = np.where(dummies, counts, n)
+    for term, interval in zip(terms, _intervals(beta, np.diag(cov), n, z, records), strict=True):
         side.values[(f"coefficient of {term}", None)] = interval
+
+
+_COLLINEAR = (
+    "its predictors are collinear on these records (a predictor with one value, or categories that always go together)."
+)
 
 
 # --- before and after ----------------------------------------------------------------------------------------------
