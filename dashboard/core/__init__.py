@@ -156,7 +156,7 @@ from dashboard.core.search.lattice import (
     optimal_generalization,
     suppression_budget,
 )
-from dashboard.core.search.local import RECODING_CHOICES, LocalRecodingResult, local_recoding
+from dashboard.core.search.local import RECODING_CHOICES, LocalRecodingResult, anonymize, local_recoding
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import (
@@ -314,6 +314,7 @@ __all__ = [
     "Verdict",
     "add_noise",
     "aggregate_table",
+    "anonymize",
     "apply_recipe",
     "apply_recipe_streaming",
     "apply_step",

@@ -73,7 +73,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dashboard.core.errors import check_fraction
+from dashboard.core.errors import ParameterError, check_fraction
 from dashboard.core.measure.classes import (
     EquivalenceClasses,
     MissingPolicy,
@@ -81,14 +81,20 @@ from dashboard.core.measure.classes import (
     equivalence_classes,
 )
 from dashboard.core.search.heuristic import heuristic_search
-from dashboard.core.search.lattice import GeneralizationLattice, NoSolutionError, suppression_budget
+from dashboard.core.search.lattice import (
+    GeneralizationLattice,
+    NoSolutionError,
+    SearchResult,
+    optimal_generalization,
+    suppression_budget,
+)
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
 from dashboard.core.transform.hierarchy import Hierarchy
 from dashboard.core.transform.local_recoding import apply_local_recoding, factorize_rows
 from dashboard.core.transform.steps import Recipe, TransformResult
 from dashboard.core.utility.metrics import InformationLoss, Metric, information_loss
 
-__all__ = ["RECODING_CHOICES", "LocalRecodingResult", "local_recoding"]
+__all__ = ["RECODING_CHOICES", "LocalRecodingResult", "anonymize", "local_recoding"]
 
 #: How a fix generalizes: ``global`` (one level per QI, :func:`~dashboard.core.search.lattice.optimal_generalization`)
 #: or ``local`` (levels per group of records, :func:`local_recoding`).
@@ -580,3 +586,45 @@ def local_recoding(
         rounds=state.rounds,
         seconds=time.perf_counter() - started,
     )
+
+
+def anonymize(
+    data: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    *,
+    recoding: str = "global",
+    quasi_identifiers: Sequence[str] | None = None,
+    k: int = 2,
+    l: int | None = None,  # noqa: E741
+    t: float | None = None,
+    sensitive: Sequence[str] = (),
+    t_distance: str | None = None,
+    max_risk: float | None = None,
+    max_suppression: float = DEFAULT_MAX_SUPPRESSION,
+    metric: str | Metric = Metric.LOSS,
+    **search_options: Any,
+) -> SearchResult | LocalRecodingResult:
+    """The least-lossy generalization meeting the targets, by ``recoding`` (one of :data:`RECODING_CHOICES`):
+    ``"global"`` is :func:`~dashboard.core.search.lattice.optimal_generalization` (``search_options`` such as
+    ``search``, ``solutions``, ``counts`` go to it), ``"local"`` is :func:`local_recoding`, which takes none."""
+    choice = str(recoding).lower()
+    if choice not in RECODING_CHOICES:
+        raise ParameterError(f"recoding must be one of {', '.join(RECODING_CHOICES)}, got {recoding!r}.")
+    options: dict[str, Any] = {
+        "quasi_identifiers": quasi_identifiers,
+        "k": k,
+        "l": l,
+        "t": t,
+        "sensitive": sensitive,
+        "t_distance": t_distance,
+        "max_risk": max_risk,
+        "max_suppression": max_suppression,
+        "metric": metric,
+    }
+    if choice == "global":
+        return optimal_generalization(data, hierarchies, **options, **search_options)
+    if search_options:
+        raise ParameterError(
+            f"Local recoding has its own search; {', '.join(sorted(search_options))} belong to the global one."
+        )
+    return local_recoding(data, hierarchies, **options)

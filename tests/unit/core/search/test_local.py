@@ -17,7 +17,7 @@ from dashboard.core.errors import ParameterError
 from dashboard.core.measure.classes import equivalence_classes
 from dashboard.core.measure.diagnose import diagnose
 from dashboard.core.search.lattice import NoSolutionError, optimal_generalization, suppression_budget
-from dashboard.core.search.local import local_recoding
+from dashboard.core.search.local import LocalRecodingResult, anonymize, local_recoding
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError
 from dashboard.core.transform.local_recoding import apply_local_recoding
@@ -255,6 +255,22 @@ def test_step_refuses_bad_parameters() -> None:
         apply_step(
             data, Step("local_recode", {**params, "classes": {"levels": [[9, 0, 0]], "values": [["7", "x", "M"]]}})
         )
+
+
+def test_anonymize_chooses_the_recoding() -> None:
+    """``anonymize(..., recoding=...)``: global is the lattice's optimum, local the top-down search."""
+    data = random_table(9)
+    options: dict[str, Any] = {"quasi_identifiers": QIS, "k": 3, "max_suppression": 0.05}
+    glob = anonymize(data, HIERARCHIES, **options)
+    assert not isinstance(glob, LocalRecodingResult)
+    assert glob.value == optimal_generalization(data, HIERARCHIES, **options).value
+    local = anonymize(data, HIERARCHIES, recoding="local", **options)
+    assert isinstance(local, LocalRecodingResult) and local.value <= glob.value
+    assert anonymize(data, HIERARCHIES, recoding="global", solutions=3, **options).solutions
+    with pytest.raises(ParameterError, match="recoding must be one of global, local"):
+        anonymize(data, HIERARCHIES, recoding="cell", **options)
+    with pytest.raises(ParameterError, match="solutions belong to the global one"):
+        anonymize(data, HIERARCHIES, recoding="local", solutions=3, **options)
 
 
 def test_no_solution() -> None:
