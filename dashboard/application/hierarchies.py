@@ -61,6 +61,7 @@ from dashboard.core import (
     StatisticalType,
     build_hierarchy,
     canonical_text,
+    default_rule,
     read_arx_hierarchy,
     search_hierarchy,
     write_arx_hierarchy,
@@ -71,8 +72,11 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_VERSIONS",
     "ColumnHierarchy",
+    "EditorForm",
+    "EditorView",
     "GroupRow",
     "HierarchySet",
+    "ImportOutcome",
     "LevelSummary",
     "arx_text",
     "build_column",
@@ -81,6 +85,9 @@ __all__ = [
     "dataset_hierarchies",
     "edit_column",
     "editable",
+    "editor_form",
+    "editor_view",
+    "group_choices",
     "group_values",
     "groups_at",
     "import_files",
@@ -92,6 +99,7 @@ __all__ = [
     "set_digest",
     "set_from_json",
     "set_to_json",
+    "settings_from_form",
     "state_with_contract_hierarchies",
     "ungroup",
 ]
@@ -144,9 +152,9 @@ class ColumnHierarchy:
             what = "imported with a data contract"
         else:
             builder = str((self.settings or {}).get("builder", ""))
-            what = f"made in the editor ({EDITOR_BUILDERS.get(builder, builder).lower()})"
+            what = f"made in the editor from {EDITOR_BUILDERS.get(builder, 'renamed groups').lower()}"
         renamed = sum(len(names) for names in self.labels.values())
-        return f"{what.capitalize()}, {levels}" + (f", {renamed} group(s) renamed" if renamed else "") + "."
+        return f"{what[0].upper()}{what[1:]}, {levels}" + (f", {renamed} group(s) renamed" if renamed else "") + "."
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"source": self.source}
@@ -758,3 +766,146 @@ def groups_at(hierarchy: Hierarchy, values: pd.Series, level: int, limit: int = 
         if len(rows) >= limit:
             break
     return rows
+
+
+# --- the editor's form ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EditorForm:
+    """The editor's fields for a column: the builder and each builder's settings as the form shows them."""
+
+    builder: str = "intervals"
+    widths: str = ""
+    low: float | None = None
+    high: float | None = None
+    bins: str = ""
+    ratio: float = 2.0
+    date_levels: tuple[str, ...] = ("month", "quarter", "year")
+    lengths: str = ""
+
+
+def _numbers_text(values: Sequence[Any] | None) -> str:
+    return ", ".join(f"{float(v):g}" for v in values or ())
+
+
+def editor_form(services: Services, loaded: LoadedDataset, state: ViewState, column: str) -> EditorForm:
+    """The editor's fields for ``column``: the stored settings when the editor made its hierarchy, else the
+    default rule of its type (:func:`~dashboard.core.transform.hierarchy.default_rule`)."""
+    try:
+        stored = dataset_hierarchies(services, state).columns.get(column)
+    except (HierarchyError, DatasetNotFound):
+        stored = None
+    if stored is not None and stored.source == "editor" and stored.settings is not None:
+        settings = dict(stored.settings)
+    else:
+        kind = state.types.get(column, StatisticalType.NOMINAL)
+        try:
+            settings = default_rule(loaded.frame[column], kind, state.k)
+        except HierarchyError:
+            settings = {"builder": "frequency"}
+    builder = str(settings.get("builder"))
+    if builder not in EDITOR_BUILDERS:
+        builder = "groups"
+    form = EditorForm(builder=builder)
+    if builder == "intervals":
+        form = replace(form, widths=_numbers_text(settings.get("widths")), low=settings.get("low"))
+        form = replace(form, high=settings.get("high"))
+    elif builder == "quantiles":
+        form = replace(form, bins=", ".join(str(int(b)) for b in settings.get("bins") or ()))
+    elif builder == "frequency":
+        form = replace(form, ratio=float(settings.get("ratio", 2.0)))
+    elif builder == "dates":
+        form = replace(form, date_levels=tuple(settings.get("levels") or form.date_levels))
+    elif builder == "prefix":
+        form = replace(form, lengths=", ".join(str(int(n)) for n in settings.get("lengths") or ()))
+    return form
+
+
+def _parse_numbers(text: str | None, what: str) -> list[float | int]:
+    parts = [p.strip() for p in str(text or "").replace(";", ",").split(",") if p.strip()]
+    if not parts:
+        raise HierarchyError(f"Give the {what}, separated by commas.")
+    out: list[float | int] = []
+    for part in parts:
+        try:
+            number = float(part)
+        except ValueError:
+            raise HierarchyError(f"'{part[:40]}' is not a number ({what}).") from None
+        out.append(int(number) if number.is_integer() else number)
+    return out
+
+
+def settings_from_form(form: EditorForm) -> dict[str, Any]:
+    """The rule settings the editor's fields describe (checked by :func:`build_column` when built)."""
+    builder = form.builder
+    if builder == "intervals":
+        settings: dict[str, Any] = {"builder": "intervals", "widths": _parse_numbers(form.widths, "interval widths")}
+        for name, value in (("low", form.low), ("high", form.high)):
+            if value is not None and value != "":
+                settings[name] = value
+        return settings
+    if builder == "quantiles":
+        return {"builder": "quantiles", "bins": _parse_numbers(form.bins, "numbers of intervals per level")}
+    if builder == "frequency":
+        return {"builder": "frequency", "ratio": form.ratio}
+    if builder == "dates":
+        return {"builder": "dates", "levels": [v for v in ("month", "quarter", "year") if v in form.date_levels]}
+    if builder == "prefix":
+        return {"builder": "prefix", "lengths": _parse_numbers(form.lengths, "characters kept per level")}
+    raise HierarchyError("Named groups are made with 'Group these values'.")
+
+
+def group_choices(services: Services, state: ViewState, column: str, level: int) -> tuple[list[str], list[str]]:
+    """For the named-groups editor at ``level``: the labels of level ``level - 1`` that can be grouped (at most
+    5,000), and the names of the groups already at ``level``."""
+    loaded = services.dataset(str(state.dataset))
+    try:
+        stored = dataset_hierarchies(services, state).columns.get(column)
+    except (HierarchyError, DatasetNotFound):
+        stored = None
+    settings = stored.settings if stored is not None and stored.source == "editor" else None
+    levels = list((settings or {}).get("levels") or []) if (settings or {}).get("builder") == "groups" else []
+    level = max(1, min(int(level or 1), len(levels) + 1))
+    if level == 1 or stored is None:
+        leaves = pd.Index(loaded.frame[column].dropna().unique())
+        labels = [str(v) for v in canonical_text(leaves)]
+    else:
+        labels = [str(v) for v in canonical_text(stored.hierarchy.labels[level - 1])]
+    names = [str(g["name"]) for g in levels[level - 1]] if level <= len(levels) else []
+    return sorted(labels)[:5000], names
+
+
+@dataclass(frozen=True)
+class EditorView:
+    """What the editor shows for a column: what the hierarchy is, its levels, and the groups at one level."""
+
+    status: str
+    levels: list[LevelSummary]
+    level: int
+    groups: list[GroupRow]
+    stored: bool
+    max_level: int
+
+
+def editor_view(
+    services: Services,
+    loaded: LoadedDataset,
+    state: ViewState,
+    column: str,
+    level: int | None = None,
+    given: Mapping[str, Hierarchy] | None = None,
+) -> EditorView:
+    """The hierarchy the Fix page uses for ``column`` with its levels' group sizes, and the groups at ``level``
+    (level 1 by default, the top one when it has no level 1)."""
+    hierarchy, status, stored = current_hierarchy(services, loaded, state, column, given)
+    values = loaded.frame[column]
+    chosen = max(0, min(1 if level is None else int(level), hierarchy.max_level))
+    return EditorView(
+        status,
+        level_summary(hierarchy, values),
+        chosen,
+        groups_at(hierarchy, values, chosen),
+        stored is not None,
+        hierarchy.max_level,
+    )

@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
+from dashboard.application import hierarchies as hs
 from dashboard.application.columns import ColumnEdit, current_order, edit_columns, state_with_order
+from dashboard.application.fixruns import FixRuns
 from dashboard.application.links import LINK_KEY
 from dashboard.application.presentations import presentation_links
 from dashboard.application.services import DEMO_PREFIX, LoadedDataset, Services, too_large_message
@@ -28,6 +30,7 @@ from dashboard.application.state import QUERY_KEY, StateError, ViewState
 from dashboard.core.data.contract import ColumnRole, StatisticalType
 from dashboard.core.data.demo import demo_datasets
 from dashboard.core.errors import ContractError, PrivdashError
+from dashboard.ui import hierarchies as hierarchy_ui
 from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title, progress_panel
 from dashboard.ui.pagestate import PAGE_STATE, SESSION_COOKIE, open_page, session_token, state_from_store, state_store
 
@@ -470,8 +473,23 @@ def layout(services: Services, **query: Any) -> Any:
         )
     )
     body.append(html.Div(order_editor(state), id="order-card", style={"marginTop": "16px"}))
+    body.append(html.Div(hierarchy_card(services, loaded, state), style={"marginTop": "16px"}))
     body.append(state_store(state))
     return html.Div(body)
+
+
+def hierarchy_card(services: Services, loaded: LoadedDataset, state: ViewState) -> Any:
+    """The hierarchy editor for the open table (read-only for a built-in table)."""
+    qis = [name for name in loaded.columns if state.roles.get(name) == ColumnRole.QUASI_IDENTIFIER]
+    ordered = qis or list(loaded.columns)
+    first = ordered[0] if ordered else None
+    form = None
+    if first is not None:
+        try:
+            form = hs.editor_form(services, loaded, state, first)
+        except PrivdashError:
+            form = None
+    return hierarchy_ui.editor_card(loaded.columns, qis, hs.editable(state.dataset), form)
 
 
 def home(services: Services, **query: Any) -> Any:
@@ -603,6 +621,8 @@ def register(app: Dash, services: Services) -> None:
         )
         try:
             new_state, message = edit_columns(services, state, edit), None
+            if edit.contract_name is not None:  # a contract may carry hierarchies: kept with the upload
+                new_state = hs.state_with_contract_hierarchies(services, new_state, edit.contract_text)
         except (PrivdashError, StateError) as exc:
             new_state, message = state, error_alert(str(exc), title="This change was not applied")
         return (
@@ -624,7 +644,9 @@ def register(app: Dash, services: Services) -> None:
         state = state_from_store(data)
         loaded = services.dataset(str(state.dataset))
         stem = loaded.title.rsplit(".", 1)[0] if not loaded.is_demo else str(state.dataset).split(":")[-1]
-        return {"content": services.contract(loaded, state).to_json(), "filename": f"{stem}.contract.json"}
+        return {"content": hs.contract_json(services, loaded, state), "filename": f"{stem}.contract.json"}
+
+    register_hierarchies(app, services)
 
     @app.callback(
         Output("order-grid", "rowData"),
@@ -667,6 +689,197 @@ def register(app: Dash, services: Services) -> None:
         if new_state == state:
             return no_update, None
         return new_state.to_dict(), None
+
+
+def register_hierarchies(app: Dash, services: Services) -> None:
+    """The hierarchy editor's callbacks: adapters between its controls and :mod:`dashboard.application.hierarchies`."""
+    ids = hierarchy_ui.IDS
+
+    def given(loaded: LoadedDataset) -> Mapping[str, Any]:
+        return FixRuns(services).reference_hierarchies(loaded)
+
+    @app.callback(
+        Output(ids["status"], "children"),
+        Output(ids["levels"], "children"),
+        Output(ids["groups"], "children"),
+        Output(ids["level"], "data"),
+        Output(ids["level"], "value"),
+        Output("hier-rename-from", "data"),
+        Input(ids["column"], "value"),
+        Input(ids["level"], "value"),
+        Input(PAGE_STATE, "data"),
+    )
+    def show_hierarchy(column: str | None, level: str | None, data: Any) -> tuple:
+        state = state_from_store(data)
+        if not column or not state.dataset:
+            return "", None, None, [], None, []
+        loaded = services.dataset(state.dataset)
+        chosen = int(level) if ctx.triggered_id == ids["level"] and level else None
+        try:
+            view = hs.editor_view(services, loaded, state, column, chosen, given(loaded))
+        except PrivdashError as exc:
+            return error_alert(str(exc), title="This hierarchy cannot be shown"), None, None, [], None, []
+        levels, groups, choices, value, labels = hierarchy_ui.view_parts(view)
+        return view.status, levels, groups, choices, value, labels
+
+    @app.callback(
+        Output(ids["builder"], "value"),
+        Output("hier-widths", "value"),
+        Output("hier-low", "value"),
+        Output("hier-high", "value"),
+        Output("hier-bins", "value"),
+        Output("hier-ratio", "value"),
+        Output("hier-date-levels", "value"),
+        Output("hier-lengths", "value"),
+        Input(ids["column"], "value"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def fill_form(column: str | None, data: Any) -> tuple:
+        state = state_from_store(data)
+        if not column or not state.dataset:
+            return (no_update,) * 8
+        form = hs.editor_form(services, services.dataset(state.dataset), state, column)
+        low = "" if form.low is None else form.low
+        high = "" if form.high is None else form.high
+        return form.builder, form.widths, low, high, form.bins, form.ratio, list(form.date_levels), form.lengths
+
+    @app.callback(
+        Output({"type": "hier-panel", "builder": ALL}, "style"),
+        Output(ids["apply"], "style"),
+        Input(ids["builder"], "value"),
+        State({"type": "hier-panel", "builder": ALL}, "id"),
+    )
+    def show_builder(builder: str | None, panel_ids: list[dict[str, str]]) -> tuple:
+        return hierarchy_ui.panel_styles(builder, panel_ids), {"display": "none"} if builder == "groups" else None
+
+    @app.callback(
+        Output("hier-group-members", "data"),
+        Output("hier-ungroup-name", "data"),
+        Output("hier-ungroup-name", "value"),
+        Input("hier-group-level", "value"),
+        Input(ids["column"], "value"),
+        Input(PAGE_STATE, "data"),
+    )
+    def group_choices(level: Any, column: str | None, data: Any) -> tuple:
+        state = state_from_store(data)
+        if not column or not state.dataset or not hs.editable(state.dataset):
+            return [], [], None
+        try:
+            values, names = hs.group_choices(services, state, column, int(level or 1))
+        except (PrivdashError, ValueError, TypeError):
+            return [], [], None
+        return values, names, names[0] if names else None
+
+    @app.callback(
+        Output(PAGE_STATE, "data", allow_duplicate=True),
+        Output(ids["message"], "children"),
+        Output("hier-group-members", "value"),
+        Output("hier-group-name", "value"),
+        Input(ids["apply"], "n_clicks"),
+        Input(ids["reset"], "n_clicks"),
+        Input("hier-group-add", "n_clicks"),
+        Input("hier-ungroup", "n_clicks"),
+        Input("hier-rename", "n_clicks"),
+        Input(ids["upload"], "contents"),
+        State(ids["upload"], "filename"),
+        State(ids["target"], "value"),
+        State(ids["column"], "value"),
+        State(ids["builder"], "value"),
+        State("hier-widths", "value"),
+        State("hier-low", "value"),
+        State("hier-high", "value"),
+        State("hier-bins", "value"),
+        State("hier-ratio", "value"),
+        State("hier-date-levels", "value"),
+        State("hier-lengths", "value"),
+        State("hier-group-level", "value"),
+        State("hier-group-members", "value"),
+        State("hier-group-name", "value"),
+        State("hier-ungroup-name", "value"),
+        State(ids["level"], "value"),
+        State("hier-rename-from", "value"),
+        State("hier-rename-to", "value"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def edit_hierarchy(*args: Any) -> tuple:
+        """Apply the editor's action (build, reset, group, ungroup, rename, import) and keep the result with the
+        upload; the state then names the new set."""
+        *_clicks, contents, names, target, column, builder = args[:10]
+        widths, low, high, bins, ratio, date_levels, lengths = args[10:17]
+        group_level, members, group_name, ungroup_name, level, rename_from, rename_to, data = args[17:]
+        state, trigger = state_from_store(data), ctx.triggered_id
+        keep: tuple[Any, Any] = no_update, no_update
+        try:
+            if trigger == ids["upload"]:
+                if not contents:
+                    return no_update, no_update, *keep
+                files = [(str(n), upload_bytes(c)) for n, c in zip(names or [], contents, strict=False)]
+                chosen = None if target in (None, "", hierarchy_ui.MATCH_BY_NAME) else str(target)
+                outcome = hs.import_files(services, state, files, chosen)
+                changed = outcome.state.to_dict() if outcome.state != state else no_update
+                return changed, hierarchy_ui.import_message(outcome.imported, outcome.errors), *keep
+            if not column:
+                raise hs.HierarchyError("Choose a column.")
+            if trigger == ids["apply"]:
+                form = hs.EditorForm(
+                    builder=str(builder),
+                    widths=str(widths or ""),
+                    low=None if low in (None, "") else low,
+                    high=None if high in (None, "") else high,
+                    bins=str(bins or ""),
+                    ratio=float(ratio or 2),
+                    date_levels=tuple(date_levels or ()),
+                    lengths=str(lengths or ""),
+                )
+                new_state = hs.edit_column(services, state, column, hs.settings_from_form(form))
+            elif trigger == ids["reset"]:
+                new_state = hs.reset_column(services, state, column)
+            elif trigger == "hier-group-add":
+                new_state = hs.group_values(
+                    services, state, column, int(group_level or 1), list(members or []), str(group_name or "")
+                )
+                keep = [], ""
+            elif trigger == "hier-ungroup":
+                new_state = hs.ungroup(services, state, column, int(group_level or 1), str(ungroup_name or ""))
+            elif trigger == "hier-rename":
+                new_state = hs.rename_group(
+                    services, state, column, int(level or 1), str(rename_from or ""), str(rename_to or "")
+                )
+            else:
+                return no_update, no_update, *keep
+        except (PrivdashError, StateError, ValueError) as exc:
+            alert = error_alert(str(exc), title="The hierarchy was not changed", alert_id="hier-error")
+            return no_update, alert, no_update, no_update
+        return new_state.to_dict(), None, *keep
+
+    @app.callback(
+        Output(ids["download-data"], "data"),
+        Input(ids["download"], "n_clicks"),
+        State(ids["column"], "value"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def download_hierarchy(_clicks: int | None, column: str | None, data: Any) -> Any:
+        state = state_from_store(data)
+        if not column or not state.dataset:
+            return no_update
+        loaded = services.dataset(state.dataset)
+        hierarchy, _text, _stored = hs.current_hierarchy(services, loaded, state, column, given(loaded))
+        return {"content": hs.arx_text(hierarchy), "filename": f"hierarchy_{column}.csv"}
+
+
+def upload_bytes(contents: str | None) -> bytes:
+    """The bytes of a file sent by ``dcc.Upload`` (a ``data:...;base64,`` URL)."""
+    import base64
+
+    if not contents or "," not in contents:
+        return b""
+    try:
+        return base64.b64decode(contents.split(",", 1)[1])
+    except ValueError as exc:
+        raise ContractError("The file could not be read.") from exc
 
 
 def _targets(data: Any) -> ViewState:

@@ -251,3 +251,37 @@ def test_the_fix_page_generalizes_and_searches_with_the_stored_hierarchies(
     assert published <= allowed
     status = set(searched.data["marital-status"].dropna())
     assert status <= set(MARITAL) | {"spouse present", "spouse not present", "*"}
+
+
+def test_the_editor_form_reads_back_what_it_built(services: Services, state: ViewState) -> None:
+    loaded = services.dataset(str(state.dataset))
+    default = hs.editor_form(services, loaded, state, "age")
+    assert default.builder == "intervals" and default.widths  # the default rule of a numerical column
+    form = hs.EditorForm(builder="intervals", widths="10, 20", low=20, high=80)
+    settings = hs.settings_from_form(form)
+    assert settings == {"builder": "intervals", "widths": [10, 20], "low": 20, "high": 80}
+    new = hs.edit_column(services, state, "age", settings)
+    assert hs.editor_form(services, loaded, new, "age") == hs.EditorForm(
+        builder="intervals", widths="10, 20", low=20, high=80
+    )
+    dates = hs.settings_from_form(hs.EditorForm(builder="dates", date_levels=("year", "month")))
+    assert dates == {"builder": "dates", "levels": ["month", "year"]}
+    with pytest.raises(HierarchyError, match="'ten' is not a number"):
+        hs.settings_from_form(hs.EditorForm(builder="prefix", lengths="ten"))
+    with pytest.raises(HierarchyError, match="Give the interval widths"):
+        hs.settings_from_form(hs.EditorForm(builder="intervals", widths=" "))
+    view = hs.editor_view(services, loaded, new, "age", 2)
+    assert view.stored and view.level == 2 and view.max_level == 3
+    assert view.status.startswith("Made in the editor from intervals, 3 level(s)")
+    assert sum(g.records for g in view.groups) == loaded.frame["age"].notna().sum()
+    default_view = hs.editor_view(services, loaded, state, "marital-status")
+    assert not default_view.stored and default_view.status.startswith("The default for a nominal column")
+
+
+def test_group_choices_follow_the_levels(services: Services, state: ViewState) -> None:
+    values, names = hs.group_choices(services, state, "marital-status", 1)
+    assert values == sorted(MARITAL) and names == []
+    one = hs.group_values(services, state, "marital-status", 1, ["Divorced", "Separated"], "Apart")
+    assert hs.group_choices(services, one, "marital-status", 1)[1] == ["Apart"]
+    level_two, none_yet = hs.group_choices(services, one, "marital-status", 2)
+    assert "Apart" in level_two and "Divorced" not in level_two and none_yet == []
