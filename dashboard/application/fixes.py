@@ -28,7 +28,9 @@ Spec kinds (keys besides ``kind``; ``?`` = optional)::
     microaggregate    k, decimals?
     drop / mask       columns (mask: first?, last?)  (characters kept at the start / end)
     pseudonymize      columns, length?
-    search            k, l?, t?, max_risk?, max_suppression, metric?
+    search            k, l?, t?, max_risk?, max_suppression, metric?, solution?
+                      (solution: which of the best :data:`SOLUTIONS_SHOWN` solutions is published, 1 = the least
+                      lossy, the default; a steward's pick on the page)
 
 Links made before the vocabulary was unified may say ``budget`` (suppress_records), ``suppression`` and
 ``risk`` (search): :func:`check_spec` reads them as ``max_suppression`` and ``max_risk``.
@@ -73,6 +75,7 @@ __all__ = [
     "KINDS",
     "SAMPLE_SCAN",
     "SLOW_KINDS",
+    "SOLUTIONS_SHOWN",
     "FixError",
     "FixRun",
     "RecipeOutcome",
@@ -114,6 +117,8 @@ KINDS: dict[str, str] = {
 }
 #: Kinds whose cost grows fast with the table (clustering, lattice search): previewed in a background job.
 SLOW_KINDS = frozenset({"microaggregate", "search"})
+#: Solutions the least-lossy search keeps for the steward to choose from (the page's table and chart).
+SOLUTIONS_SHOWN = 5
 #: Hierarchy builders a ``generalize`` rule may name.
 BUILDERS: dict[str, str] = {
     "intervals": "Intervals of fixed width",
@@ -301,7 +306,7 @@ def check_spec(spec: Any) -> dict[str, Any]:
                 raise FixError(f"The pseudonym length must be at most 64, got {length}.")
             out["length"] = length
     else:
-        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric"))
+        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric", "solution"))
         out.update(
             k=_whole(spec["k"], "k", 1), max_suppression=_share(spec["max_suppression"], "The suppression limit")
         )
@@ -314,6 +319,11 @@ def check_spec(spec: Any) -> dict[str, Any]:
             out["metric"] = Metric.parse(spec.get("metric", "loss")).value
         except PrivdashError as exc:
             raise FixError(str(exc)) from None
+        solution = _whole(spec.get("solution", 1), "The solution", 1)
+        if solution > SOLUTIONS_SHOWN:
+            raise FixError(f"The solution must be one of the {SOLUTIONS_SHOWN} best, got {solution}.")
+        if solution != 1:
+            out["solution"] = solution
     return out
 
 
@@ -784,6 +794,8 @@ def least_lossy_search(data: pd.DataFrame, spec: Mapping[str, Any], context: Ste
         max_risk=spec["max_risk"],
         max_suppression=spec["max_suppression"],
         metric=spec["metric"],
+        solutions=SOLUTIONS_SHOWN,
+        pick=spec.get("solution", 1),
     )
     transform = found.transform
     summary = {**transform.summary, "search": found.summary()}
@@ -821,7 +833,11 @@ def describe_spec(spec: Mapping[str, Any]) -> str:
             if spec.get(key) is not None:
                 targets.append(f"{key} {sign} {spec[key]:g}")
         limit = 100 * float(spec.get("max_suppression", 0))
-        return f"Least-lossy generalization: {', '.join(targets)}; suppress ≤ {limit:g}%; {spec.get('metric', 'loss')}"
+        chosen = f"; solution {spec['solution']}" if spec.get("solution", 1) != 1 else ""
+        return (
+            f"Least-lossy generalization: {', '.join(targets)}; suppress ≤ {limit:g}%; {spec.get('metric', 'loss')}"
+            + chosen
+        )
     return str(kind)
 
 
@@ -851,7 +867,8 @@ def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
         found = s.get("search", {})
         levels = ", ".join(f"{c} {v}" for c, v in found.get("levels", {}).items())
         checked = f"{found.get('nodes_checked', 0):,} of {found.get('lattice_size', 0):,} nodes checked"
-        return f"levels {levels}; {found.get('suppressed', 0):,} records suppressed; {checked}"
+        bound = f"; bound by {_target_words(found['bound_by'])}" if found.get("bound_by") else ""
+        return f"levels {levels}; {found.get('suppressed', 0):,} records suppressed; {checked}{bound}"
     return ""
 
 
@@ -935,7 +952,19 @@ def cheapest_fix(run: FixRun) -> str | None:
     if not parts:
         return "The cheapest fix found: none needed, the table meets the search's targets as it is."
     metric = summary.get("metric", Metric.LOSS.value)
-    return f"The cheapest fix found (least {metric}): {', '.join(parts)}."
+    bound = f" Finer levels fail {_target_words(summary['bound_by'])}." if summary.get("bound_by") else ""
+    pick = int(summary.get("pick", 1))
+    if pick > 1:
+        return f"The fix chosen (solution {pick} of the search, by {metric}): {', '.join(parts)}.{bound}"
+    return f"The cheapest fix found (least {metric}): {', '.join(parts)}.{bound}"
+
+
+#: Targets as the page words them.
+TARGET_WORDS = {"k": "k-anonymity", "l": "l-diversity", "t": "t-closeness", "max_risk": "the highest risk"}
+
+
+def _target_words(names: Sequence[str]) -> str:
+    return _joined([TARGET_WORDS.get(name, name) for name in names]) if names else ""
 
 
 def _joined(items: Sequence[str]) -> str:

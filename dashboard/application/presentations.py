@@ -16,6 +16,7 @@ from typing import Any
 from dashboard.application.services import DEMO_PREFIX, Services
 from dashboard.application.state import ViewState
 from dashboard.core.data.demo import demo_datasets
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
 
 __all__ = ["PRESENTATIONS", "Presentation", "PresentationLink", "presentation_links"]
 
@@ -46,13 +47,14 @@ PRESENTATIONS: tuple[Presentation, ...] = (
         "adult",
         "/fix",
         fix=(
+            # Every target the page's verdict checks (occupation is sensitive), with the one default limit.
             {
                 "kind": "search",
                 "k": 5,
-                "l": None,
-                "t": None,
-                "max_risk": None,
-                "max_suppression": 0.02,
+                "l": ViewState.l,
+                "t": ViewState.t,
+                "max_risk": 0.2,
+                "max_suppression": DEFAULT_MAX_SUPPRESSION,
                 "metric": "loss",
             },
         ),

@@ -69,7 +69,7 @@ from dashboard.core.measure.diagnose import Diagnosis, diagnose
 from dashboard.core.measure.risk import DEFAULT_MAX_RISK, RiskCurve, records_at_risk_curve
 from dashboard.core.measure.verdict import Verdict
 from dashboard.core.search.lattice import SearchResult, optimal_generalization
-from dashboard.core.targets import PrivacyTargets
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
 from dashboard.core.transform.hierarchy import TOP, Hierarchy, HierarchyError, search_hierarchy
 from dashboard.core.transform.steps import Recipe, TransformResult, apply_recipe
 from dashboard.core.utility.estimates import Estimate, EstimateComparison, compare_estimates
@@ -410,7 +410,7 @@ def search_fix(
     targets: PrivacyTargets,
     *,
     hierarchies: Mapping[str, Hierarchy] | None = None,
-    max_suppression: float = 0.0,
+    max_suppression: float = DEFAULT_MAX_SUPPRESSION,
     metric: str = "loss",
 ) -> AppliedFix:
     """The least-lossy generalization and record suppression meeting ``targets``

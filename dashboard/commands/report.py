@@ -34,7 +34,7 @@ from dashboard.core.data.tables import read_table_with_info
 from dashboard.core.errors import ColumnError, ParameterError
 from dashboard.core.geo import geography
 from dashboard.core.geo.postcodes import DEFAULT_POPULATION_THRESHOLD, PopulationTable, read_population
-from dashboard.core.targets import PrivacyTargets, parse_targets
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
 from dashboard.core.transform.hierarchy import load_hierarchies
 from dashboard.core.transform.steps import Recipe
 from dashboard.core.utility.estimates import parse_estimate
@@ -103,8 +103,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--max-suppression",
         dest="max_suppression",
         type=float,
-        default=0.0,
-        help="share of records --fix may remove, 0..1 (default 0)",
+        default=DEFAULT_MAX_SUPPRESSION,
+        help=f"share of records --fix may remove, 0..1 (default {DEFAULT_MAX_SUPPRESSION:g}, as everywhere)",
     )
     fix.add_argument(
         "--metric",
@@ -185,7 +185,7 @@ def _fix(
             option
             for option, given in (
                 ("--hierarchies", args.hierarchies is not None),
-                ("--max-suppression", args.max_suppression != 0.0),
+                ("--max-suppression", args.max_suppression != DEFAULT_MAX_SUPPRESSION),
                 ("--save-recipe", args.save_recipe is not None),
             )
             if given
@@ -255,7 +255,7 @@ def _postcode_polygons(contract: DataContract) -> dict[str, Any] | None:
 #: Options left out of the report's command line when they have these values (the defaults).
 _DEFAULTS = {
     "missing": "value",
-    "max_suppression": 0.0,
+    "max_suppression": DEFAULT_MAX_SUPPRESSION,
     "metric": "loss",
     "postcode_threshold": DEFAULT_POPULATION_THRESHOLD,
 }

@@ -31,6 +31,7 @@ from plotly.subplots import make_subplots
 from dashboard.application.fixes import (
     BUILDERS,
     KINDS,
+    SOLUTIONS_SHOWN,
     FixError,
     FixRun,
     RecipeOutcome,
@@ -58,6 +59,7 @@ from dashboard.core.errors import PrivdashError
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.measure.risk import records_at_risk_by_k
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
 from dashboard.core.transform.hierarchy import default_rule
 from dashboard.core.utility.metrics import Metric, cells_changed, classifier_accuracy, value_distributions
 from dashboard.ui import attack as attack_section
@@ -287,6 +289,139 @@ def steps_table(run: FixRun) -> Any:
         return dmc.Text("No step yet: add one on the left. Before and after are the same.", size="sm", c="dimmed")
     head = dmc.TableThead(dmc.TableTr([dmc.TableTh("#"), dmc.TableTh("step"), dmc.TableTh("result")]))
     return dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-outcomes", striped=True)
+
+
+def _percent(share: float) -> float | int:
+    """A share as the percentage a number field shows (5, not 5.0)."""
+    value = round(100 * share, 6)
+    return int(value) if float(value).is_integer() else value
+
+
+def last_search(run: FixRun) -> tuple[int, dict[str, Any]] | None:
+    """The position of the last search step applied and its summary (``summary["search"]``), or None."""
+    found = None
+    for index, (spec, result) in enumerate(zip(run.specs, run.results, strict=True)):
+        if spec["kind"] == "search" and isinstance(result.summary.get("search"), Mapping):
+            found = (index, dict(result.summary["search"]))
+    return found
+
+
+def solutions_figure(solutions: Sequence[Mapping[str, Any]], picked: int) -> go.Figure:
+    """Loss against the average prosecutor risk of each solution; the frontier joined, the published one ringed."""
+    numbers = list(range(1, len(solutions) + 1))
+    loss = [s["loss"] for s in solutions]
+    risk = [s["average_risk"] for s in solutions]
+    frontier = sorted((s["loss"], s["average_risk"]) for s in solutions if s["frontier"])
+    traces = [
+        go.Scatter(
+            x=[p[0] for p in frontier],
+            y=[p[1] for p in frontier],
+            mode="lines",
+            name="frontier",
+            line={"color": COLORS["muted"], "dash": "dot"},
+            hoverinfo="skip",
+        ),
+        go.Scatter(
+            x=loss,
+            y=risk,
+            text=[f"#{n}" for n in numbers],
+            customdata=[s["suppressed"] for s in solutions],
+            mode="markers+text",
+            textposition="top center",
+            name="solutions",
+            marker={
+                "size": [16 if n == picked else 10 for n in numbers],
+                "color": [COLORS["primary"] if n == picked else COLORS["muted"] for n in numbers],
+                "symbol": ["circle" if s["frontier"] else "circle-open" for s in solutions],
+            },
+            hovertemplate="%{text}: loss %{x:.4f}, average risk %{y:.4f}, %{customdata:,} removed<extra></extra>",
+        ),
+    ]
+    return figure(*traces, xaxis_title="information loss", yaxis_title="average prosecutor risk", height=280)
+
+
+def solutions_card(run: FixRun) -> Any:
+    """The best solutions of the last search: levels, loss, records removed and risks side by side, the frontier of
+    loss against risk and suppression marked, and a button that publishes one (it becomes the search step, and the
+    recipe); None when the list has no search with a choice."""
+    found = last_search(run)
+    if found is None or len(found[1].get("solutions") or []) < 2:
+        return None
+    summary = found[1]
+    solutions = summary["solutions"]
+    picked = int(summary.get("pick", 1))
+    head = dmc.TableThead(
+        dmc.TableTr(
+            [
+                dmc.TableTh(label)
+                for label in ("#", "levels", summary.get("metric", "loss"), "removed", "highest risk", "average risk")
+            ]
+            + [dmc.TableTh("frontier"), dmc.TableTh(html.Span("publish", className="visually-hidden"))]
+        )
+    )
+    rows = []
+    for number, solution in enumerate(solutions, start=1):
+        levels = ", ".join(f"{name} {level}" for name, level in solution["levels"].items())
+        published = number == picked
+        rows.append(
+            dmc.TableTr(
+                [
+                    dmc.TableTd(str(number)),
+                    dmc.TableTd(levels),
+                    dmc.TableTd(f"{solution['loss']:.4f}"),
+                    dmc.TableTd(fmt_count(solution["suppressed"])),
+                    dmc.TableTd(fmt_number(solution["highest_risk"])),
+                    dmc.TableTd(fmt_number(solution["average_risk"])),
+                    dmc.TableTd("✓ on the frontier" if solution["frontier"] else "dominated"),
+                    dmc.TableTd(
+                        dmc.Button(
+                            "Published" if published else f"Publish #{number}",
+                            id={"type": "fix-solution-pick", "index": number},
+                            size="compact-sm",
+                            variant="filled" if published else "light",
+                            disabled=published,
+                            **{"aria-label": f"Publish solution {number}: {levels}"},
+                        )
+                    ),
+                ],
+                **({"aria-current": "true"} if published else {}),
+            )
+        )
+    table = dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-solutions", striped=True)
+    bound = summary.get("bound_by") or []
+    description = (
+        f"The {len(solutions)} least lossy nodes meeting the targets; a solution is on the frontier when no other is "
+        "at least as good on loss, average risk and records removed, and better on one."
+        + (f" Finer levels fail {', '.join(bound)}." if bound else "")
+    )
+    return card(
+        "Solutions to choose from",
+        table,
+        dmc.Space(h="sm"),
+        chart(
+            dcc.Graph(
+                figure=solutions_figure(solutions, picked), config={"displaylogo": False}, id="fix-solutions-chart"
+            ),
+            title="Solutions: loss against risk",
+            summary="Each solution's information loss (x) and average prosecutor risk (y); the frontier is dotted, "
+            "the published solution is the large blue point.",
+            columns=(("text", "solution"), ("x", "loss"), ("y", "average risk"), ("customdata", "removed")),
+            title_visible=False,
+        ),
+        description=description,
+    )
+
+
+def pick_solution(state: ViewState, number: int) -> ViewState:
+    """The state whose last search step publishes solution ``number`` (1: the least lossy) instead."""
+    for index in range(len(state.fix) - 1, -1, -1):
+        spec = state.fix[index]
+        if isinstance(spec, Mapping) and spec.get("kind") == "search":
+            changed = {key: value for key, value in spec.items() if key != "solution"}
+            if number != 1:
+                changed["solution"] = number
+            return state.updated(fix=(*state.fix[:index], check_spec(changed), *state.fix[index + 1 :]))
+    return state
 
 
 def sample_card(run: FixRun) -> Any:
@@ -554,6 +689,7 @@ def preview(runs: FixRuns, state: ViewState, progress: Callable[[int, str], None
         parts.insert(0, verdict_banner(release_verdict(after, state), cheapest_fix(run), banner_id="fix-verdict"))
     parts += [
         card("Steps applied", steps_table(run)),
+        *[section for section in (solutions_card(run),) if section is not None],
         sample_card(run),
         dmc.Grid(
             [
@@ -649,7 +785,15 @@ def technique_panels(
         ],
         "suppress_records": [
             dmc.NumberInput(id="fix-rs-k", label="k", **k_input),
-            dmc.NumberInput(id="fix-rs-budget", label="Budget (% of records)", value=5, min=0, max=100, step=1, w=180),
+            dmc.NumberInput(
+                id="fix-rs-budget",
+                label="Budget (% of records)",
+                value=_percent(DEFAULT_MAX_SUPPRESSION),
+                min=0,
+                max=100,
+                step=1,
+                w=180,
+            ),
             dmc.Text(
                 "Records of classes smaller than k are removed, smallest classes first, within the budget "
                 "(the classes are formed as on the Risk page).",
@@ -700,20 +844,20 @@ def technique_panels(
             dmc.Checkbox(
                 id="fix-search-l",
                 label=f"l-diversity ≥ {state.l} on the sensitive attributes",
-                checked=False,
+                checked=bool(state.sensitive),
                 disabled=not state.sensitive,
             ),
             dmc.Checkbox(
                 id="fix-search-t",
                 label=f"t-closeness ≤ {fmt_number(state.t)}",
-                checked=False,
+                checked=bool(state.sensitive),
                 disabled=not state.sensitive,
             ),
-            dmc.Checkbox(id="fix-search-risk", label=f"highest risk ≤ {fmt_share(state.max_risk, 0)}", checked=False),
+            dmc.Checkbox(id="fix-search-risk", label=f"highest risk ≤ {fmt_share(state.max_risk, 0)}", checked=True),
             dmc.NumberInput(
                 id="fix-search-suppression",
                 label="Suppression limit (% of records)",
-                value=5,
+                value=_percent(DEFAULT_MAX_SUPPRESSION),
                 min=0,
                 max=100,
                 step=1,
@@ -730,7 +874,9 @@ def technique_panels(
             dmc.Text(
                 "Searches every combination of generalization levels of the QIs (default hierarchies per type, or "
                 "those that come with the dataset, such as ARX's for Adult) for the one of least loss meeting the "
-                "targets; runs in the background.",
+                "targets, those of the verdict above by default (untick one to leave it out); a lattice too large "
+                "to search whole is searched best-first within a budget. Runs in the background; the best "
+                f"{SOLUTIONS_SHOWN} solutions are then listed to choose from.",
                 size="xs",
                 c="dimmed",
             ),
@@ -1102,6 +1248,27 @@ def register(app: Dash, services: Services) -> None:
             alert = error_alert(message, title="This step was not added", alert_id="fix-add-error")
             return (no_update, alert, *unchanged)
         return (new_state.to_dict(), None, *_refresh(runs, new_state, request))
+
+    @app.callback(
+        Output(PAGE_STATE, "data", allow_duplicate=True),
+        *view_outputs,
+        Input({"type": "fix-solution-pick", "index": ALL}, "n_clicks"),
+        State(PAGE_STATE, "data"),
+        State("fix-slow-request", "data"),
+        prevent_initial_call=True,
+    )
+    def pick(clicks: list[int | None], data: Any, request: Any) -> tuple[Any, ...]:
+        trigger = ctx.triggered_id
+        if not isinstance(trigger, Mapping) or not any(clicks):
+            return (no_update, *unchanged)
+        state = state_from_store(data)
+        try:
+            new_state = pick_solution(state, int(trigger["index"]))
+        except (FixError, StateError):
+            return (no_update, *unchanged)
+        if new_state == state:
+            return (no_update, *unchanged)
+        return (new_state.to_dict(), *_refresh(runs, new_state, request))
 
     @app.callback(
         Output(PAGE_STATE, "data", allow_duplicate=True),

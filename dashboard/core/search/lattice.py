@@ -1151,6 +1151,8 @@ class SearchResult:
     binding, bound_by
         Per QI above level 0, the targets the node one level finer fails (:func:`binding_targets`); ``bound_by``
         names those targets, in the order k, l, t, max_risk.
+    pick
+        Which of the solutions this is (1: the best).
     """
 
     levels: Mapping[str, int]
@@ -1170,6 +1172,7 @@ class SearchResult:
     solutions: tuple[Solution, ...] = ()
     binding: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     bound_by: tuple[str, ...] = ()
+    pick: int = 1
 
     @property
     def gap(self) -> float:
@@ -1211,6 +1214,7 @@ class SearchResult:
             "bound_by": list(self.bound_by),
             "binding": {name: list(entries) for name, entries in self.binding.items()},
             "solutions": [s.to_dict() for s in self.solutions],
+            "pick": self.pick,
         }
 
 
@@ -1232,6 +1236,7 @@ def optimal_generalization(
     search: str = "auto",
     solutions: int = 1,
     max_checks: int | None = None,
+    pick: int = 1,
 ) -> SearchResult:
     """Find the generalization levels and record suppression of least information loss meeting the targets.
 
@@ -1266,6 +1271,10 @@ def optimal_generalization(
     max_checks
         The heuristic search's budget of checked nodes (default
         :data:`~dashboard.core.search.heuristic.DEFAULT_MAX_CHECKS`).
+    pick
+        Publish the ``pick``-th best solution instead of the best (1): a steward's choice among the solutions (the
+        search then keeps at least ``pick`` of them). Raises :class:`ParameterError` when fewer nodes meet the
+        targets.
 
     Returns
     -------
@@ -1285,6 +1294,9 @@ def optimal_generalization(
     targets.require_sensitive()
     metric = Metric.parse(metric)
     max_suppression = check_fraction(max_suppression, "max_suppression")
+    if isinstance(pick, bool) or not isinstance(pick, int) or pick < 1:
+        raise ParameterError(f"pick must be a whole number of at least 1, got {pick!r}.")
+    solutions = max(solutions, pick)
     strategy = str(search).lower()
     if strategy not in SEARCH_STRATEGIES:
         raise ParameterError(f"search must be one of {', '.join(SEARCH_STRATEGIES)}, got {search!r}.")
@@ -1307,7 +1319,11 @@ def optimal_generalization(
         )
     else:
         outcome = lattice.search(targets=targets, max_suppression=max_suppression, metric=metric, solutions=solutions)
-    return _search_result(data, counts, lattice, outcome, targets, metric, max_suppression)
+    if pick > len(outcome.solutions):
+        raise ParameterError(
+            f"Solution {pick} was asked for, but only {len(outcome.solutions)} node(s) of the lattice meet the targets."
+        )
+    return _search_result(data, counts, lattice, outcome, targets, metric, max_suppression, pick)
 
 
 def _search_result(
@@ -1318,9 +1334,10 @@ def _search_result(
     targets: PrivacyTargets,
     metric: Metric,
     max_suppression: float,
+    pick: int = 1,
 ) -> SearchResult:
-    """The published table of the outcome's best node, with what the search found around it."""
-    best = outcome.best
+    """The published table of the outcome's ``pick``-th best node, with what the search found around it."""
+    best = outcome.solutions[pick - 1]
     qis = list(lattice.quasi_identifiers)
     levels = dict(zip(qis, best.levels, strict=True))
     resolved = dict(zip(qis, lattice.hierarchies, strict=True))
@@ -1332,6 +1349,7 @@ def _search_result(
         "solutions": _solutions(outcome.solutions, qis),
         "binding": binding,
         "bound_by": _bound_by(binding, targets),
+        "pick": pick,
     }
     if counts is not None:
         return _aggregate_result(
