@@ -116,12 +116,12 @@ class _Encoded:
     counts: np.ndarray  # (J,)
     code: list[np.ndarray]  # per QI: (levels, leaves + 1)
     cost: list[np.ndarray]  # per QI: (levels, codes + 1), per record
-    heights: np.ndarray
     base: EquivalenceClasses  # the classes of the rows above (sensitive distributions for l and t)
     suppressed_cost: float  # cost of a suppressed record, summed over the QIs
 
 
 def _encode(lattice: GeneralizationLattice, metric: Metric) -> _Encoded:
+    """The lattice's finest class table with the per-level codes and per-cell costs of ``metric``."""
     bottom = lattice.bottom
     code, cost = [], []
     for index, hierarchy in enumerate(lattice.hierarchies):
@@ -153,7 +153,6 @@ def _encode(lattice: GeneralizationLattice, metric: Metric) -> _Encoded:
         counts=bottom.counts,
         code=code,
         cost=cost,
-        heights=np.asarray(lattice.heights, dtype=np.int64),
         base=lattice.classes((0,) * len(lattice.quasi_identifiers)),
         suppressed_cost=suppressed,
     )
@@ -394,12 +393,10 @@ def _state_cost(encoded: _Encoded, state: _State, metric: Metric) -> float:
 
 def _class_spec(encoded: _Encoded, state: _State, hierarchies: Sequence[Hierarchy]) -> dict[str, list[list[Any]]]:
     """The ordered class list of the step: per partition (depth-first order), its levels and published values."""
-    q = encoded.leaves.shape[1]
     first = np.unique(state.partition, return_index=True)[1]
     order = np.argsort(state.rank)
     rows = state.rows[first][order]
     levels = state.levels[first][order]
-    values: list[list[Any]] = [[] for _ in range(len(rows))]
     columns = []
     for j, hierarchy in enumerate(hierarchies):
         leaf = encoded.leaves[rows, j]
@@ -411,9 +408,7 @@ def _class_spec(encoded: _Encoded, state: _State, hierarchies: Sequence[Hierarch
             column[at] = [_json_value(v) for v in hierarchy.labels[level].take(codes[at])]
         column[missing] = None
         columns.append(column)
-    if q:
-        values = np.column_stack(columns).tolist()
-    return {"levels": levels.tolist(), "values": values}
+    return {"levels": levels.tolist(), "values": np.column_stack(columns).tolist()}
 
 
 def _json_value(value: Any) -> Any:
