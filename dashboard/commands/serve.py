@@ -1,7 +1,8 @@
-"""``privdash serve``: run the dashboard on Flask's development server (``python -m dashboard`` does the same).
+"""``privdash serve``: run the dashboard on Flask's development server (``python -m dashboard`` does the same), or
+with ``--workers N`` on gunicorn with the shipped production configuration.
 
-For production, serve the app with gunicorn and its shipped configuration (:mod:`dashboard.ui.gunicorn_conf`, whose
-worker keeps answering while clients stall mid-request): ``gunicorn app:server -w 4`` from the repository, or
+Production is gunicorn with :mod:`dashboard.ui.gunicorn_conf`, whose worker keeps answering while clients stall
+mid-request: ``privdash serve --workers 4 --host 0.0.0.0``, ``gunicorn app:server -w 4`` from the repository, or
 ``gunicorn -c python:dashboard.ui.gunicorn_conf dashboard.ui.wsgi:server -w 4`` from an installed package. Uploads
 and background jobs live on disk, so any number of workers share them.
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from dashboard.application.settings import Settings
+from dashboard.core.errors import ParameterError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,11 +21,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the dashboard in the browser (http://127.0.0.1:8050 by default)",
         description="Serve the privdash dashboard on Flask's development server. Its settings (upload store, "
         "caches, reference data, pseudonymisation key) come from the PRIVDASH_* environment variables. Not for the "
-        "internet: in production run gunicorn -c python:dashboard.ui.gunicorn_conf dashboard.ui.wsgi:server -w 4.",
+        "internet: give --workers to serve with gunicorn and the shipped production configuration instead.",
     )
     parser.add_argument("--host", help="address to listen on (default: HOST, else 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default: PORT, else 8050)")
     parser.add_argument("--debug", action="store_true", help="Dash debug mode (reloader, error pop-ups)")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        help="serve with gunicorn and this many worker processes, configured for production "
+        "(dashboard.ui.gunicorn_conf) instead of the development server",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -32,8 +40,15 @@ def run(args: argparse.Namespace) -> int:
     # Imported here so that the other commands never load Dash.
     from dashboard.ui.app import create_app
 
-    app = create_app(settings)
     host = args.host if args.host is not None else settings.host
     port = args.port if args.port is not None else settings.port
+    if args.workers is not None:
+        if args.workers < 1 or args.debug:
+            raise ParameterError("--workers needs a number of at least 1, and no --debug (a production server).")
+        from dashboard.ui.server import run_production
+
+        run_production(host, port, args.workers)
+        return 0
+    app = create_app(settings)
     app.run(host=host, port=port, debug=args.debug)
     return 0

@@ -29,13 +29,14 @@ import select
 import time
 from typing import Any
 
+from gunicorn.app.base import BaseApplication
 from gunicorn.http.errors import NoMoreData
 from gunicorn.http.unreader import SocketUnreader
 from gunicorn.workers import gthread
 
 from dashboard.application.settings import Settings
 
-__all__ = ["BUFFERED_BODY", "MIN_BODY_RATE", "ReadTimedOut", "SlowClientWorker"]
+__all__ = ["BUFFERED_BODY", "MIN_BODY_RATE", "ReadTimedOut", "SlowClientWorker", "run_production"]
 
 #: Bodies up to this many bytes are collected before the request gets a thread (a callback's body; the view state of a
 #: table of 2,000 columns takes about 100 KB). It is held in memory per connection while it arrives, so it is small.
@@ -176,3 +177,31 @@ class SlowClientWorker(gthread.ThreadWorker):
         unreader.unread(bytes(buffer))
         conn.data_ready = True
         return super().handle(conn)
+
+
+class _Production(BaseApplication):
+    """gunicorn serving :mod:`dashboard.ui.wsgi` with :mod:`dashboard.ui.gunicorn_conf` (``privdash serve
+    --workers``)."""
+
+    def __init__(self, bind: str, workers: int) -> None:
+        self.bind, self.workers = bind, workers
+        super().__init__()
+
+    def load_config(self) -> None:
+        from dashboard.ui import gunicorn_conf
+
+        for name in ("worker_class", "threads", "keepalive", "timeout"):
+            self.cfg.set(name, getattr(gunicorn_conf, name))
+        self.cfg.set("bind", [self.bind])
+        self.cfg.set("workers", self.workers)
+
+    def load(self) -> Any:
+        from dashboard.ui.wsgi import server
+
+        return server
+
+
+def run_production(host: str, port: int, workers: int) -> None:
+    """Serve the dashboard on gunicorn with the shipped configuration until stopped (SIGTERM or Ctrl+C)."""
+    bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    _Production(bind, workers).run()

@@ -16,6 +16,8 @@ import contextlib
 import json
 import os
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -170,3 +172,31 @@ def test_a_client_waiting_for_100_continue_is_told_to_go_on(server: Gunicorn) ->
         sock.sendall(body.encode())
         text = answer(sock, time.monotonic() + 10)
     assert b"HTTP/1.1 400" in text and b"There is no callback" in text
+
+
+def test_privdash_serve_with_workers_runs_the_production_configuration(tmp_path: Path) -> None:
+    """``privdash serve --workers 1``, started outside the repository (no ``gunicorn.conf.py`` there), serves with the
+    slow-client worker."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PRIVDASH_STORE_DIR": str(tmp_path / "store"), "PRIVDASH_CACHE_DIR": str(tmp_path / "cache")}
+    command = [sys.executable, "-m", "dashboard", "--workers", "1", "--host", "127.0.0.1", "--port", str(port)]
+    log = tmp_path / "serve.log"
+    with log.open("w") as sink:
+        process = subprocess.Popen(command, cwd=tmp_path, env=env, stderr=sink, stdout=sink, text=True)
+        try:
+            deadline = time.monotonic() + 60
+            while "Booting worker" not in log.read_text() and time.monotonic() < deadline:
+                assert process.poll() is None, log.read_text()
+                time.sleep(0.2)
+            response = requests.get(f"http://127.0.0.1:{port}/api/health", timeout=30)
+            assert response.status_code == 200 and response.json() == {"status": "ok"}
+            assert "Using worker: dashboard.ui.server.SlowClientWorker" in log.read_text()
+        finally:
+            process.terminate()
+            try:
+                process.wait(30)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(10)
