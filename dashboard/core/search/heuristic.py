@@ -21,10 +21,11 @@ lowers the bound, so the score ranks nodes by how close they are to a cheap solu
    bound reaches the best value found is not checked (its successors cannot do better), and a satisfying node
    whose value equals its bound (nothing suppressed that its successors could keep) is not expanded.
 
-*Distance to the optimum.* Every node not checked is a successor of a queued node, or cannot beat the best value
-(bounds are monotone under generalization). So when the budget runs out, the optimum is at least the smallest
-bound among the queued nodes (and at most the best value): the search reports that lower bound, and the optimum
-itself (``proven``) when the queue empties first. Ties keep the node checked first.
+*Distance to the optimum.* Every node not checked is above a queued node, or cannot beat the best value (bounds
+are monotone under generalization). So when the budget runs out, the optimum is at least the least of: the bounds of
+the queued nodes that satisfy the targets, and for a queued node that fails them, the least bound one level above it
+(its solutions are strict successors). The search reports that lower bound, and the optimum itself (``proven``) when
+the queue empties first. With ``solutions > 1`` the pruning is against the last of the best solutions kept.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def heuristic_search(
         if node in expanded:
             continue
         _score, bound, result = checked[node]
-        if bound >= best.threshold or (result.satisfied and result.value <= bound):
+        if bound >= best.threshold or (solutions == 1 and result.satisfied and result.value <= bound):
             expanded.add(node)  # nothing above it can join the best solutions
             continue
         above = [s for s in successors(node) if s not in checked]

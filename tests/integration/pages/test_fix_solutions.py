@@ -38,6 +38,19 @@ def base(services: Services) -> ViewState:
     return state.with_quasi_identifiers(QIS, ["diagnosis"])
 
 
+def find_id(component: object, component_id: object) -> Any:
+    """The component with ``component_id`` (a pattern-matching id) inside a layout tree."""
+    if getattr(component, "id", None) == component_id:
+        return component
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, list | tuple) else [children]:
+        if child is not None and not isinstance(child, str | int | float):
+            found = find_id(child, component_id)
+            if found is not None:
+                return found
+    return None
+
+
 def default_controls(base: ViewState, services: Services) -> dict[str, Any]:
     """The search panel's controls as the page first shows them."""
     panels = page.technique_panels(services.dataset("demo:people"), base, "search")
@@ -72,7 +85,9 @@ def test_the_default_search_meets_every_target_of_the_verdict(services: Services
     assert checks["t"] is False
 
 
-def test_one_default_suppression_limit_on_the_page_and_in_the_presentations(services: Services, base: ViewState) -> None:
+def test_one_default_suppression_limit_on_the_page_and_presentations(
+    services: Services, base: ViewState
+) -> None:
     panels = page.technique_panels(services.dataset("demo:people"), base, "suppress_records")
     budget = next(found for panel in panels if (found := find(panel, "fix-rs-budget")) is not None)
     assert budget.value == 100 * DEFAULT_MAX_SUPPRESSION
@@ -125,7 +140,7 @@ def test_pick_a_solution_and_it_becomes_the_step(services: Services, base: ViewS
     sentence = fixes.cheapest_fix(second)
     assert sentence is not None and sentence.startswith("The fix chosen (solution 2 of the search")
     assert "solution 2" in fixes.describe_spec(picked.fix[0])
-    button = find(page.solutions_card(second), {"type": "fix-solution-pick", "index": 2})
+    button = find_id(page.solutions_card(second), {"type": "fix-solution-pick", "index": 2})
     assert button is not None and button.disabled and button.children == "Published"
     # Back to the least lossy: the spec loses its choice.
     assert "solution" not in page.pick_solution(picked, 1).fix[0]
