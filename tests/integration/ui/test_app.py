@@ -224,3 +224,26 @@ def test_reading_another_sheet_and_deleting_uploads(app: Dash) -> None:
     answer = call(client, f"{pattern}.n_clicks", values, changed=f"{clicked}.n_clicks").get_json()["response"]
     assert answer["upload-list"]["children"] is None and next(iter(answer["redirect"].values())) == "/data"
     assert services.store.owned("e" * 40) == []
+
+
+@pytest.mark.parametrize("trusted", [0, 1])
+def test_the_client_address_is_the_forwarded_one_only_behind_a_trusted_proxy(tmp_path: Path, trusted: int) -> None:
+    """Without trusted proxies, a forged X-Forwarded-For does not make a new client: the third upload of one
+    connection's address is refused however the header varies. Behind one trusted proxy, each forwarded address
+    counts on its own."""
+    settings = Settings(
+        store_dir=tmp_path / "store", cache_dir=tmp_path / "cache", client_max_datasets=2, trusted_proxies=trusted
+    )
+    client = create_app(settings).server.test_client()
+    statuses = []
+    for number in range(3):
+        response = client.post(
+            "/api/upload",
+            data={"file": (io.BytesIO(b"a,b\n1,2\n3,4\n"), "t.csv")},
+            content_type="multipart/form-data",
+            headers={"X-Forwarded-For": f"198.51.100.{number + 1}"},
+            environ_base={"REMOTE_ADDR": "192.0.2.50"},
+        )
+        client.delete_cookie(SESSION_COOKIE)  # a client that drops its cookie every time
+        statuses.append(response.status_code)
+    assert statuses == ([200, 200, 400] if not trusted else [200, 200, 200])
