@@ -6,7 +6,9 @@ import io
 import json
 import random
 import string
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import dash
 import pandas as pd
@@ -25,7 +27,7 @@ def app(tmp_path: Path) -> Dash:
     return create_app(Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache", max_upload_bytes=50_000))
 
 
-def post_file(client, content: bytes, name: str, cookie: str | None = None):  # type: ignore[no-untyped-def]
+def post_file(client: Any, content: bytes, name: str, cookie: str | None = None) -> Any:
     if cookie:
         client.set_cookie(SESSION_COOKIE, cookie)
     return client.post("/api/upload", data={"file": (io.BytesIO(content), name)}, content_type="multipart/form-data")
@@ -173,7 +175,7 @@ def test_an_expired_link_says_so(app: Dash) -> None:
     assert "This link could not be read" in text and "expired or is unknown" in text
 
 
-def call(client, trigger: str, values: dict[str, object], changed: str | None = None):  # type: ignore[no-untyped-def]
+def call(client: Any, trigger: str, values: Mapping[str, object], changed: str | None = None) -> Any:
     """Call the server callback whose first input is ``trigger`` (``id.property``), with ``values`` by component id
     (a list of entries for a pattern-matching id); ``changed`` is the component that fired (default: ``trigger``)."""
     dependencies = client.get("/_dash-dependencies").get_json()
