@@ -5,7 +5,7 @@
 40 connections, more than there are threads, each send 12 bytes and stall: half a request line, or the head of a
 5,000-byte request and 12 bytes of its body. Two more announce a 50 MB upload, two a 512 KB callback (too large to
 be collected before it takes a thread), and send a few bytes of it. Asserted: ``/api/health`` answers every time
-within a second while they hang; the stalled small requests are answered 408 within ``PRIVDASH_READ_TIMEOUT`` plus
+within 2 seconds while they hang; the stalled small requests are answered 408 within ``PRIVDASH_READ_TIMEOUT`` plus
 gunicorn's keep-alive; the stalled uploads and large callbacks get a 408 with a message. Everything is bounded:
 sockets time out, loops stop at their deadlines, only 127.0.0.1 is contacted.
 """
@@ -34,7 +34,9 @@ SLOW = 40
 READ_TIMEOUT = 3.0
 #: gunicorn.conf.py's keepalive: the longest pause between two packets before gunicorn drops the connection.
 KEEPALIVE = 5.0
-HEALTH_SECONDS = 1.0
+#: gunicorn's sync workers made /api/health wait 38 s behind six such clients; this worker answers in milliseconds (the
+#: bound leaves room for a loaded machine).
+HEALTH_SECONDS = 2.0
 
 
 @pytest.fixture(scope="module")
