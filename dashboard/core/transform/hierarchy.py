@@ -140,14 +140,17 @@ class Hierarchy:
         codes: list[np.ndarray] = []
         for level in range(n_levels):
             column = matrix[:, level]
-            empty = pd.isna(column) | np.array([isinstance(v, str) and not v.strip() for v in column], dtype=bool)
+            level_codes, uniques = pd.factorize(pd.Index(column, dtype=object), sort=False)
+            # Missing cells have the code -1; blank text is looked for among the distinct labels only.
+            distinct = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
+            blank = distinct.astype(str).str.strip().eq("").to_numpy(dtype=bool)  # only text can print as blank
+            empty = (level_codes < 0) | np.append(blank, False)[level_codes]
             if empty.any():
                 rows_missing = np.flatnonzero(empty)[:5] + 1
                 raise HierarchyError(
                     f"The hierarchy has empty cells at level {level} (rows {', '.join(map(str, rows_missing))}); "
                     "every row needs a value at every level."
                 )
-            level_codes, uniques = pd.factorize(pd.Index(column, dtype=object), sort=False)
             codes.append(level_codes.astype(np.int64))
             labels.append(_tidy_index(uniques))
         if len(labels[0]) != n_rows:
@@ -1164,6 +1167,18 @@ def _group_labels(names: np.ndarray, groups: Sequence[Sequence[int]], *, ordered
 _CODE_SEPARATORS = r"[\s.\-/]"
 
 
+def _stripped_codes(leaves: pd.Index) -> pd.Series:
+    """The canonical text of each leaf without separators, as Arrow strings (Arrow's string functions)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    # Spaces are separators, so text needs no canonical form (which only strips them).
+    text = leaves if leaves.inferred_type == "string" else canonical_text(leaves)
+    array = pa.array(np.asarray(text, dtype=object), type=pa.string())
+    stripped = pc.replace_substring_regex(array, _CODE_SEPARATORS, "")
+    return pd.Series(pd.arrays.ArrowStringArray(stripped))
+
+
 def prefix_hierarchy(
     values: pd.Series | Sequence[Any], *, lengths: Sequence[int] | None = None, top: bool = True
 ) -> Hierarchy:
@@ -1177,14 +1192,14 @@ def prefix_hierarchy(
     down to 1. With ``top`` a final ``*``.
     """
     leaves = _distinct(values)
-    codes = pd.Series(np.asarray(canonical_text(leaves), dtype=object)).str.replace(_CODE_SEPARATORS, "", regex=True)
+    codes = _stripped_codes(leaves)
     longest = int(codes.str.len().max()) if len(codes) else 0
     chosen = list(range(longest - 1, 0, -1)) if lengths is None else list(lengths)
     for length in chosen:
         check_positive_int(length, "A prefix length")
     if any(b >= a for a, b in itertools.pairwise(chosen)):
         raise HierarchyError(f"Prefix lengths must decrease from the finest level, got {chosen}.")
-    built = [(codes.str.slice(0, length) + "*").to_numpy(dtype=object) for length in chosen]
+    built = [(codes.str.slice(0, length) + "*").to_numpy(dtype=object, na_value=TOP) for length in chosen]
     rule = {"builder": "prefix", "lengths": [int(n) for n in chosen], "top": top}
     return _build(leaves, _top_levels(built, top, len(leaves)), rule)
 
@@ -1205,14 +1220,36 @@ def looks_like_codes(values: pd.Series | Sequence[Any]) -> bool:
     leaves = _distinct(values)
     if len(leaves) < 3 or _is_number_index(leaves):
         return False
-    codes = pd.Series(np.asarray(canonical_text(leaves), dtype=object)).str.replace(_CODE_SEPARATORS, "", regex=True)
-    if not codes.str.fullmatch(r"[A-Za-z]{0,3}[0-9][A-Za-z0-9]{1,11}").all() or int(codes.str.len().max()) > 12:
+    if len(leaves) > 1000 and not _code_shaped(_stripped_codes(leaves[:1000])):
+        return False  # most text columns fail on their first values already
+    codes = _stripped_codes(leaves)
+    if not _code_shaped(codes):
         return False
     lengths = codes.str.len()
-    digits = codes.str.count(r"[0-9]")
-    if int(lengths.max() - lengths.min()) > 3 or bool((digits * 3 < lengths * 2).any()):
+    return int(lengths.max() - lengths.min()) <= 3 and codes.str.slice(0, 1).nunique() < len(codes)
+
+
+def _code_shaped(codes: pd.Series) -> bool:
+    """Every code is at most 3 letters, a digit, then letters or digits, 2 to 12 in all, two thirds digits."""
+    if not codes.str.fullmatch(r"[A-Za-z]{0,3}[0-9][A-Za-z0-9]{0,10}").all():
         return False
-    return codes.str.slice(0, 1).nunique() < len(codes)
+    lengths, digits = codes.str.len(), codes.str.count(r"[0-9]")
+    return bool((lengths >= 2).all()) and bool((digits * 3 >= lengths * 2).all())
+
+
+def _prefix_rule(values: pd.Series) -> dict[str, Any]:
+    """The prefix lengths, longest first, that each group the codes into fewer groups than the length before
+    (the leaves count as the first): the default prefix rule without its pointless levels."""
+    leaves = _distinct(values)
+    codes = _stripped_codes(leaves)
+    kept: list[int] = []
+    groups = len(leaves)
+    for length in range(int(codes.str.len().max()) - 1, 0, -1):
+        count = int(codes.str.slice(0, length).nunique())
+        if count < groups:
+            kept.append(length)
+            groups = count
+    return {"builder": "prefix", "lengths": kept} if kept else {"builder": "frequency"}
 
 
 def pointless_levels(hierarchy: Hierarchy) -> list[int]:
@@ -1371,8 +1408,7 @@ def default_rule(values: pd.Series, kind: StatisticalType | str, k: int = 5) -> 
     elif isinstance(values.dtype, pd.CategoricalDtype) and values.dtype.ordered:
         settings = {"builder": "frequency", "ordered": True}
     elif looks_like_codes(values):
-        rule = prefix_hierarchy(values).rule
-        settings = {"builder": "prefix", "lengths": list(rule["lengths"]) if rule else []}
+        return _prefix_rule(values)
     else:
         settings = {"builder": "frequency"}
     return _without_pointless_levels(settings, values)
