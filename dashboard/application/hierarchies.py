@@ -17,7 +17,9 @@ What a column's hierarchy can be
 
 Where they are kept
     With the upload, in its folder of the dataset store: ``<store>/<dataset id>/hierarchies/<id>.json``, one file
-    per version of the dataset's set (``0600``, written atomically), deleted with the dataset when it expires. The
+    per version of the dataset's set (``0600``, written atomically), deleted with the dataset when it expires (at
+    most :data:`MAX_VERSIONS` versions and :data:`MAX_FOLDER_BYTES` bytes per dataset; past them an edit is refused
+    with a message). The
     ``<id>`` is the first 128 bits of the SHA-256 of the set's JSON (URL-safe base64), and it is all that the view
     state (and so a share link) carries: :attr:`~dashboard.application.state.ViewState.hierarchies`. A link opens
     the very version its sender saw; the values stay on the server, readable by whoever holds the dataset's id.
@@ -120,7 +122,9 @@ MAX_FILES = 50
 #: Stored versions of one dataset's set (each edit stores one); past it, edits are refused.
 MAX_VERSIONS = 500
 #: The largest stored set, in bytes of JSON.
-MAX_SET_BYTES = 50_000_000
+MAX_SET_BYTES = 20_000_000
+#: The most the versions of one dataset's set may take together on disk (each edit adds one version).
+MAX_FOLDER_BYTES = 100_000_000
 _FOLDER = "hierarchies"
 _VERSION = 1
 _SOURCES = ("file", "editor", "contract")
@@ -302,10 +306,12 @@ def _store(services: Services, dataset_id: str, hierarchies: HierarchySet) -> st
     if path.is_file():
         return digest
     folder.mkdir(mode=0o700, exist_ok=True)
-    if sum(1 for p in folder.iterdir() if p.suffix == ".json") >= MAX_VERSIONS:
+    versions = [p for p in folder.iterdir() if p.suffix == ".json"]
+    used = sum(p.stat().st_size for p in versions)
+    if len(versions) >= MAX_VERSIONS or used + len(data) > MAX_FOLDER_BYTES:
         raise HierarchyError(
-            f"This dataset has {MAX_VERSIONS} stored versions of its hierarchies, the most kept; upload the table "
-            "again to start afresh."
+            f"This dataset keeps {len(versions)} versions of its hierarchies ({used / 1e6:.0f} MB), the most kept "
+            f"({MAX_VERSIONS} versions, {MAX_FOLDER_BYTES / 1e6:.0f} MB); upload the table again to start afresh."
         )
     temp = folder / f".tmp-{secrets.token_hex(8)}"
     try:

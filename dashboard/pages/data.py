@@ -723,6 +723,21 @@ def register_hierarchies(app: Dash, services: Services) -> None:
         return view.status, levels, groups, choices, value, labels
 
     @app.callback(
+        Output(ids["column"], "data"),
+        Output(ids["target"], "data"),
+        Input(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+    )
+    def hierarchy_columns(data: Any) -> tuple:
+        """The editor's column choices follow the roles: quasi-identifiers first."""
+        state = state_from_store(data)
+        if not state.dataset:
+            return no_update, no_update
+        loaded = services.dataset(state.dataset)
+        qis = [name for name in loaded.columns if state.roles.get(name) == ColumnRole.QUASI_IDENTIFIER]
+        return hierarchy_ui.column_options(loaded.columns, qis), hierarchy_ui.target_options(loaded.columns, qis)
+
+    @app.callback(
         Output(ids["builder"], "value"),
         Output("hier-widths", "value"),
         Output("hier-low", "value"),

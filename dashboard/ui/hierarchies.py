@@ -19,11 +19,14 @@ from dashboard.ui.components import card, fmt_count
 __all__ = [
     "IDS",
     "MATCH_BY_NAME",
+    "column_options",
     "editor_card",
     "groups_table",
     "import_message",
     "levels_table",
     "panel_styles",
+    "target_options",
+    "view_parts",
 ]
 
 #: The builders whose settings are fields of the form (named groups have their own controls).
@@ -55,6 +58,18 @@ def _panel(builder: str, children: list[Any], shown: bool) -> Any:
     )
 
 
+def column_options(columns: Sequence[str], qis: Sequence[str]) -> list[dict[str, str]]:
+    """The editor's columns, the quasi-identifiers first (marked QI)."""
+    ordered = list(qis) + [c for c in columns if c not in qis]
+    return [{"value": c, "label": f"{c} (QI)" if c in qis else c} for c in ordered]
+
+
+def target_options(columns: Sequence[str], qis: Sequence[str]) -> list[dict[str, str]]:
+    """Where imported files go: each file's column by its name, or one chosen column."""
+    by_name = {"value": MATCH_BY_NAME, "label": "Each file's column, by file name"}
+    return [by_name] + [{"value": c, "label": c} for c in list(qis) + [c for c in columns if c not in qis]]
+
+
 def panel_styles(builder: str | None, ids: Sequence[dict[str, str]]) -> list[dict[str, str] | None]:
     """The style of each builder's panel: only the chosen one shown."""
     return [None if item["builder"] == builder else {"display": "none"} for item in ids]
@@ -63,9 +78,8 @@ def panel_styles(builder: str | None, ids: Sequence[dict[str, str]]) -> list[dic
 def editor_card(columns: Sequence[str], qis: Sequence[str], editable: bool, form: EditorForm | None) -> Any:
     """The editor: which column, the import of ARX files, the builder's settings, and the levels with their group
     sizes (filled by the page's callbacks)."""
-    ordered = list(qis) + [c for c in columns if c not in qis]
-    first = ordered[0] if ordered else None
-    options = [{"value": c, "label": f"{c} (QI)" if c in qis else c} for c in ordered]
+    options = column_options(columns, qis)
+    first = options[0]["value"] if options else None
     form = form or EditorForm()
     chooser = dmc.Group(
         [
@@ -88,8 +102,7 @@ def editor_card(columns: Sequence[str], qis: Sequence[str], editable: bool, form
             dmc.Select(
                 id=IDS["target"],
                 label="Import for",
-                data=[{"value": MATCH_BY_NAME, "label": "Each file's column, by file name"}]
-                + [{"value": c, "label": c} for c in ordered],
+                data=target_options(columns, qis),
                 value=MATCH_BY_NAME,
                 allowDeselect=False,
                 w=260,
@@ -122,6 +135,7 @@ def editor_card(columns: Sequence[str], qis: Sequence[str], editable: bool, form
             [
                 dmc.TextInput(
                     id="hier-widths",
+                    debounce=True,
                     label="Widths, finest level first",
                     description="Each a multiple of the one before (e.g. 5, 10, 20)",
                     value=form.widths,
@@ -143,6 +157,7 @@ def editor_card(columns: Sequence[str], qis: Sequence[str], editable: bool, form
             [
                 dmc.TextInput(
                     id="hier-bins",
+                    debounce=True,
                     label="Intervals per level, finest first",
                     description="Each level fewer (e.g. 16, 8, 4)",
                     value=form.bins,
@@ -185,6 +200,7 @@ def editor_card(columns: Sequence[str], qis: Sequence[str], editable: bool, form
             [
                 dmc.TextInput(
                     id="hier-lengths",
+                    debounce=True,
                     label="Characters kept per level, longest first",
                     description="e.g. 3, 2, 1 (A011 → A01* → A0* → A*)",
                     value=form.lengths,
@@ -219,7 +235,7 @@ def editor_card(columns: Sequence[str], qis: Sequence[str], editable: bool, form
                         dmc.NumberInput(
                             id="hier-group-level", label="Level", value=1, min=1, max=10, step=1, w=90, size="sm"
                         ),
-                        dmc.TextInput(id="hier-group-name", label="Group name", size="sm", w=200),
+                        dmc.TextInput(id="hier-group-name", label="Group name", size="sm", w=200, debounce=True),
                         dmc.Button("Group these values", id="hier-group-add", size="sm", variant="light"),
                     ],
                     align="flex-end",
@@ -279,7 +295,9 @@ def editor_card(columns: Sequence[str], qis: Sequence[str], editable: bool, form
                 searchable=True,
                 placeholder="a group at this level",
             ),
-            dmc.TextInput(id="hier-rename-to", label="New label", size="sm", w=200, disabled=not editable),
+            dmc.TextInput(
+                id="hier-rename-to", label="New label", size="sm", w=200, disabled=not editable, debounce=True
+            ),
             dmc.Button("Rename", id="hier-rename", size="sm", variant="light", disabled=not editable),
         ],
         align="flex-end",
