@@ -599,6 +599,21 @@ def _domain(
     return [iv if weight[j] > 0 else None for j, iv in enumerate(_intervals(mean, var, n, z, records))]
 
 
+def _joint_codes(arrays: Sequence[np.ndarray]) -> tuple[np.ndarray, list[tuple[str, ...]]]:
+    """A code per record for the combination of its values in ``arrays`` (text, no missing value), and the
+    combination of each code, in sorted order; one column at a time, as integers."""
+    codes = np.zeros(len(arrays[0]), dtype=np.int64)
+    labels: list[tuple[str, ...]] = [()]
+    for values in arrays:
+        column, uniques = pd.factorize(values, sort=True)
+        k = max(len(uniques), 1)
+        joint, combos = pd.factorize(codes * k + column, sort=True)
+        names = [str(u) for u in uniques]
+        labels = [(*labels[int(c) // k], names[int(c) % k]) for c in combos]
+        codes = np.asarray(joint, dtype=np.int64)
+    return codes, labels
+
+
 def _group_label(names: Sequence[str], values: Sequence[Any]) -> str:
     return ", ".join(f"{name} = {value}" for name, value in zip(names, values, strict=True))
 
@@ -634,7 +649,7 @@ def _side(
         numbers = {c: _numbers(frame, c, published, side.notes) for c in numeric_columns}
         texts = {c: _category_texts(frame[c]) for c in spec.columns if c not in numbers}
         for c, t in texts.items():
-            side.categories[c] = {str(v) for v in t if v is not None}
+            side.categories[c] = {str(v) for v in pd.unique(t) if v is not None}
         ok = np.isfinite(w)
         for values in numbers.values():
             ok &= np.isfinite(values)
@@ -672,9 +687,8 @@ def _descriptive(
     group_names: list[str | None] = [None]
     g = np.zeros(n, dtype=np.int64)
     if spec.by and spec.kind != "crosstab":
-        codes, groups = pd.factorize(pd.MultiIndex.from_arrays([texts[c] for c in spec.by]), sort=True)
-        g = np.asarray(codes, dtype=np.int64)
-        group_names = [_group_label(spec.by, tuple(key)) for key in groups.tolist()]
+        g, keys = _joint_codes([texts[c] for c in spec.by])
+        group_names = [_group_label(spec.by, key) for key in keys]
     if len(group_names) > MAX_TERMS:
         raise _TooMany(f"it has {len(group_names):,} groups, more than the {MAX_TERMS:,} an estimate may have.")
     if spec.kind in ("mean", "total"):
@@ -685,8 +699,8 @@ def _descriptive(
                 side.values[(term, name)] = interval
         return
     columns = spec.columns if spec.kind == "crosstab" else (spec.column,)
-    codes, uniques = pd.factorize(pd.MultiIndex.from_arrays([texts[c] for c in columns]), sort=False)
-    labels = [_group_label(columns, tuple(u)) if spec.kind == "crosstab" else str(u[0]) for u in uniques.tolist()]
+    codes, keys = _joint_codes([texts[c] for c in columns])
+    labels = [_group_label(columns, key) if spec.kind == "crosstab" else key[0] for key in keys]
     present = set(labels)
     categories = [spec.category] if spec.category is not None else sorted(present | set(wanted))
     n_groups = len(group_names)
@@ -724,8 +738,58 @@ def _descriptive(
     side.present.update(c for c in categories if c in present)
 
 
-#: Cells of the design matrix built at once (the regression is accumulated over chunks of records).
-_CHUNK_CELLS = 2_000_000
+def _gram(blocks: Sequence[tuple[np.ndarray, int]], v: np.ndarray) -> np.ndarray:
+    """``sum_i v_i x_i x_i'`` for the design whose columns are the blocks (numbers: ``(values, 0)``; dummies:
+    ``(codes, k)``, code -1 for the reference category), from weighted sums and counts per category: O(n) per
+    pair of blocks, never the n-by-p matrix."""
+    sizes = [max(k, 1) for _values, k in blocks]
+    starts = np.concatenate([[0], np.cumsum(sizes)]).astype(int)
+    out = np.zeros((starts[-1], starts[-1]))
+    for i, (xi, ki) in enumerate(blocks):
+        for j in range(i, len(blocks)):
+            xj, kj = blocks[j]
+            if not ki and not kj:
+                cell: np.ndarray = np.array([[float(np.dot(v * xi, xj))]])
+            elif not ki or not kj:
+                numbers, (codes, k) = (xi, blocks[j]) if not ki else (xj, blocks[i])
+                hit = codes >= 0
+                column = np.bincount(codes[hit], weights=(v * numbers)[hit], minlength=k)
+                cell = column[None, :] if not ki else column[:, None]
+            elif i == j:
+                hit = xi >= 0
+                cell = np.diag(np.bincount(xi[hit], weights=v[hit], minlength=ki))
+            else:
+                hit = (xi >= 0) & (xj >= 0)
+                joint = xi[hit] * kj + xj[hit]
+                cell = np.bincount(joint, weights=v[hit], minlength=ki * kj).reshape(ki, kj)
+            out[starts[i] : starts[i + 1], starts[j] : starts[j + 1]] = cell
+            out[starts[j] : starts[j + 1], starts[i] : starts[i + 1]] = cell.T
+    return out
+
+
+def _cross(blocks: Sequence[tuple[np.ndarray, int]], v: np.ndarray) -> np.ndarray:
+    """``sum_i v_i x_i`` for the design of :func:`_gram`."""
+    parts = []
+    for values, k in blocks:
+        if k:
+            hit = values >= 0
+            parts.append(np.bincount(values[hit], weights=v[hit], minlength=k))
+        else:
+            parts.append(np.array([float(np.dot(v, values))]))
+    return np.concatenate(parts)
+
+
+def _predict(blocks: Sequence[tuple[np.ndarray, int]], beta: np.ndarray) -> np.ndarray:
+    """``X beta`` for the design of :func:`_gram`."""
+    fitted = np.zeros(len(blocks[0][0]))
+    start = 0
+    for values, k in blocks:
+        if k:
+            fitted += np.append(beta[start : start + k], 0.0)[values]  # code -1: the reference, 0
+        else:
+            fitted += beta[start] * values
+        start += max(k, 1)
+    return fitted
 
 
 def _regression(
@@ -737,11 +801,11 @@ def _regression(
     z: float,
     reference: Mapping[str, str],
 ) -> None:
-    """Weighted least squares with its sandwich covariance (module docstring), accumulated over chunks of records:
-    ``A = X'WX``, ``X'Wy`` and ``sum u_i u_i'`` never need the whole design matrix."""
+    """Weighted least squares with its sandwich covariance (module docstring): ``A = X'WX``, ``X'Wy`` and
+    ``sum u_i u_i'`` from sums per category (:func:`_gram`), so a dummy-coded predictor costs no matrix column."""
     n = len(w)
     terms = ["intercept"]
-    blocks: list[tuple[np.ndarray, int]] = []  # (numbers, 0) or (dummy codes, categories)
+    blocks: list[tuple[np.ndarray, int]] = [(np.ones(n), 0)]  # (numbers, 0) or (dummy codes, categories)
     for p in spec.predictors:
         if p in numbers:
             blocks.append((numbers[p], 0))
@@ -765,27 +829,7 @@ def _regression(
         raise _TooMany(f"it has {width:,} coefficients, more than the {MAX_COEFFICIENTS:,} allowed.")
     factor = _variance_factor(n)
     y = numbers[spec.column]
-    step = max(1, _CHUNK_CELLS // width)
-
-    def design(start: int) -> np.ndarray:
-        stop = min(start + step, n)
-        parts = [np.ones((stop - start, 1))]
-        for values, categories in blocks:
-            chunk = values[start:stop]
-            if categories:
-                parts.append((chunk[:, None] == np.arange(categories)[None, :]).astype(np.float64))
-            else:
-                parts.append(chunk[:, None])
-        return np.hstack(parts)
-
-    a = np.zeros((width, width))
-    xty = np.zeros(width)
-    counts = np.zeros(width)
-    for start in range(0, n, step):
-        x, wc = design(start), w[start : start + step]
-        a += x.T @ (x * wc[:, None])
-        xty += x.T @ (wc * y[start : start + step])
-        counts += x.sum(axis=0)
+    a = _gram(blocks, w)
     scale = np.sqrt(np.diag(a))
     if n < width or not (scale > 0).all():
         raise _NotComputable(_COLLINEAR)
@@ -793,15 +837,12 @@ def _regression(
     if np.linalg.eigvalsh(scaled).min() < 1e-10 * width:
         raise _NotComputable(_COLLINEAR)
     inverse = np.linalg.inv(scaled) / np.outer(scale, scale)  # A^-1
-    beta = inverse @ xty
-    meat = np.zeros((width, width))
-    for start in range(0, n, step):
-        x, wc = design(start), w[start : start + step]
-        scores = x * (wc * (y[start : start + step] - x @ beta))[:, None]
-        meat += scores.T @ scores
-    cov = inverse @ (factor * meat) @ inverse
-    dummies = np.array([False] + [bool(k) for values, k in blocks for _ in range(max(k, 1))])
-    records = np.where(dummies, counts, n)
+    beta = inverse @ _cross(blocks, w * y)
+    residual = y - _predict(blocks, beta)
+    cov = inverse @ (factor * _gram(blocks, (w * residual) ** 2)) @ inverse
+    records = np.where(
+        np.array([bool(k) for _values, k in blocks for _ in range(max(k, 1))]), _cross(blocks, np.ones(n)), n
+    )
     for term, interval in zip(terms, _intervals(beta, np.diag(cov), n, z, records), strict=True):
         side.values[(f"coefficient of {term}", None)] = interval
 
