@@ -202,3 +202,25 @@ def test_privdash_serve_with_workers_runs_the_production_configuration(tmp_path:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait(10)
+
+
+def test_a_client_trickling_its_head_is_cut_at_the_read_timeout(server: Gunicorn) -> None:
+    """One byte every half second never pauses long enough for gunicorn's keep-alive: the read timeout ends it."""
+    head = b"GET /api/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + b"a" * 200
+    started = time.monotonic()
+    received = b""
+    with stall(server, head[:1]) as sock:
+        sock.settimeout(0.5)
+        for byte in head[1:41]:  # at most 20 s
+            try:
+                sock.sendall(bytes([byte]))
+                received += sock.recv(4096)
+            except TimeoutError:
+                continue
+            except (BrokenPipeError, ConnectionResetError):
+                break
+            if received:
+                break
+    seconds = time.monotonic() - started
+    assert received.startswith(b"HTTP/1.1 408"), received[:200]
+    assert READ_TIMEOUT <= seconds < READ_TIMEOUT + 3, seconds
