@@ -23,10 +23,11 @@ Security
     that arrived over HTTPS, directly or through ``PRIVDASH_TRUSTED_PROXIES`` proxies).
 Hostile requests
     A request body other than an upload is limited to ``PRIVDASH_MAX_REQUEST_MB`` (413 with a message); a callback
-    request that is not the JSON object Dash sends, or names a callback the app does not have, gets 400 with a
-    message (:func:`check_callback_request`), never a 500. Quotas and rates also count per client address (the
-    address ``PRIVDASH_TRUSTED_PROXIES`` proxies forwarded, else the connection's), which a client cannot shed by
-    dropping its session cookie: uploads kept and sent per hour, long share links.
+    request that is not the JSON object Dash sends, names a callback the app does not have, carries a location that
+    is not text or asks a grid for more than :data:`MAX_GRID_BLOCK` rows gets 400 with a message
+    (:func:`check_callback_request`), never a 500; a body that stops arriving gets 408. Quotas and rates also count
+    per client address (the address ``PRIVDASH_TRUSTED_PROXIES`` proxies forwarded, else the connection's), which a
+    client cannot shed by dropping its session cookie: uploads kept and sent per hour, long share links.
 """
 
 from __future__ import annotations
