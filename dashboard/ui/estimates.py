@@ -2,7 +2,8 @@
 
 :func:`card` places a text box where the steward names the estimates, one a line (``mean:income by region``,
 ``share:sex=Female``, ``crosstab:sex*race``, ``coef:income~age+sex``; :mod:`dashboard.core.utility.estimates`),
-and a button; nothing is computed on page load. The button computes them on the fix the page previews
+and a button; nothing is computed on page load. The button starts a background job (:mod:`dashboard.ui.jobs`:
+queued, under the server's limits, with cancel) that computes them on the fix the page previews
 (:meth:`~dashboard.application.fixruns.FixRuns.run`, from its cache) and shows each number before and after with
 its 95% interval and Karr et al.'s interval overlap, weighted by the contract's weight column, then the notes on
 how "after" was computed. The text box's id is a pattern (``{"type": "estimates-input", "page": "fix"}``) so that
@@ -12,11 +13,11 @@ the release report, made from the same page, names the same estimates.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import dash_mantine_components as dmc
-from dash import Dash, Input, Output, State, no_update
+from dash import Dash, Input, Output, State, html, no_update
 
 from dashboard.application.estimates import (
     EXAMPLES,
@@ -32,7 +33,7 @@ from dashboard.application.state import StateError, ViewState
 from dashboard.core.errors import PrivdashError
 from dashboard.core.utility.estimates import EstimateComparison
 from dashboard.ui.components import card as card_frame
-from dashboard.ui.components import error_alert
+from dashboard.ui.components import error_alert, progress_panel
 from dashboard.ui.pagestate import PAGE_STATE, state_from_store
 
 __all__ = ["INPUT_ID", "card", "estimates_table", "estimates_view", "register"]
@@ -86,6 +87,11 @@ def card(loaded: LoadedDataset, state: ViewState, services: Services) -> Any:
                 ),
             ],
             gap="sm",
+        ),
+        html.Div(
+            progress_panel("estimates", label="Progress of the estimates"),
+            id="estimates-running",
+            style={"display": "none"},
         ),
         dmc.Box(id="estimates-result", **{"aria-live": "polite"}),
         description="Utility in the terms of the estimates the release is for: each on the original and on the "
@@ -181,10 +187,21 @@ def register(app: Dash, services: Services) -> None:
         State(INPUT_ID, "value"),
         State(PAGE_STATE, "data"),
         prevent_initial_call=True,
+        background=True,
+        progress=[Output("estimates-progress", "value"), Output("estimates-status", "children")],
+        running=[
+            (Output("estimates-running", "style"), {"display": "block"}, {"display": "none"}),
+            (Output("estimates-run", "disabled"), True, False),
+        ],
+        cancel=[Input("estimates-cancel", "n_clicks"), Input("url", "pathname")],
+        interval=400,
     )
-    def compare(clicks: int | None, text: str | None, data: Any) -> Any:
+    def compare(
+        set_progress: Callable[[tuple[int, str]], None], clicks: int | None, text: str | None, data: Any
+    ) -> Any:
         if not clicks:
             return no_update
+        set_progress((10, "Computing the estimates on the original and the fixed table ..."))
         try:
             state = state_from_store(data)
         except StateError as exc:
