@@ -1112,6 +1112,11 @@ def _engine_cases(root: Path) -> list[Case]:
     indexed = io.BytesIO()
     regions.set_index("region").to_parquet(indexed)
     indexed_table = pq.read_table(io.BytesIO(indexed.getvalue()))
+    # A filtered frame written with its row labels: an unnamed index (__index_level_0__), not data.
+    labelled = io.BytesIO()
+    filtered = pd.DataFrame({"a": [1, 2, 3, 4], "b": ["x", "y", "x", "x"]}).iloc[[3, 0, 2]]
+    filtered.set_index(pd.Index([7, 3, 9])).to_parquet(labelled)
+    labelled_table = pq.read_table(io.BytesIO(labelled.getvalue()))
     # A header whose names repeat, one empty, and data rows whose values are the header's names: DuckDB once took
     # the names from any row of a parallel scan (LIMIT 1), and from the header it failed on the repeats.
     clash = "v2,v2,,w\n" + "".join(f"{i % 3},v2,v2,{i % 2}\n" for i in range(3000))
@@ -1212,6 +1217,28 @@ def _engine_cases(root: Path) -> list[Case]:
             qi="region",
             k=1,
             classes=3,
+            upload=False,
+            dataset=True,
+        ),
+        Case(
+            "parquet_unnamed_index",
+            _write(root, "unnamed_index.parquet", labelled.getvalue()),
+            "a filtered frame written with its row labels (an unnamed index): they are not a column",
+            shape=(3, 2),
+            columns=("a", "b"),
+            values={"a": (4, 1, 3)},
+            qi="b",
+            k=3,
+            classes=1,
+        ),
+        Case(
+            "dataset_unnamed_index",
+            _dataset(root, "dataset_unnamed_index", labelled_table),
+            "the same file in a folder, counted by DuckDB (which sees __index_level_0__ as a column)",
+            shape=(3, 2),
+            qi="b",
+            k=3,
+            classes=1,
             upload=False,
             dataset=True,
         ),
@@ -1475,7 +1502,7 @@ def _audit_cases(root: Path) -> list[Case]:
             "csv_mixed_line_endings_duckdb",
             _write(root, "line_endings_duckdb.csv", b"a,b\r\n1,x\n2,y\r3,x\r\n4,y\n"),
             "CRLF, LF and CR line ends counted by DuckDB, whose parser reads one kind per file",
-            error=r"mixes line endings \(carriage returns alone and line feeds\), which DuckDB cannot read",
+            error=r"mixes line endings \(CRLF, LF alone or CR alone\), which DuckDB cannot read",
             engine="duckdb",
             upload=False,  # the reader reads it (case mixed_line_endings)
         ),
@@ -1486,6 +1513,27 @@ def _audit_cases(root: Path) -> list[Case]:
             shape=(3, 2),
             columns=("name", "age"),
             qi="age",
+            k=1,
+            classes=2,
+            engine="duckdb",
+        ),
+        Case(
+            "blank_lines_before_the_header_duckdb",
+            _write(root, "blank_lines_first.csv", b"\n\n\na,b\n1,x\n2,y\n1,x\n"),
+            "blank lines before the header, counted by DuckDB (which took the first line for the header)",
+            shape=(3, 2),
+            columns=("a", "b"),
+            k=1,
+            classes=2,
+            engine="duckdb",
+        ),
+        Case(
+            "line_breaks_in_cells_duckdb",
+            _write(root, "cells_with_line_breaks.csv", b'a,b\r\n1,"x\ny"\r\n2,y\r\n1,"x\ny"\r\n'),
+            "CRLF between rows and LF inside quoted cells (as Excel saves them), counted by DuckDB",
+            shape=(3, 2),
+            values={"b": ("x\ny", "y", "x\ny")},
+            qi="b",
             k=1,
             classes=2,
             engine="duckdb",

@@ -137,12 +137,14 @@ __all__ = [
     "EXCEL_MAX_COLUMNS",
     "EXCEL_MAX_ROWS",
     "FORMULA_PREFIXES",
+    "PANDAS_INDEX",
     "ReadLimits",
     "TableInfo",
     "arrow_frame",
     "csv_text",
     "escape_formulas",
     "header_names",
+    "header_record",
     "infer_numeric_columns",
     "read_table",
     "read_table_with_info",
@@ -1873,6 +1875,10 @@ def _decoded_bytes(table: Any, encoded: Sequence[str]) -> int:
     return total
 
 
+#: The names pandas gives an unnamed index it writes into a Parquet file (row labels, not data).
+PANDAS_INDEX = re.compile(r"__index_level_\d+__")
+
+
 def arrow_frame(table: Any, deadline: _Deadline | None = None) -> tuple[pd.DataFrame, list[str]]:
     """An Arrow table as the reader gives a Parquet file's columns (the other engines convert their typed results
     with it too, so that every engine gives the same values), and notes on columns kept as text.
@@ -2706,6 +2712,12 @@ def header_names(path: Path, encoding: str, delimiter: str) -> list[str]:
     blank: names stripped, ``Unnamed: i`` for an empty one, ``a.1`` for a repeat), parsed from the start of the file
     in Python. Engines that read the file themselves name its columns with these: a header read by the engine
     (``LIMIT 1`` of a parallel scan) may be any row of the file."""
+    return header_record(path, encoding, delimiter)[0]
+
+
+def header_record(path: Path, encoding: str, delimiter: str) -> tuple[list[str], int]:
+    """:func:`header_names`, and the number of lines before the header (blank lines, which the reader skips and an
+    engine may take for the header)."""
     size = 1 << 16
     with path.open("rb") as handle:
         while True:
@@ -2721,17 +2733,19 @@ def header_names(path: Path, encoding: str, delimiter: str) -> list[str]:
             text = sample.decode(codec, errors="replace")
             reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=True)
             record: list[str] | None = None
+            before = 0
             try:
                 for row in reader:
                     if len(row) > 1 or (row and row[0].strip()):
                         record = row
                         break
+                    before = reader.line_num
             except csv.Error as exc:
                 if complete:
                     raise DataReadError(f"{path.name} has no readable header: {exc}.") from exc
             # The record is whole when lines follow it (or the file ended): else read a larger start.
             if record is not None and (complete or reader.line_num <= text.count("\n")):
-                return _column_names(record, path.name)[0]
+                return _column_names(record, path.name)[0], before
             if complete:
                 raise DataReadError(f"{path.name} has no columns.")
             size *= 4

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dashboard.core.data.tables import arrow_frame, header_names, read_table, sniff_delimited
+from dashboard.core.data.tables import PANDAS_INDEX, arrow_frame, header_record, read_table, sniff_delimited
 from dashboard.core.engines.common import (
     COUNT,
     PANDAS_NA_VALUES,
@@ -251,12 +251,24 @@ def _duckdb_aggregate(
                 "give a temp_directory with room to spill."
             ) from exc
         except duckdb.Error as exc:
-            raise DataReadError(f"DuckDB could not read the source: {_first_line(exc)}") from exc
+            raise DataReadError(_duckdb_error(exc, opened)) from exc
     finally:
         connection.close()
     if opened.text is not None:
         result = type_like_the_reader(result, names, opened.text)
     return result
+
+
+def _duckdb_error(exc: Exception, source: DuckSource) -> str:
+    """The message of a DuckDB error while reading ``source``: for a CSV file that its parser rejects, what makes
+    it do so and what reads the file."""
+    message = f"DuckDB could not read the source: {_first_line(exc)}"
+    if source.text is not None and ("state machine" in str(exc) or "CSV Error" in str(exc)):
+        message += (
+            f" {source.text.path.name} may mix line endings (CRLF, LF alone or CR alone) or hold lines that are "
+            "not rows (blanks between them); engine='pandas' reads it."
+        )
+    return message
 
 
 #: pandas' nullable dtype of each Arrow integer type and of booleans, by name.
@@ -345,8 +357,10 @@ class DuckSource:
         return ", ".join(self.column(name) for name in names)
 
 
-def _positional(relation: Any) -> str:
-    return ", ".join(f"{_quote(str(column))} AS c{i}" for i, column in enumerate(relation.columns))
+def _positional(relation: Any, skipped: frozenset[int] = frozenset()) -> str:
+    """The relation's columns as ``c0``, ``c1``... (those at the ``skipped`` positions left out)."""
+    kept = [column for i, column in enumerate(relation.columns) if i not in skipped]
+    return ", ".join(f"{_quote(str(column))} AS c{i}" for i, column in enumerate(kept))
 
 
 def _relation(connection: Any, source: Any) -> DuckSource:
@@ -365,14 +379,16 @@ def _relation(connection: Any, source: Any) -> DuckSource:
         try:
             relation = connection.sql(f"SELECT * FROM read_parquet({files}, union_by_name = false)")
             _check_parquet(relation)
+            if names is None or len(names) != len(relation.columns):
+                names = [str(c) for c in relation.columns]
+            # Unnamed pandas index columns are row labels, which the reader leaves out (arrow_frame).
+            skipped = frozenset(i for i, name in enumerate(names) if name in _pandas_index_columns(paths[0]))
             connection.sql(
-                f"SELECT {_positional(relation)} FROM read_parquet({files}, union_by_name = false)"
+                f"SELECT {_positional(relation, skipped)} FROM read_parquet({files}, union_by_name = false)"
             ).create_view("src")
         except duckdb.Error as exc:
             raise DataReadError(f"The Parquet source could not be read: {_first_line(exc)}") from exc
-        if names is None or len(names) != len(relation.columns):
-            names = [str(c) for c in relation.columns]
-        return DuckSource(names, None)
+        return DuckSource([name for i, name in enumerate(names) if i not in skipped], None)
     if kinds != {"text"}:
         raise ParameterError(
             f"DuckDB reads CSV and Parquet; {paths[0].name} is neither. Use engine='pandas' for Excel files."
@@ -381,12 +397,19 @@ def _relation(connection: Any, source: Any) -> DuckSource:
     with path.open("rb") as handle:
         sample = handle.read(1 << 20)
     encoding, delimiter = sniff_delimited(sample, path.name)
-    # A carriage return alone (old Mac line ends) beside line feeds: DuckDB reads one kind of line end per file
-    # (its parser stops, or misreads the rows around a lone CR); the pandas reader reads every kind.
-    if b"\n" in sample and re.search(rb"\r[^\n]", sample) is not None:  # (a CR that ends the sample may be cut)
+    # Line ends of more than one kind (CRLF, LF alone, CR alone) in one file: DuckDB's parser reads one kind per file
+    # (it stops, or misreads the rows around another); the pandas reader reads them all. A CR that ends the sample
+    # may be the first half of a CRLF cut there. With quotes, a line break may be inside a value (an Excel CSV:
+    # CRLF between rows, LF inside cells), which DuckDB reads: its own error is then explained (_duckdb_error).
+    line_ends = [
+        b"\r\n" in sample,
+        re.search(rb"(?<!\r)\n", sample) is not None,
+        re.search(rb"\r[^\n]", sample) is not None,
+    ]
+    if sum(line_ends) > 1 and b'"' not in sample:
         raise DataReadError(
-            f"{path.name} mixes line endings (carriage returns alone and line feeds), which DuckDB cannot read. Read "
-            "it with engine='pandas', or save it with one kind of line ending."
+            f"{path.name} mixes line endings (CRLF, LF alone or CR alone), which DuckDB cannot read. Read it with "
+            "engine='pandas', or save it with one kind of line ending."
         )
     duckdb_encoding = _duckdb_encoding(encoding)
     if duckdb_encoding is None:
@@ -396,11 +419,13 @@ def _relation(connection: Any, source: Any) -> DuckSource:
         )
     # The header is parsed in Python from the file's first lines: a LIMIT 1 of DuckDB's parallel scan may return
     # any row, and a data row's values as column names (repeated ones) made the query fail at random.
-    names = header_names(path, encoding, delimiter)
+    # Blank lines before the header are skipped (DuckDB would take the first line for the header).
+    names, before = header_record(path, encoding, delimiter)
     columns = "{" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names))) + "}"
     options = (
-        f"delim = {_literal(delimiter)}, header = true, all_varchar = true, quote = '\"', escape = '\"', "
-        f"encoding = {_literal(duckdb_encoding)}, null_padding = false, auto_detect = false, columns = {columns}"
+        f"delim = {_literal(delimiter)}, header = true, skip = {before}, all_varchar = true, quote = '\"', "
+        f"escape = '\"', encoding = {_literal(duckdb_encoding)}, null_padding = false, auto_detect = false, "
+        f"columns = {columns}"
     )
     try:
         connection.sql(f"SELECT * FROM read_csv({_literal(str(path))}, {options})").create_view("src")
@@ -461,3 +486,17 @@ def _check_decimals(paths: Sequence[Path]) -> list[str] | None:
                 "distinct values. Read it with engine='pandas'."
             )
     return names
+
+
+def _pandas_index_columns(path: Path) -> set[str]:
+    """The unnamed pandas index columns of a Parquet file (``__index_level_0__``... listed as index in its pandas
+    metadata): row labels of the frame it was written from, which the reader leaves out."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_schema(path).pandas_metadata or {}
+    except (pa.ArrowException, OSError, ValueError):
+        return set()
+    listed = metadata.get("index_columns", [])
+    return {name for name in listed if isinstance(name, str) and PANDAS_INDEX.fullmatch(name)}

@@ -27,7 +27,8 @@ The aggregate is typed as :func:`~dashboard.core.data.tables.read_table` types t
   decimals are ``float64`` when a double holds them exactly (else text, as the reader keeps them); a float column
   of whole numbers without missing values is ``int64``, as its CSV would be;
 * every other column (text, ``varchar``, ``char``, booleans, dates, timestamps, UUIDs ...) is that text (``t`` and
-  ``f`` for booleans, ``2024-01-31`` for a date), which is what ``read_table`` keeps for such a CSV column.
+  ``f`` for booleans, ``2024-01-31`` for a date), which is what ``read_table`` keeps for such a CSV column; a
+  ``char(n)`` value without the spaces that pad it to its length (PostgreSQL ignores them too).
 
 The database's types are authoritative: a text column of digits stays text, and a text is kept as stored (the
 reader would take ``NA`` or an empty field for a missing value). ``NULL``, and a floating ``NaN`` as in pandas, is
@@ -61,6 +62,8 @@ CONNECT_TIMEOUT_SECONDS = 10
 NUMERIC_TYPES = frozenset({"int2", "int4", "int8", "oid", "float4", "float8", "numeric"})
 _FLOATING = frozenset({"float4", "float8", "numeric"})
 _COUNT_KIND = "count"
+#: char(n): text padded with spaces to its length.
+_PADDED_TEXT = "bpchar"
 #: How the grouped relation is named in the statement.
 _ALIAS = "src"
 _INSTALL = "pip install 'privdash[postgres]'"
@@ -300,9 +303,15 @@ def _close(connection: Any) -> None:
 def _frame(table: Any, names: list[str], kinds: list[str]) -> pd.DataFrame:
     """Columns of text (an Arrow table) as a frame: numeric types by the reader's rules, the count as int64, every
     other column as the reader's text column (Python strings, NaN for missing: pandas' text dtype)."""
+    import pyarrow.compute as pc
+
     built: dict[int, Any] = {}
     for position, (name, kind) in enumerate(zip(names, kinds, strict=True)):
-        column = table.column(position).to_pandas()
+        values = table.column(position)
+        if kind == _PADDED_TEXT:
+            # char(n) pads its values with spaces, which PostgreSQL itself ignores (and the reader removes).
+            values = pc.utf8_rtrim(values, characters=" ")
+        column = values.to_pandas()
         if kind in NUMERIC_TYPES:
             column = type_like_the_reader(column.rename(name).to_frame(), [name])[name]
             if not pd.api.types.is_numeric_dtype(column):  # kept as text by the reader's rules

@@ -54,6 +54,7 @@ from typing import Any
 import pandas as pd
 
 from dashboard.core.data.tables import arrow_frame, header_names, sniff_delimited
+from dashboard.core.engines.aggregate import _pandas_index_columns
 from dashboard.core.engines.common import (
     COUNT,
     CsvText,
@@ -390,8 +391,11 @@ def _read_parquet(spark: Any, paths: list[Path]) -> Any:
                 f"{path.name} has other columns than {paths[0].name}; a dataset needs one schema "
                 f"({', '.join(schema.names)} against {', '.join(first)})."
             )
+    # Unnamed pandas index columns are row labels, which the reader leaves out.
+    index = sorted(_pandas_index_columns(paths[0]))
     try:
-        return spark.read.parquet(*[str(path.resolve()) for path in paths])
+        frame = spark.read.parquet(*[str(path.resolve()) for path in paths])
+        return frame.drop(*index) if index else frame
     except _spark_errors() as exc:
         raise DataReadError(f"Spark could not read the Parquet source: {_reason(exc)}") from exc
 

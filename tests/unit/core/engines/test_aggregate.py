@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from dashboard.core.data.tables import read_table
-from dashboard.core.engines.aggregate import COUNT, aggregate_table, resolve_engine, source_paths
+from dashboard.core.engines.aggregate import COUNT, aggregate_table, resolve_engine, sample_rows, source_paths
 from dashboard.core.errors import ColumnError, DataReadError, ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 
@@ -213,6 +213,14 @@ def test_typed_parquet_columns_equal_the_pandas_engine(tmp_path: Path) -> None:
     for engine, source in (("pandas", indexed / "p.parquet"), ("duckdb", indexed)):
         counts = aggregate_table(source, ["region"], engine=engine).frame.set_index("region")[COUNT].to_dict()
         assert counts == {"n": 2, "s": 1}, engine
+    # An unnamed one (row labels of a filtered frame) is not data, to any engine.
+    labelled = tmp_path / "labelled"
+    labelled.mkdir()
+    frame = pd.DataFrame({"a": [1, 2, 3], "b": ["x", "y", "x"]}).iloc[[2, 0, 1]].set_index(pd.Index([7, 3, 9]))
+    frame.to_parquet(labelled / "p.parquet")
+    assert "__index_level_0__" in pq.read_schema(labelled / "p.parquet").names
+    assert list(read_table(labelled / "p.parquet").columns) == ["a", "b"]
+    assert list(sample_rows(labelled, 5, engine="duckdb").columns) == ["a", "b"]
 
 
 def test_duckdb_takes_the_header_from_the_first_line(tmp_path: Path) -> None:
