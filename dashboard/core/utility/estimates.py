@@ -49,10 +49,10 @@ What "after" means
 * **Missing values**: a record is used when every column the estimate names, and its weight, has a value
   (complete cases); on the published side a cell published as ``*`` (fully generalized) or blanked is missing.
 * **Generalized numbers**: a numeric column published as intervals stands for the midpoint of each: ``35-39``
-  (whole numbers, both ends included) for 37, ``[1.5, 2.5)`` for 2; a bottom or top code (``<20``, ``>=80``,
-  ``<= 5``, ``>= 90``) for the midpoint of an interval as wide as the nearest closed interval of the column
-  published beside it (``>=80`` next to ``70-79`` stands for 84.5), or, with no interval published, for its
-  threshold (as top and bottom coding publish it). Any other text (a group of categories) makes the estimate not
+  (whole numbers, both ends included) for 37, ``[1.5, 2.5)`` (or ARX's ``[1.5, 2.5[``) for 2; a bottom or top
+  code (``<20``, ``>=80``, ``<= 5``, ``>= 90``) for the midpoint of an interval as wide as the nearest closed
+  interval of the column published beside it (``>=80`` next to ``70-79`` stands for 84.5), or, with no interval
+  published, for its threshold (as top and bottom coding publish it). Any other text (a group of categories) makes the estimate not
   computable, never 0.
 * **Generalized categories**: shares, groups, cells and dummies are those of the published categories. A category
   of the original that is no longer published, when the column publishes new labels (it was merged into a
@@ -390,7 +390,7 @@ def interval_overlap(low_o: float, high_o: float, low_m: float, high_m: float, *
 _NUM = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _NUMBER = re.compile(rf"^{_NUM}$")
 _WHOLE_RANGE = re.compile(rf"^({_NUM})\s*-\s*({_NUM})$")
-_HALF_OPEN = re.compile(rf"^\[\s*({_NUM})\s*,\s*({_NUM})\s*\)$")
+_HALF_OPEN = re.compile(rf"^\[\s*({_NUM})\s*,\s*({_NUM})\s*[)\[]$")  # [a, b) and ARX's [a, b[
 _OPEN = re.compile(rf"^(<=|>=|<|>)\s*({_NUM})$")
 
 

@@ -272,12 +272,14 @@ def test_collinear_published_predictors_are_not_computable() -> None:
 
 
 def test_published_numbers_of_intervals_and_codes() -> None:
-    values = pd.Series(["30-39", "70-79", ">=80", "<30", "[1.5, 2.5)", "*", None, "-10--1"], name="age")
+    values = pd.Series(["30-39", "70-79", ">=80", "<30", "[1.5, 2.5[", "*", None, "-10--1"], name="age")
     numbers, notes, problem = published_numbers(values)
     assert problem is None
-    # 30..39 -> 34.5; >=80 beside 70-79 (width 10) -> 80..89 -> 84.5; <30 -> 20..29 -> 24.5; [1.5, 2.5) -> 2
+    # 30..39 -> 34.5; >=80 beside 70-79 (width 10) -> 80..89 -> 84.5; <30 -> 20..29 -> 24.5; [1.5, 2.5[ -> 2
     np.testing.assert_allclose(numbers, [34.5, 74.5, 84.5, 24.5, 2.0, np.nan, np.nan, -5.5])
     assert len(notes) == 2
+    numbers, _notes, problem = published_numbers(pd.Series(["[0, 10)", ">=10"], name="x"))
+    np.testing.assert_allclose(numbers, [5, 15])  # continuous: [10, 20)
     numbers, notes, problem = published_numbers(pd.Series(["45", ">= 90", "<= 5"], name="x"))
     assert problem is None
     np.testing.assert_allclose(numbers, [45, 90, 5])  # no interval beside: the threshold
