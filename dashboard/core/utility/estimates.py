@@ -52,8 +52,8 @@ What "after" means
   (whole numbers, both ends included) for 37, ``[1.5, 2.5)`` (or ARX's ``[1.5, 2.5[``) for 2; a bottom or top
   code (``<20``, ``>=80``, ``<= 5``, ``>= 90``) for the midpoint of an interval as wide as the nearest closed
   interval of the column published beside it (``>=80`` next to ``70-79`` stands for 84.5), or, with no interval
-  published, for its threshold (as top and bottom coding publish it). Any other text (a group of categories) makes the estimate not
-  computable, never 0.
+  published, for its threshold (as top and bottom coding publish it). Any other text (a group of categories)
+  makes the estimate not computable, never 0.
 * **Generalized categories**: shares, groups, cells and dummies are those of the published categories. A category
   of the original that is no longer published, when the column publishes new labels (it was merged into a
   group), is *not computable* after; with no new label its share is 0 (all its records were removed). A published
