@@ -44,7 +44,7 @@ import dash
 import dash_mantine_components as dmc
 import flask
 from dash import ALL, ClientsideFunction, Dash, Input, Output, State, ctx, html, no_update
-from dash.exceptions import BackgroundCallbackError
+from dash.exceptions import BackgroundCallbackError, DependencyException
 from werkzeug.exceptions import BadRequest, ClientDisconnected, HTTPException, RequestEntityTooLarge
 from werkzeug.middleware.proxy_fix import ProxyFix
 
@@ -258,6 +258,9 @@ def _guard_callbacks(app: Dash) -> None:
         comes from a request Dash cannot read: a 400 with a message. Anything else stays a 500."""
         if isinstance(exc, HTTPException):
             return exc
+        if isinstance(exc, DependencyException):  # a script or style of a library that is not there
+            log.info("unknown component file: %s", flask.request.path[:300])
+            return flask.jsonify(error="There is no such file."), 404
         if isinstance(exc, OSError):  # reading the body failed: the client left or sent too slowly
             log.info("request not read: %s", str(exc)[:300])
             return flask.jsonify(error="The request was interrupted or arrived too slowly; send it again."), 408

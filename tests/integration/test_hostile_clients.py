@@ -17,6 +17,7 @@ shows a traceback.
 from __future__ import annotations
 
 import base64
+import http.client
 import io
 import json
 import os
@@ -28,6 +29,7 @@ import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import numpy as np
 import pytest
@@ -354,3 +356,26 @@ def test_a_grid_asking_for_a_billion_rows_gets_400(server: Gunicorn) -> None:
         )
     )
     assert response.status_code == 400 and "at most 1,000 rows" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/_dash-component-suites/nope/x.js",
+        "/_dash-component-suites/dash/deps/nope.js",
+        "/_dash-component-suites/dash/../../../../etc/passwd",
+        "/assets/../gunicorn.conf.py",
+    ],
+)
+def test_a_request_for_a_file_that_is_not_there_gets_404(server: Gunicorn, path: str) -> None:
+    """Sent as written (no client-side clean-up of ``..``): an unknown library's file used to be an HTTP 500."""
+    parts = urlsplit(server.base)
+    connection = http.client.HTTPConnection(str(parts.hostname), parts.port, timeout=30)
+    try:
+        connection.request("GET", path)
+        response = connection.getresponse()
+        text = response.read().decode(errors="replace")
+    finally:
+        connection.close()
+    assert response.status == 404, text[:300]
+    assert "root:" not in text and "registered" not in text
