@@ -125,6 +125,8 @@ MAX_VERSIONS = 500
 MAX_SET_BYTES = 20_000_000
 #: The most the versions of one dataset's set may take together on disk (each edit adds one version).
 MAX_FOLDER_BYTES = 100_000_000
+#: Levels of named groups (a hierarchy of categories rarely needs more than a handful).
+MAX_GROUP_LEVELS = 20
 _FOLDER = "hierarchies"
 _VERSION = 1
 _SOURCES = ("file", "editor", "contract")
@@ -384,10 +386,13 @@ def current_hierarchy(
     if stored is not None:
         return stored.hierarchy, stored.describe(), stored
     if given and column in given:
-        hierarchy = given[column]
-        return hierarchy, f"The built-in table's hierarchy, {hierarchy.n_levels - 1} level(s) above the values.", None
+        shipped = given[column]
+        return shipped, f"The built-in table's hierarchy, {shipped.n_levels - 1} level(s) above the values.", None
     kind = state.types.get(column, StatisticalType.NOMINAL)
-    hierarchy = search_hierarchy(loaded.frame[column], kind, state.k)
+    key = ("default-hierarchy", loaded.id, loaded.version, column, kind.value, state.k)
+    hierarchy: Hierarchy = services.cache.get_or_build(
+        key, lambda: search_hierarchy(loaded.frame[column], kind, state.k)
+    )
     builder = str((hierarchy.rule or {}).get("builder", "groups"))
     name = EDITOR_BUILDERS.get(builder, builder).lower()
     text = (
@@ -421,6 +426,8 @@ def _groups_hierarchy(levels: Any, values: pd.Series) -> Hierarchy:
     """Named groups in levels (see the module docstring) as a table hierarchy with ``*`` on top."""
     if not isinstance(levels, list):
         raise HierarchyError("Named groups need 'levels': a list of levels, each a list of groups.")
+    if len(levels) > MAX_GROUP_LEVELS:
+        raise HierarchyError(f"Named groups have at most {MAX_GROUP_LEVELS} levels, got {len(levels)}.")
     leaves = pd.Index(values.dropna().unique())
     if not len(leaves):
         raise HierarchyError("Cannot build a hierarchy: the column has no non-missing values.")
