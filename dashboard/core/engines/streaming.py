@@ -35,7 +35,7 @@ import math
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -44,7 +44,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from dashboard.core.data.tables import arrow_frame, escape_formulas
+from dashboard.core.data.tables import _decimal_texts, arrow_frame, escape_formulas
 from dashboard.core.engines.aggregate import (
     COUNT,
     CsvText,
@@ -350,7 +350,7 @@ def _streamed(
     connection = duckdb_connection(memory_limit, temp_directory, ordered=True)
     try:
         opened = _relation(connection, source)
-        typing = _column_typing(connection, opened) if opened.text is not None else {}
+        typing = _column_typing(connection, opened)
         yield _Reader(connection, opened, typing, batch_rows)
     except duckdb.Error as exc:
         raise DataReadError(f"DuckDB could not stream the source: {_first_line(exc)}") from exc
@@ -391,15 +391,22 @@ class _Reader:
         reader = self._connection.sql("SELECT * FROM src").to_arrow_reader(self._rows)
         for batch in reader:
             if self._text:
-                yield self._typed(batch.to_pandas())
-            else:
-                frame, _ = arrow_frame(pa.Table.from_batches([batch]))
-                frame.columns = pd.Index(self.names)
-                yield frame
+                yield self._typed(batch.to_pandas(), range(len(self.names)))
+                continue
+            # Typed columns as the reader converts them, decimals as the whole column's decision (a batch alone
+            # could decide otherwise: floats here, text there).
+            decimals = [i for i, field in enumerate(batch.schema) if pa.types.is_decimal(field.type)]
+            table = pa.Table.from_batches([batch])
+            for i in decimals:
+                table = table.set_column(i, batch.schema.field(i).name, _decimal_texts(table.column(i)))
+            frame, _ = arrow_frame(table)
+            frame.columns = pd.Index(self.names)
+            yield self._typed(frame, decimals) if decimals else frame
 
-    def _typed(self, frame: pd.DataFrame) -> pd.DataFrame:
-        columns = {}
-        for position in range(len(self.names)):
+    def _typed(self, frame: pd.DataFrame, positions: Iterable[int]) -> pd.DataFrame:
+        """``frame`` with the text of the columns at ``positions`` replaced by their typed values."""
+        columns = {position: frame.iloc[:, position] for position in range(len(self.names))}
+        for position in positions:
             texts, typed = self._typing[position]
             codes = texts.get_indexer(pd.Index(frame.iloc[:, position].to_numpy(dtype=object), dtype=object))
             # Missing text (NULL) has no entry: it takes the column's missing value, the typed series' last one
@@ -412,13 +419,20 @@ class _Reader:
 
 
 def _column_typing(connection: Any, source: DuckSource) -> dict[int, tuple[pd.Index, pd.Series]]:
-    """Per CSV column (by position): its distinct texts and their values as the reader types the column (a missing
-    value last, when the column has one)."""
-    assert source.text is not None
-    csv: CsvText = source.text
+    """Per column read as text (by position): its distinct texts and their values as the reader types the column
+    (a missing value last, when the column has one). Every column of a CSV file; the decimal columns of a typed
+    source, as their exact text (DuckDB writes a decimal as :func:`_decimal_texts` does), which the numeric rules
+    type as the reader types them (:func:`~dashboard.core.data.tables.arrow_frame`)."""
+    csv: CsvText | None = source.text
+    if csv is not None:
+        positions = list(range(len(source.names)))
+    else:
+        kinds = connection.sql("SELECT * FROM src LIMIT 0").types
+        positions = [i for i, kind in enumerate(kinds) if str(kind).upper().startswith("DECIMAL")]
     typing = {}
-    for position, name in enumerate(source.names):
-        distinct = connection.execute(f"SELECT DISTINCT c{position} AS v FROM src").df()["v"]
+    for position in positions:
+        name = source.names[position]
+        distinct = connection.execute(f"SELECT DISTINCT c{position}::VARCHAR AS v FROM src").df()["v"]
         texts = distinct.dropna().astype(object)
         # The missing value last, only when the column has one: a column of integers without one is int64 (with
         # one it would be float64, and 30 would be written 30.0).

@@ -129,6 +129,29 @@ def test_streamed_records_are_written_as_the_pandas_engine_writes_them(
     ]
 
 
+def test_streamed_decimals_are_typed_by_the_whole_column(tmp_path: Path) -> None:
+    """A batch of short decimals alone would be floats, and one of 20-digit decimals text: every batch takes the
+    whole column's type, the reader's (text here), so each record finds its class."""
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    values = ["1.50", "2.25", "1.50", "123456789012345678.12", "1.50", "2.25"]
+    table = pa.table({"d": pa.array([decimal.Decimal(v) for v in values], pa.decimal128(20, 2)), "n": [1] * 6})
+    source = tmp_path / "decimals.parquet"
+    pq.write_table(table, source)
+    expected = read_table(source)
+    assert expected["d"].tolist()[:2] == ["1.50", "2.25"]  # text: one value has more digits than a float keeps
+    classes = diagnose(source, ["d"], engine="duckdb").classes
+    out = tmp_path / "sizes.parquet"
+    written = write_record_sizes(source, classes, out, batch_rows=2)
+    assert written.batches == 3
+    result = pd.read_parquet(out)
+    assert result["d"].tolist() == expected["d"].tolist()
+    assert result[CLASS_SIZE].tolist() == [3, 2, 3, 1, 3, 2]
+
+
 def test_cli_refuses_record_risk_on_an_aggregate_engine(
     small_csv: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
