@@ -28,7 +28,9 @@ variable                              meaning                                   
 ``PRIVDASH_CLIENT_MAX_LINKS``         long share links one client address may add within   ``500``
                                       their lifetime
 ``PRIVDASH_MAX_REQUEST_MB``           largest request body other than an upload (a         ``10``
-                                      callback), in MB
+                                      callback), in MB; at least what a file of
+                                      ``PRIVDASH_MAX_UPLOAD_MB`` takes in a callback (4/3
+                                      of it, plus 1 MB)
 ``PRIVDASH_READ_TIMEOUT``             seconds a client may take to send a request's head   ``10``
                                       (and a small body) to the gunicorn worker of
                                       ``gunicorn.conf.py``; a larger body must keep
@@ -206,7 +208,8 @@ class Settings:
         Limits per client address, which a client cannot shed by dropping its session cookie: bytes and uploads
         it may keep stored, uploads it may send per hour, long share links it may add within their lifetime.
     max_request_bytes
-        The largest request body other than an upload (Dash callbacks), in bytes.
+        The largest request body other than an upload (Dash callbacks), in bytes; the app allows at least what a
+        file of ``max_upload_bytes`` takes base64-encoded in a callback (a release for the attack section).
     read_timeout
         Seconds the gunicorn worker of ``gunicorn.conf.py`` waits for a request's head and small body before it
         gives the request a thread (:mod:`dashboard.ui.server`).

@@ -22,7 +22,7 @@ Security
     ``SameSite=Lax``, and ``Secure`` when the app is served over HTTPS (``PRIVDASH_SECURE_COOKIES``, or a request
     that arrived over HTTPS, directly or through ``PRIVDASH_TRUSTED_PROXIES`` proxies).
 Hostile requests
-    A request body other than an upload is limited to ``PRIVDASH_MAX_REQUEST_MB`` (413 with a message); a callback
+    A request body other than an upload is limited (:func:`callback_body_limit`; 413 with a message); a callback
     request that is not the JSON object Dash sends, names a callback the app does not have, carries a location that
     is not text or asks a grid for more than :data:`MAX_GRID_BLOCK` rows gets 400 with a message
     (:func:`check_callback_request`), never a 500; a body that stops arriving gets 408. Quotas and rates also count
@@ -63,6 +63,7 @@ __all__ = [
     "SECURITY_HEADERS",
     "SESSION_COOKIE",
     "assets_folder",
+    "callback_body_limit",
     "callback_error",
     "check_callback_request",
     "client_key",
@@ -124,8 +125,7 @@ def create_app(settings: Settings) -> Dash:
     )
     app.server.extensions["privdash"] = services
     services.client = client_key
-    # Callbacks' bodies are small; the upload route raises the limit for its own requests.
-    app.server.config["MAX_CONTENT_LENGTH"] = settings.max_request_bytes
+    app.server.config["MAX_CONTENT_LENGTH"] = callback_body_limit(settings)
     # The page's language, for screen readers and hyphenation (WCAG 3.1.1).
     app.index_string = app.index_string.replace("<html>", '<html lang="en">', 1)
     for page in pages.PAGES:
@@ -138,6 +138,13 @@ def create_app(settings: Settings) -> Dash:
     # Expired uploads and leftovers of interrupted writes are deleted on a timer, not only when a request comes.
     Sweeper.start(services.store, settings.sweep_interval)
     return app
+
+
+def callback_body_limit(settings: Settings) -> int:
+    """The largest request body but an upload's (which the upload route sets itself): ``PRIVDASH_MAX_REQUEST_MB``,
+    and at least what a file of the upload limit takes inside a callback (a ``dcc.Upload`` sends it base64-encoded:
+    the release the attack section reads)."""
+    return max(settings.max_request_bytes, settings.max_upload_bytes * 4 // 3 + 1_000_000)
 
 
 def client_key() -> str:

@@ -16,7 +16,7 @@ import pytest
 from dash import Dash
 
 from dashboard.application.settings import Settings
-from dashboard.ui.app import create_app
+from dashboard.ui.app import callback_body_limit, create_app
 
 HOSTILE: list[Any] = [float("inf"), float("nan"), -1, 10**30, "x" * 100_000, [1] * 100_000, {"a": 1}]
 SECONDS = 5.0
@@ -122,3 +122,18 @@ def test_a_grid_block_request_is_bounded(app: Dash, block: dict[str, Any], messa
         }
         response = app.server.test_client().post("/_dash-update-component", json=body)
         assert response.status_code == 400 and message in response.get_json()["error"], (grid, response.get_data())
+
+
+def test_a_callback_may_carry_a_file_of_the_upload_limit_and_no_more(tmp_path: Path) -> None:
+    """The attack section sends its release inside a callback, base64-encoded: a file of the upload limit fits."""
+    settings = Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache", max_upload_bytes=9_000_000)
+    assert callback_body_limit(settings) == 13_000_000
+    client = create_app(settings).server.test_client()
+
+    def post(size: int) -> Any:
+        body = {"output": "url.search", "outputs": {"id": "url", "property": "search"}, "inputs": ["x" * size]}
+        return client.post("/_dash-update-component", json=body)
+
+    assert post(12_000_000).status_code == 400  # read, and refused for what it is (not for its size)
+    too_large = post(14_000_000)
+    assert too_large.status_code == 413 and "larger than the 13 MB" in too_large.get_json()["error"]
