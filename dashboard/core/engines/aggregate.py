@@ -31,8 +31,8 @@ import glob
 import os
 import re
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +199,7 @@ def sample_rows(
     finally:
         connection.close()
     frame.columns = pd.Index(opened.names)
+    frame = opened.in_zones(frame)
     if opened.text is not None:
         # A preview of a few rows: not checked against the whole file.
         frame = type_like_the_reader(frame, list(dict.fromkeys(opened.names)))
@@ -245,6 +246,7 @@ def _duckdb_aggregate(
         try:
             result = _fetch_frame(connection.sql(query))
             result.columns = pd.Index([*names, COUNT])
+            result = opened.in_zones(result)
         except duckdb.OutOfMemoryException as exc:
             raise ParameterError(
                 f"DuckDB ran out of memory within memory_limit={memory_limit or 'its default'}: raise the limit or "
@@ -347,6 +349,8 @@ class DuckSource:
 
     names: list[str]
     text: CsvText | None
+    #: Column -> the time zone of its timestamps in the source (DuckDB gives them in UTC).
+    zones: Mapping[str, str] = field(default_factory=dict)
 
     def column(self, name: str) -> str:
         """The view's identifier of column ``name``."""
@@ -355,6 +359,14 @@ class DuckSource:
     def select(self, names: Sequence[str]) -> str:
         """``c3 AS c3, ...`` for ``names``: a SELECT list of these columns."""
         return ", ".join(self.column(name) for name in names)
+
+    def in_zones(self, frame: pd.DataFrame) -> pd.DataFrame:
+        """``frame`` (columns named as the source's) with its timestamps in the source's time zones, as the reader
+        gives them (the same instants DuckDB gives in UTC)."""
+        for name, zone in self.zones.items():
+            if name in frame.columns and isinstance(frame[name].dtype, pd.DatetimeTZDtype):
+                frame[name] = frame[name].dt.tz_convert(zone)
+        return frame
 
 
 def _positional(relation: Any, skipped: frozenset[int] = frozenset()) -> str:
@@ -388,7 +400,7 @@ def _relation(connection: Any, source: Any) -> DuckSource:
             ).create_view("src")
         except duckdb.Error as exc:
             raise DataReadError(f"The Parquet source could not be read: {_first_line(exc)}") from exc
-        return DuckSource([name for i, name in enumerate(names) if i not in skipped], None)
+        return DuckSource([name for i, name in enumerate(names) if i not in skipped], None, _time_zones(paths[0]))
     if kinds != {"text"}:
         raise ParameterError(
             f"DuckDB reads CSV and Parquet; {paths[0].name} is neither. Use engine='pandas' for Excel files."
@@ -500,3 +512,15 @@ def _pandas_index_columns(path: Path) -> set[str]:
         return set()
     listed = metadata.get("index_columns", [])
     return {name for name in listed if isinstance(name, str) and PANDAS_INDEX.fullmatch(name)}
+
+
+def _time_zones(path: Path) -> dict[str, str]:
+    """Column -> time zone of a Parquet file's timestamp columns that have one (from its footer)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        schema = pq.read_schema(path)
+    except (pa.ArrowException, OSError):
+        return {}
+    return {f.name: str(f.type.tz) for f in schema if pa.types.is_timestamp(f.type) and f.type.tz}

@@ -382,6 +382,7 @@ class _Reader:
         self, connection: Any, source: DuckSource, typing: dict[int, tuple[pd.Index, pd.Series]], rows: int
     ) -> None:
         self._connection = connection
+        self._source = source
         self.names = source.names
         self._text = source.text is not None
         self._typing = typing
@@ -401,6 +402,7 @@ class _Reader:
                 table = table.set_column(i, batch.schema.field(i).name, _decimal_texts(table.column(i)))
             frame, _ = arrow_frame(table)
             frame.columns = pd.Index(self.names)
+            frame = self._source.in_zones(frame)
             yield self._typed(frame, decimals) if decimals else frame
 
     def _typed(self, frame: pd.DataFrame, positions: Iterable[int]) -> pd.DataFrame:

@@ -164,8 +164,8 @@ def test_no_records_is_an_error_on_every_engine_and_never_a_pass(tmp_path: Path)
 
 
 def test_typed_parquet_columns_equal_the_pandas_engine(tmp_path: Path) -> None:
-    """Decimals that differ in the ninth decimal, bytes, fixed-size bytes, dates, time zones, a pandas index: the
-    DuckDB aggregate is the pandas engine's, value for value and type for type."""
+    """Decimals that differ in the ninth decimal, bytes, fixed-size bytes, dates, time zones (DuckDB gives UTC), a
+    pandas index: the DuckDB aggregate is the pandas engine's, value for value and type for type."""
     import datetime
     import decimal
 
@@ -181,6 +181,11 @@ def test_typed_parquet_columns_equal_the_pandas_engine(tmp_path: Path) -> None:
             "b": pa.array([b"\x00\xff", b"ab", b"\xfe", b"ab", b"ab"], pa.binary()),
             "f": pa.array([b"pq", b"rs", b"pq", b"rs", b"rs"], pa.binary(2)),
             "day": pa.array([datetime.date(1899, 12, 31), datetime.date(2020, 1, 1)] * 2 + [None]),
+            "moment": pa.array(
+                [datetime.datetime(2020, 3, 29, 1, 30), None, datetime.datetime(2020, 3, 29, 1, 30)] * 1
+                + [datetime.datetime(1, 1, 1), datetime.datetime(2020, 7, 1)],
+                pa.timestamp("us", tz="Europe/Paris"),
+            ),
         }
     )
     folder = tmp_path / "lake"
