@@ -411,6 +411,8 @@ def build_column(
     Fix page checks them) or named groups, then the renamed groups. Raises :class:`HierarchyError`."""
     if not isinstance(settings, Mapping) or settings.get("builder") not in EDITOR_BUILDERS:
         raise HierarchyError(f"Choose how to build the hierarchy: one of {', '.join(EDITOR_BUILDERS)}.")
+    if settings["builder"] == "dates" and pd.api.types.is_numeric_dtype(values.dtype):
+        raise HierarchyError(f"Dates need a column of dates or date text; '{values.name}' holds numbers.")
     if settings["builder"] == "groups":
         hierarchy = _groups_hierarchy(settings.get("levels"), values)
     else:

@@ -791,6 +791,7 @@ def register_hierarchies(app: Dash, services: Services) -> None:
         Output(ids["message"], "children"),
         Output("hier-group-members", "value"),
         Output("hier-group-name", "value"),
+        Output("hier-rename-to", "value"),
         Input(ids["apply"], "n_clicks"),
         Input(ids["reset"], "n_clicks"),
         Input("hier-group-add", "n_clicks"),
@@ -825,7 +826,7 @@ def register_hierarchies(app: Dash, services: Services) -> None:
         widths, low, high, bins, ratio, date_levels, lengths = args[10:17]
         group_level, members, group_name, ungroup_name, level, rename_from, rename_to, data = args[17:]
         state, trigger = state_from_store(data), ctx.triggered_id
-        keep: tuple[Any, Any] = no_update, no_update
+        keep: tuple[Any, Any, Any] = no_update, no_update, no_update
         try:
             if trigger == ids["upload"]:
                 if not contents:
@@ -855,18 +856,19 @@ def register_hierarchies(app: Dash, services: Services) -> None:
                 new_state = hs.group_values(
                     services, state, column, int(group_level or 1), list(members or []), str(group_name or "")
                 )
-                keep = [], ""
+                keep = [], "", no_update
             elif trigger == "hier-ungroup":
                 new_state = hs.ungroup(services, state, column, int(group_level or 1), str(ungroup_name or ""))
             elif trigger == "hier-rename":
                 new_state = hs.rename_group(
                     services, state, column, int(level or 1), str(rename_from or ""), str(rename_to or "")
                 )
+                keep = no_update, no_update, ""
             else:
                 return no_update, no_update, *keep
         except (PrivdashError, StateError, ValueError) as exc:
             alert = error_alert(str(exc), title="The hierarchy was not changed", alert_id="hier-error")
-            return no_update, alert, no_update, no_update
+            return no_update, alert, no_update, no_update, no_update
         return new_state.to_dict(), None, *keep
 
     @app.callback(

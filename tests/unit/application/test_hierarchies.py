@@ -157,6 +157,8 @@ def test_editor_rules_are_the_core_rule_settings_the_recipe_records(
         hs.edit_column(services, state, "age", {"builder": "intervals", "widths": [5, 7]})
     with pytest.raises(HierarchyError, match="unknown setting"):
         hs.edit_column(services, state, "age", {"builder": "intervals", "widths": [5], "labels": 1})
+    with pytest.raises(HierarchyError, match="'age' holds numbers"):
+        hs.edit_column(services, state, "age", {"builder": "dates", "levels": ["year"]})
     prefixes = hs.edit_column(services, state, "code", {"builder": "prefix", "lengths": [3, 1]})
     code = hs.dataset_hierarchies(services, prefixes).columns["code"].hierarchy
     assert set(code.generalize(frame["code"], 2)) == {"A*", "B*"}
