@@ -868,6 +868,8 @@ def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
         levels = ", ".join(f"{c} {v}" for c, v in found.get("levels", {}).items())
         checked = f"{found.get('nodes_checked', 0):,} of {found.get('lattice_size', 0):,} nodes checked"
         bound = f"; bound by {_target_words(found['bound_by'])}" if found.get("bound_by") else ""
+        if found.get("search") == "heuristic" and not found.get("proven_optimal"):
+            checked += f" (best-first, at most {found.get('gap', 0):.1%} above the optimum)"
         return f"levels {levels}; {found.get('suppressed', 0):,} records suppressed; {checked}{bound}"
     return ""
 

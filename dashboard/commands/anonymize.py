@@ -2,9 +2,17 @@
 or the re-application of a saved recipe to a new file.
 
 Without ``--hierarchies``, each quasi-identifier gets the hierarchy the dashboard's least-lossy search gives it: the
-default rule of its statistical type inferred from the values (:func:`default_hierarchies`). A recipe records the
-suppression limit it was made with; re-applied to data where it removes more records, the command warns on stderr,
-and with ``--strict`` it fails instead (exit 1, nothing written).
+default rule of its statistical type inferred from the values (:func:`default_hierarchies`).
+
+Every target given is met (``--k``, ``--l``, ``--t``, ``--max-risk``), with at most ``--max-suppression`` of the
+records removed (default :data:`~dashboard.core.targets.DEFAULT_MAX_SUPPRESSION`, as on every surface). ``--search``
+chooses the exact search (up to its node limit), the heuristic one (best-first within ``--max-checks``, with its
+distance to the optimum; ``--compare-exact`` also runs the exact one) or ``auto``; ``--solutions N`` lists the best N
+with the frontier of loss against risk and suppression, and ``--pick N`` publishes the N-th. The output names the
+targets that bound the solution (those the levels one step finer fail).
+
+A recipe records the suppression limit it was made with; re-applied to data where it removes more records, the command
+warns on stderr, and with ``--strict`` it fails instead (exit 1, nothing written).
 """
 
 from __future__ import annotations

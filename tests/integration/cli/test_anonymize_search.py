@@ -79,6 +79,11 @@ def test_solutions_listed(capsys: pytest.CaptureFixture[str], adult_paths: tuple
     assert all(0 < s["highest_risk"] <= 1 / 5 for s in solutions)
     assert all(0 <= s["suppressed"] <= int(0.05 * payload["records"]) for s in solutions)
     assert any(s["frontier"] for s in solutions)
+    code, stdout, err = run(capsys, *args, "--k", "5", "--solutions", "4", "--pick", "3", "--json")
+    assert code == 0, err
+    picked = json.loads(stdout)
+    assert picked["pick"] == 3 and picked["levels"] == solutions[2]["levels"] and picked["loss"] == solutions[2]["loss"]
+    assert picked["solutions"] == solutions
     code, stdout, err = run(capsys, *args, "--k", "5", "--solutions", "4")
     assert code == 0, err
     assert "Solutions (best first" in stdout and "average risk" in stdout
@@ -90,6 +95,7 @@ def test_solutions_listed(capsys: pytest.CaptureFixture[str], adult_paths: tuple
         (["--solutions", "0"], "--solutions must be at least 1"),
         (["--max-checks", "0", "--search", "heuristic"], "--max-checks must be at least 1"),
         (["--compare-exact"], "--compare-exact compares a heuristic search"),
+        (["--pick", "0"], "--pick must be at least 1"),
     ):
         code, _, err = run(capsys, *args, *extra)
         assert code == 2 and message in err, (extra, err)

@@ -21,6 +21,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from dashboard.core.errors import ParameterError
 from dashboard.core.measure.classes import equivalence_classes
 from dashboard.core.search.heuristic import heuristic_search
 from dashboard.core.search.lattice import (
@@ -259,6 +260,20 @@ def test_what_bound_the_solution() -> None:
     summary = result.summary()
     assert summary["bound_by"] == list(result.bound_by) and summary["search"] == "exact"
     assert summary["proven_optimal"] and summary["gap"] == 0
+
+
+def test_pick_publishes_another_solution() -> None:
+    tiny = pd.DataFrame({"sex": ["M", "M", "F", "F"], "zip": ["1301", "1302", "1301", "1302"]})
+    hierarchies = {"sex": SEX, "zip": ZIP}
+    best = optimal_generalization(tiny, hierarchies, k=2, max_suppression=0, solutions=6)
+    second = optimal_generalization(tiny, hierarchies, k=2, max_suppression=0, pick=2)
+    assert second.pick == 2 and dict(second.levels) == dict(best.solutions[1].levels)
+    assert second.value == best.solutions[1].value >= best.value
+    assert equivalence_classes(second.data, ["sex", "zip"]).k >= 2
+    with pytest.raises(ParameterError, match="only 5 node"):
+        optimal_generalization(tiny, hierarchies, k=2, max_suppression=0, pick=6)
+    with pytest.raises(ParameterError, match="pick must be"):
+        optimal_generalization(tiny, hierarchies, k=2, pick=0)
 
 
 def test_default_suppression_limit_is_one_constant() -> None:
