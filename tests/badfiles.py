@@ -1471,6 +1471,19 @@ def _audit_cases(root: Path) -> list[Case]:
             error=r"is a chart, not a table of values; it has no sheet of values",
         ),
         Case(
+            "excel_spaces_around_text",
+            _write(
+                root,
+                "spaced_cells.xlsx",
+                _workbook({"data": [["town", "n"], ["Bath ", 1], [" Bath", 2], ["Bath", 3], [" NA ", 4]]}),
+            ),
+            "text cells with spaces around them: one town, as in a CSV file; ' NA ' is missing",
+            shape=(4, 2),
+            values={"town": ("Bath", "Bath", "Bath", None)},
+            k=1,
+            classes=2,
+        ),
+        Case(
             "excel_formatted_empty_rows",
             _write(root, "formatted_rows.xlsx", styled_bytes.getvalue()),
             "3 data rows, then 2,000 formatted empty rows",

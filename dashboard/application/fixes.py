@@ -28,8 +28,8 @@ Spec kinds (keys besides ``kind``; ``?`` = optional)::
     microaggregate    k, decimals?
     drop / mask       columns (mask: first?, last?)  (characters kept at the start / end)
     pseudonymize      columns, length?
-    search            k, l?, t?, max_risk?, max_suppression, metric?, solution?
-                      (solution: which of the best :data:`SOLUTIONS_SHOWN` solutions is published, 1 = the least
+    search            k, l?, t?, max_risk?, max_suppression, metric?, pick?
+                      (pick: which of the best :data:`SOLUTIONS_SHOWN` solutions is published, 1 = the least
                       lossy, the default; a steward's pick on the page)
 
 Links made before the vocabulary was unified may say ``budget`` (suppress_records), ``suppression`` and
@@ -306,7 +306,7 @@ def check_spec(spec: Any) -> dict[str, Any]:
                 raise FixError(f"The pseudonym length must be at most 64, got {length}.")
             out["length"] = length
     else:
-        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric", "solution"))
+        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric", "pick"))
         out.update(
             k=_whole(spec["k"], "k", 1), max_suppression=_share(spec["max_suppression"], "The suppression limit")
         )
@@ -319,11 +319,11 @@ def check_spec(spec: Any) -> dict[str, Any]:
             out["metric"] = Metric.parse(spec.get("metric", "loss")).value
         except PrivdashError as exc:
             raise FixError(str(exc)) from None
-        solution = _whole(spec.get("solution", 1), "The solution", 1)
+        solution = _whole(spec.get("pick", 1), "The solution picked", 1)
         if solution > SOLUTIONS_SHOWN:
             raise FixError(f"The solution must be one of the {SOLUTIONS_SHOWN} best, got {solution}.")
         if solution != 1:
-            out["solution"] = solution
+            out["pick"] = solution
     return out
 
 
@@ -795,7 +795,7 @@ def least_lossy_search(data: pd.DataFrame, spec: Mapping[str, Any], context: Ste
         max_suppression=spec["max_suppression"],
         metric=spec["metric"],
         solutions=SOLUTIONS_SHOWN,
-        pick=spec.get("solution", 1),
+        pick=spec.get("pick", 1),
     )
     transform = found.transform
     summary = {**transform.summary, "search": found.summary()}
@@ -833,7 +833,7 @@ def describe_spec(spec: Mapping[str, Any]) -> str:
             if spec.get(key) is not None:
                 targets.append(f"{key} {sign} {spec[key]:g}")
         limit = 100 * float(spec.get("max_suppression", 0))
-        chosen = f"; solution {spec['solution']}" if spec.get("solution", 1) != 1 else ""
+        chosen = f"; solution {spec['pick']}" if spec.get("pick", 1) != 1 else ""
         return (
             f"Least-lossy generalization: {', '.join(targets)}; suppress ≤ {limit:g}%; {spec.get('metric', 'loss')}"
             + chosen

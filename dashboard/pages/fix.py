@@ -343,7 +343,7 @@ def solutions_figure(solutions: Sequence[Mapping[str, Any]], picked: int) -> go.
 def solutions_card(run: FixRun) -> Any:
     """The best solutions of the last search: levels, loss, records removed and risks side by side, the frontier of
     loss against risk and suppression marked, and a button that publishes one (it becomes the search step, and the
-    recipe); None when the list has no search with a choice."""
+    recipe: the search spec's ``pick``); None when the list has no search with a choice."""
     found = last_search(run)
     if found is None or len(found[1].get("solutions") or []) < 2:
         return None
@@ -413,13 +413,13 @@ def solutions_card(run: FixRun) -> Any:
 
 
 def pick_solution(state: ViewState, number: int) -> ViewState:
-    """The state whose last search step publishes solution ``number`` (1: the least lossy) instead."""
+    """The state whose last search step publishes solution ``number`` (its ``pick``; 1: the least lossy)."""
     for index in range(len(state.fix) - 1, -1, -1):
         spec = state.fix[index]
         if isinstance(spec, Mapping) and spec.get("kind") == "search":
-            changed = {key: value for key, value in spec.items() if key != "solution"}
+            changed = {key: value for key, value in spec.items() if key != "pick"}
             if number != 1:
-                changed["solution"] = number
+                changed["pick"] = number
             return state.updated(fix=(*state.fix[:index], check_spec(changed), *state.fix[index + 1 :]))
     return state
 

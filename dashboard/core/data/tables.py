@@ -24,10 +24,10 @@ Rules (applied the same way by the CLI, the Python API and the dashboard):
   opening quote, rows of another width, an unclosed quote), are parsed by pandas' C parser. Both give the same
   frame, the same notes and the same errors: a differential test holds them equal on thousands of random files.
 * **Spaces around a value are removed**, before and after it, inside quotes too: ``Bath``, ``Bath  ``, `` Bath``
-  and ``" Bath "`` are one town. Such spaces never tell two people apart and an attacker matching records ignores
-  them (the measured attacks do too), so keeping them would split a class in two and overstate the risk. Only the
-  space character is removed (not tabs or non-breaking spaces); a value that is then empty or a missing-value
-  marker is missing. Every engine that reads the file as text applies the same rule.
+  and ``" Bath "`` are one town (in an Excel text cell too). Such spaces never tell two people apart and an
+  attacker matching records ignores them (the measured attacks do too), so keeping them would split a class in two
+  and overstate the risk. Only the space character is removed (not tabs or non-breaking spaces); a value that is
+  then empty or a missing-value marker is missing. Every engine that reads the file as text applies the same rule.
 * **Column names** are stripped of surrounding spaces; a name that is empty becomes ``Unnamed: i`` (``i`` the
   0-based position) and a name used twice gets a suffix (``a``, ``a.1``); both are reported in
   :attr:`TableInfo.notes`.
@@ -1651,6 +1651,10 @@ def _sheet_rows(worksheet: Any, where: str, limits: ReadLimits, deadline: _Deadl
     return rows
 
 
+#: What pandas infers for a column of cells that holds text (``.str`` refuses the others).
+_TEXT_KINDS = frozenset({"string", "mixed", "mixed-integer"})
+
+
 def _sheet_frame(rows: list[tuple[Any, ...]], where: str, deadline: _Deadline) -> tuple[pd.DataFrame, list[str]]:
     """The DataFrame of a sheet's rows (the first is the header): typed cells, missing markers, numeric text."""
     names, notes = _column_names(rows[0], where)
@@ -1662,6 +1666,11 @@ def _sheet_frame(rows: list[tuple[Any, ...]], where: str, deadline: _Deadline) -
     for position, values in enumerate(columns):
         series = pd.Series(values, dtype=object)
         if len(series):
+            # Spaces around a text are removed, as in delimited text (other cells give NaN here, hence False).
+            if pd.api.types.infer_dtype(series, skipna=True) in _TEXT_KINDS:
+                spaced = series.str.startswith(" ", na=False) | series.str.endswith(" ", na=False)
+                if spaced.any():
+                    series[spaced] = series[spaced].str.strip(" ")
             # Error cells (#DIV/0!...) and the missing-value markers are missing, as pandas reads them.
             markers = series.isin(_NA_MARKERS | _EXCEL_ERRORS)
             if series.isin(_EXCEL_ERRORS).any():

@@ -96,13 +96,13 @@ def test_one_default_suppression_limit_on_the_page_and_presentations(
     assert all(spec["l"] is not None and spec["t"] is not None and spec["max_risk"] is not None for spec in searches)
 
 
-def test_solution_in_a_spec() -> None:
+def test_pick_in_a_spec() -> None:
     spec = {"kind": "search", "k": 5, "l": None, "t": None, "max_risk": None, "max_suppression": 0.05}
-    assert "solution" not in check_spec({**spec, "solution": 1})
-    assert check_spec({**spec, "solution": 3})["solution"] == 3
+    assert "pick" not in check_spec({**spec, "pick": 1})
+    assert check_spec({**spec, "pick": 3})["pick"] == 3
     for bad in (0, SOLUTIONS_SHOWN + 1, 1.5):
         with pytest.raises(FixError):
-            check_spec({**spec, "solution": bad})
+            check_spec({**spec, "pick": bad})
 
 
 def test_pick_a_solution_and_it_becomes_the_step(services: Services, base: ViewState) -> None:
@@ -131,7 +131,7 @@ def test_pick_a_solution_and_it_becomes_the_step(services: Services, base: ViewS
     )
     assert [s["levels"] for s in summary["solutions"]] == [dict(s.levels) for s in expected.solutions]
     picked = page.pick_solution(state, 2)
-    assert picked.fix[0]["solution"] == 2 and picked.to_dict() != state.to_dict()
+    assert picked.fix[0]["pick"] == 2 and picked.to_dict() != state.to_dict()
     second = runs.run(picked)
     found = second.results[0].summary["search"]
     assert found["pick"] == 2 and found["levels"] == summary["solutions"][1]["levels"]
@@ -143,4 +143,4 @@ def test_pick_a_solution_and_it_becomes_the_step(services: Services, base: ViewS
     button = find_id(page.solutions_card(second), {"type": "fix-solution-pick", "index": 2})
     assert button is not None and button.disabled and button.children == "Published"
     # Back to the least lossy: the spec loses its choice.
-    assert "solution" not in page.pick_solution(picked, 1).fix[0]
+    assert "pick" not in page.pick_solution(picked, 1).fix[0]
