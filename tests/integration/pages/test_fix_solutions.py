@@ -85,9 +85,7 @@ def test_the_default_search_meets_every_target_of_the_verdict(services: Services
     assert checks["t"] is False
 
 
-def test_one_default_suppression_limit_on_the_page_and_presentations(
-    services: Services, base: ViewState
-) -> None:
+def test_one_default_suppression_limit_on_the_page_and_presentations(services: Services, base: ViewState) -> None:
     panels = page.technique_panels(services.dataset("demo:people"), base, "suppress_records")
     budget = next(found for panel in panels if (found := find(panel, "fix-rs-budget")) is not None)
     assert budget.value == 100 * DEFAULT_MAX_SUPPRESSION
