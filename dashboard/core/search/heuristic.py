@@ -154,7 +154,7 @@ def heuristic_search(
         raise lattice._no_solution(targets, max_suppression)
     found = best.results()
     open_nodes = sorted({node for _, node in open_bounds if node not in expanded})
-    lower = _lower_bound(open_nodes, checked, successors, prior, best.value)
+    lower = _lower_bound(open_nodes, expanded, checked, successors, prior, best.value)
     return SearchOutcome(
         found[0],
         tuple(found),
@@ -169,15 +169,21 @@ def heuristic_search(
 
 def _lower_bound(
     open_nodes: list[tuple[int, ...]],
+    expanded: set[tuple[int, ...]],
     checked: dict[tuple[int, ...], tuple[float, float, NodeResult]],
     successors: Callable[[tuple[int, ...]], list[tuple[int, ...]]],
     prior: Callable[[list[tuple[int, ...]]], np.ndarray],
     best: float,
 ) -> float:
-    """The least value any node not yet ruled out may have: every such node is an open node or above one. A
-    satisfying open node may be the optimum itself (its bound); above a failing one the solutions are strict
-    successors, whose bounds are at least the least bound of the nodes one level up (and its own bound)."""
+    """The least value any node not yet ruled out may have.
+
+    Every node that may beat ``best`` is an open node or above one: on a chain from the bottom to it, the first node
+    not expanded is open (an expanded node's successors were all checked and queued, or could not beat the best).
+    A satisfying open node may be the optimum itself (its bound). Above a failing one the solutions are strict
+    successors; those above a successor that is itself open or expanded are accounted for there, so only the other
+    successors' bounds count (none left: nothing to account for)."""
     lower = best
+    covered = set(open_nodes) | expanded
     failing = []
     for node in open_nodes:
         _, bound, result = checked[node]
@@ -186,7 +192,12 @@ def _lower_bound(
         else:
             failing.append(node)
     for node in failing:
-        above = successors(node)
-        if above:
-            lower = min(lower, max(checked[node][1], float(prior(above).min())))
+        rest = [above for above in successors(node) if above not in covered]
+        if not rest:
+            continue
+        unchecked = [above for above in rest if above not in checked]
+        bounds = [checked[above][1] for above in rest if above in checked]
+        if unchecked:
+            bounds.append(float(prior(unchecked).min()))
+        lower = min(lower, max(checked[node][1], min(bounds)))
     return lower

@@ -318,3 +318,23 @@ def test_heuristic_runs_on_an_aggregate(adult: pd.DataFrame, adult_hierarchies: 
     )
     assert counted.levels == rows.levels and counted.value == pytest.approx(rows.value, rel=1e-12)
     assert counted.suppressed == rows.suppressed and counted.nodes_checked == rows.nodes_checked
+
+
+@pytest.mark.parametrize("metric", list(Metric))
+def test_heuristic_bounds_the_optimum_from_both_sides(
+    adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy], metric: Metric
+) -> None:
+    """On 1,080 nodes and any budget: lower bound <= exact optimum <= the heuristic's value; proven means equal."""
+    qis = ["sex", "age", "race", "marital-status", "education", "workclass"]
+    hierarchies = {c: adult_hierarchies[c] for c in qis}
+    lattice = GeneralizationLattice(adult, hierarchies)
+    targets = PrivacyTargets(k=10, max_risk=0.05)
+    exact = lattice.search(targets=targets, max_suppression=0.02, metric=metric).best.value
+    for checks in (3, 10, 40, 150, 5000):
+        found = heuristic_search(lattice, targets=targets, max_suppression=0.02, metric=metric, max_checks=checks)
+        assert found.lower_bound <= exact * (1 + 1e-12) + 1e-12
+        assert found.best.value >= exact * (1 - 1e-12) - 1e-12
+        assert found.checked <= checks + len(qis)
+        assert found.proven or checks < 5000  # room for every node that could do better: the optimum, proven
+        if found.proven:
+            assert found.best.value == pytest.approx(exact, rel=1e-12)
