@@ -288,9 +288,11 @@ def _exact_comparison(
     data: pd.DataFrame,
     hierarchies: dict[str, Hierarchy],
     qis: list[str],
+    counts: str | None = None,
 ) -> dict[str, Any] | None:
     """With --compare-exact: the exact optimum and the heuristic's distance to it (None when the lattice is beyond
-    the exact search's limit: then only the heuristic's own lower bound tells the distance)."""
+    the exact search's limit: then only the heuristic's own lower bound tells the distance). ``counts``: ``data`` is
+    the engine's aggregate with this count column."""
     if not args.compare_exact or result.lattice_size > DEFAULT_MAX_NODES:
         return None
     started = time.perf_counter()
@@ -307,6 +309,7 @@ def _exact_comparison(
         max_suppression=args.max_suppression,
         metric=args.metric,
         search="exact",
+        counts=counts,
     )
     return {
         "loss": exact.value,
@@ -578,6 +581,7 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
             )
         recipe = Recipe.load(args.recipe)
         result = None
+        exact = None
     else:
         qis = split_columns(args.qi)
         if not qis:
@@ -590,9 +594,10 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
         sensitive = split_columns(args.sensitive)
         aggregate = aggregate_table(source, [*qis, *sensitive], engine=Engine.DUCKDB, **options)
         started = time.perf_counter()
+        hierarchies = load_hierarchies(args.hierarchies, qis)
         result = optimal_generalization(
             aggregate.frame,
-            load_hierarchies(args.hierarchies, qis),
+            hierarchies,
             quasi_identifiers=qis,
             k=args.k,
             l=args.l,
@@ -606,6 +611,7 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
             **_search_options(args),
         )
         seconds = aggregate.seconds + time.perf_counter() - started
+        exact = _exact_comparison(args, result, aggregate.frame, hierarchies, qis, counts=COUNT)
         recipe = result.recipe
         if args.save_recipe is not None:
             recipe.save(args.save_recipe)
@@ -640,6 +646,8 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
     if result is not None:
         payload.update(result.summary())
         payload["recipe"] = str(args.save_recipe) if args.save_recipe is not None else None
+        if exact is not None:
+            payload["exact"] = exact
     else:
         payload["recipe"] = str(args.recipe)
     payload["streamed"] = streamed.to_dict() if streamed is not None else None
@@ -652,7 +660,7 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
         print(format_table(["column", "level"], [[c, v] for c, v in result.levels.items()], align="lr"))
         print(f"Suppressed records: {result.suppressed:,}; {result.metric.value}: {result.value:.6g}")
         print(f"Smallest class: {result.k}; searched {result.nodes_checked:,} nodes in {seconds:.2f} s")
-        _print_search(result, None)
+        _print_search(result, exact)
     if streamed is not None:
         print(
             f"Streamed {streamed.rows_in:,} rows in {streamed.batches} batch(es), {streamed.passes} pass(es): "

@@ -149,3 +149,24 @@ def test_testdata_with_twelve_key_variables_in_a_process(data_dir: Path, tmp_pat
     classes = equivalence_classes(published, TESTDATA_QIS.split(","))
     assert classes.k == payload["k"] >= 3
     assert len(published) == 4580 - payload["suppressed"] and payload["suppressed"] <= 229
+
+
+def test_heuristic_on_duckdbs_aggregate(
+    capsys: pytest.CaptureFixture[str], adult_paths: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """Out of core the heuristic runs on the engine's per-class aggregate: the same levels and loss as in memory."""
+    source, hierarchies = adult_paths
+    base = ["anonymize", str(source), "--qi", ADULT_QIS, "--hierarchies", str(hierarchies), "--k", "5"]
+    options = ["--search", "heuristic", "--max-checks", "150", "--compare-exact", "--solutions", "3", "--json"]
+    code, stdout, err = run(capsys, *base, *options, "--engine", "pandas")
+    assert code == 0, err
+    in_memory = json.loads(stdout)
+    out = tmp_path / "out.parquet"
+    code, stdout, err = run(capsys, *base, *options, "--engine", "duckdb", "-o", str(out))
+    assert code == 0, err
+    counted = json.loads(stdout)
+    assert counted["engine"] == "duckdb" and counted["search"] == "heuristic"
+    for key in ("levels", "loss", "suppressed", "nodes_checked", "lower_bound", "solutions", "bound_by"):
+        assert counted[key] == in_memory[key], key
+    assert counted["exact"]["loss"] == in_memory["exact"]["loss"] == pytest.approx(0.2618, abs=5e-5)
+    assert len(read_table(out)) == counted["records"] - counted["suppressed"]
