@@ -1552,6 +1552,32 @@ def _audit_cases(root: Path) -> list[Case]:
             engine="duckdb",
         ),
         Case(
+            "short_rows_duckdb",
+            _write(root, "short_rows_duckdb.csv", b"a,b,c\n1,2\n3,4,5\n1,2\n"),
+            "rows with fewer fields than the header (missing values at their end), counted by DuckDB",
+            shape=(3, 3),
+            values={"c": (None, 5, None)},
+            k=1,
+            classes=2,
+            engine="duckdb",
+        ),
+        Case(
+            "long_line_duckdb",
+            _write(root, "long_line_duckdb.csv", b"a,b\n1," + b"x" * 2_100_000 + b"\n2,y\n"),
+            "a line of 2.1 MB, longer than DuckDB reads",
+            error=r"has a line longer than the 2,000,000 bytes DuckDB reads",
+            engine="duckdb",
+            upload=False,  # the reader reads it (case long_cell_value)
+        ),
+        Case(
+            "parquet_named_csv_duckdb",
+            _write(root, "parquet_duckdb.csv", _parquet(pa.table({"a": [1, 2], "b": ["x", "y"]}))),
+            "a Parquet file with a .csv name, counted by DuckDB (which reads files by their extension)",
+            error=r"is a Parquet file, not delimited text, despite its extension; .* engine='pandas', which reads it",
+            engine="duckdb",
+            upload=False,  # the reader reads it (case parquet_named_txt)
+        ),
+        Case(
             "bom_in_the_middle",
             _write(root, "bom_middle.csv", "name,age\nAnn,30\n\ufeffBob,41\n".encode()),
             "a byte-order mark character at the start of a value in the middle of the file: kept, as it is text",

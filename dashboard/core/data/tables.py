@@ -142,6 +142,7 @@ __all__ = [
     "TableInfo",
     "arrow_frame",
     "csv_text",
+    "detect_format",
     "escape_formulas",
     "header_names",
     "header_record",
@@ -404,7 +405,7 @@ def read_table_with_info(
     deadline = _Deadline(limits, label)
     if not raw.strip():
         raise DataReadError(f"{label} is empty.")
-    kind, notes = _detect_format(raw, name, label)
+    kind, notes = detect_format(raw, name, label)
     if sheet is not None and kind != "excel":
         raise DataReadError(f"{label} is not an Excel workbook, so it has no sheet to choose ('{sheet}' was asked).")
     if encoding is not None and kind not in _STATISTICAL_FORMATS:
@@ -558,9 +559,10 @@ _ARROW_IPC = b"ARROW1"
 _FEATHER_V1 = b"FEA1"
 
 
-def _detect_format(raw: bytes, name: str | None, label: str) -> tuple[str, list[str]]:
-    """``parquet``, ``excel``, ``text`` or a statistical format (``spss``...), and a note when the content says
-    otherwise than the extension."""
+def detect_format(raw: bytes, name: str | None, label: str) -> tuple[str, list[str]]:
+    """``parquet``, ``excel``, ``text`` or a statistical format (``spss``...) of a file that starts with ``raw``, and
+    a note when the content says otherwise than the extension; the formats never read (gzip, old ``.xls``, Arrow
+    IPC ...) are refused with a message."""
     suffix = Path(name).suffix.lower() if name else ""
     statistical = _detect_statistical(raw, suffix, label)
     if statistical is not None:

@@ -39,7 +39,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dashboard.core.data.tables import PANDAS_INDEX, arrow_frame, header_record, read_table, sniff_delimited
+from dashboard.core.data.tables import (
+    _STATISTICAL_FORMATS,
+    PANDAS_INDEX,
+    arrow_frame,
+    detect_format,
+    header_record,
+    read_table,
+    sniff_delimited,
+)
 from dashboard.core.engines.common import (
     COUNT,
     PANDAS_NA_VALUES,
@@ -265,10 +273,19 @@ def _duckdb_error(exc: Exception, source: DuckSource) -> str:
     """The message of a DuckDB error while reading ``source``: for a CSV file that its parser rejects, what makes
     it do so and what reads the file."""
     message = f"DuckDB could not read the source: {_first_line(exc)}"
-    if source.text is not None and ("state machine" in str(exc) or "CSV Error" in str(exc)):
+    if source.text is None:
+        return message
+    name = source.text.path.name
+    if "Maximum line size" in str(exc):
+        return (
+            f"{name} has a line longer than the 2,000,000 bytes DuckDB reads (a very long value); "
+            "engine='pandas' reads it."
+        )
+    if "state machine" in str(exc) or "CSV Error" in str(exc):
         message += (
-            f" {source.text.path.name} may mix line endings (CRLF, LF alone or CR alone) or hold lines that are "
-            "not rows (blanks between them); engine='pandas' reads it."
+            f" {name} may have a row with more fields than the header, mix line endings (CRLF, LF alone or CR "
+            "alone), hold lines that are not rows (blanks between them) or rows shorter than the header beside "
+            "quoted values; engine='pandas' reads such files, or says which line is wrong."
         )
     return message
 
@@ -408,6 +425,13 @@ def _relation(connection: Any, source: Any) -> DuckSource:
     path = paths[0]
     with path.open("rb") as handle:
         sample = handle.read(1 << 20)
+    kind, _ = detect_format(sample, path.name, path.name)  # a gzip, .xls ... file is refused with its message
+    if kind != "text":
+        what = {"excel": "an Excel workbook", "parquet": "a Parquet file", **_STATISTICAL_FORMATS}.get(kind, kind)
+        raise DataReadError(
+            f"{path.name} is {what}, not delimited text, despite its extension; DuckDB reads a file by its "
+            "extension: give it the right one, or use engine='pandas', which reads it."
+        )
     encoding, delimiter = sniff_delimited(sample, path.name)
     # Line ends of more than one kind (CRLF, LF alone, CR alone) in one file: DuckDB's parser reads one kind per file
     # (it stops, or misreads the rows around another); the pandas reader reads them all. A CR that ends the sample
@@ -431,12 +455,15 @@ def _relation(connection: Any, source: Any) -> DuckSource:
         )
     # The header is parsed in Python from the file's first lines: a LIMIT 1 of DuckDB's parallel scan may return
     # any row, and a data row's values as column names (repeated ones) made the query fail at random.
-    # Blank lines before the header are skipped (DuckDB would take the first line for the header).
+    # Blank lines before the header are skipped (DuckDB would take the first line for the header). A row with fewer
+    # fields than the header has missing values at its end, as the reader reads it: DuckDB pads it with NULL,
+    # unless the file may hold quoted line breaks, which its padding cannot read (a short row is then refused).
     names, before = header_record(path, encoding, delimiter)
+    padding = "false" if b'"' in sample else "true"
     columns = "{" + ", ".join(f"'c{i}': 'VARCHAR'" for i in range(len(names))) + "}"
     options = (
         f"delim = {_literal(delimiter)}, header = true, skip = {before}, all_varchar = true, quote = '\"', "
-        f"escape = '\"', encoding = {_literal(duckdb_encoding)}, null_padding = false, auto_detect = false, "
+        f"escape = '\"', encoding = {_literal(duckdb_encoding)}, null_padding = {padding}, auto_detect = false, "
         f"columns = {columns}"
     )
     try:
