@@ -1613,6 +1613,19 @@ def _audit_cases(root: Path) -> list[Case]:
             engine="duckdb",
         ),
         Case(
+            "dataset_duplicate_names",
+            _dataset(
+                root,
+                "dataset_duplicate",
+                pa.Table.from_arrays([pa.array([1, 2]), pa.array([3, 4]), pa.array(["x", "y"])], names=["a", "a", "b"]),
+            ),
+            "two columns named 'a' in a folder (DuckDB renames the second 'a_1' and counted the first)",
+            error=r"duplicate column names: 'a'",
+            qi="a",
+            upload=False,
+            dataset=True,
+        ),
+        Case(
             "dataset_names_differing_in_case",
             _dataset(root, "dataset_cased", cased),
             "Parquet columns 'A' and 'a' in a folder (DuckDB renames the second 'a_1')",

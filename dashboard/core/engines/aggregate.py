@@ -410,6 +410,12 @@ def _relation(connection: Any, source: Any) -> DuckSource:
             _check_parquet(relation)
             if names is None or len(names) != len(relation.columns):
                 names = [str(c) for c in relation.columns]
+            repeated = sorted({name for name in names if names.count(name) > 1})
+            if repeated:  # DuckDB would rename the repeats (a_1): refused, as the reader refuses them
+                raise DataReadError(
+                    f"The Parquet source has duplicate column names: {', '.join(repr(n) for n in repeated[:8])}; "
+                    "give each column its own name."
+                )
             # Unnamed pandas index columns are row labels, which the reader leaves out (arrow_frame).
             skipped = frozenset(i for i, name in enumerate(names) if name in _pandas_index_columns(paths[0]))
             connection.sql(
