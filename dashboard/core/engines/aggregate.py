@@ -40,10 +40,8 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.data.tables import (
-    _STATISTICAL_FORMATS,
     PANDAS_INDEX,
     arrow_frame,
-    detect_format,
     header_record,
     read_table,
     sniff_delimited,
@@ -56,6 +54,7 @@ from dashboard.core.engines.common import (
     DatabaseSource,
     Engine,
     SparkTable,
+    check_delimited,
     is_database_url,
     source_paths,
     type_like_the_reader,
@@ -431,13 +430,7 @@ def _relation(connection: Any, source: Any) -> DuckSource:
     path = paths[0]
     with path.open("rb") as handle:
         sample = handle.read(1 << 20)
-    kind, _ = detect_format(sample, path.name, path.name)  # a gzip, .xls ... file is refused with its message
-    if kind != "text":
-        what = {"excel": "an Excel workbook", "parquet": "a Parquet file", **_STATISTICAL_FORMATS}.get(kind, kind)
-        raise DataReadError(
-            f"{path.name} is {what}, not delimited text, despite its extension; DuckDB reads a file by its "
-            "extension: give it the right one, or use engine='pandas', which reads it."
-        )
+    check_delimited(sample, path.name, "DuckDB")
     encoding, delimiter = sniff_delimited(sample, path.name)
     # Line ends of more than one kind (CRLF, LF alone, CR alone) in one file: DuckDB's parser reads one kind per file
     # (it stops, or misreads the rows around another); the pandas reader reads them all. A CR that ends the sample

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.choices import Choice
-from dashboard.core.data.tables import infer_numeric_columns
+from dashboard.core.data.tables import _STATISTICAL_FORMATS, detect_format, infer_numeric_columns
 from dashboard.core.errors import DataReadError
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "DatabaseSource",
     "Engine",
     "SparkTable",
+    "check_delimited",
     "file_contains",
     "file_matches",
     "first_line",
@@ -218,6 +219,19 @@ class CsvText:
 
     path: Path
     delimiter: str
+
+
+def check_delimited(sample: bytes, name: str, engine: str) -> None:
+    """Refuse a file named as delimited text that starts with ``sample`` when its content is another format (a
+    workbook, Parquet, SPSS ... named ``.csv``: the reader reads it by its content, an engine by its extension), or
+    one the reader never reads (gzip, old ``.xls`` ...), with the reader's message."""
+    kind, _ = detect_format(sample, name, name)
+    if kind != "text":
+        what = {"excel": "an Excel workbook", "parquet": "a Parquet file", **_STATISTICAL_FORMATS}.get(kind, kind)
+        raise DataReadError(
+            f"{name} is {what}, not delimited text, despite its extension; {engine} reads a file by its extension: "
+            "give it the right one, or use engine='pandas', which reads it."
+        )
 
 
 def type_like_the_reader(result: pd.DataFrame, names: list[str], csv: CsvText | None = None) -> pd.DataFrame:

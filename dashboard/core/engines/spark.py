@@ -59,6 +59,7 @@ from dashboard.core.engines.common import (
     COUNT,
     CsvText,
     SparkTable,
+    check_delimited,
     file_contains,
     is_spark_frame,
     source_kind,
@@ -409,6 +410,7 @@ def _read_csv(spark: Any, path: Path) -> tuple[Any, _Text]:
         sample = handle.read(1 << 20)
     if not sample.strip():
         raise DataReadError(f"{path.name} is empty.")
+    check_delimited(sample, path.name, "Spark")
     encoding, delimiter = sniff_delimited(sample, path.name)
     charset = _java_charset(spark, encoding)
     if charset is None:
