@@ -40,7 +40,6 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.data.tables import (
-    PANDAS_INDEX,
     arrow_frame,
     header_record,
     read_table,
@@ -56,6 +55,7 @@ from dashboard.core.engines.common import (
     SparkTable,
     check_delimited,
     is_database_url,
+    pandas_index_columns,
     source_paths,
     type_like_the_reader,
 )
@@ -416,7 +416,7 @@ def _relation(connection: Any, source: Any) -> DuckSource:
                     "give each column its own name."
                 )
             # Unnamed pandas index columns are row labels, which the reader leaves out (arrow_frame).
-            skipped = frozenset(i for i, name in enumerate(names) if name in _pandas_index_columns(paths[0]))
+            skipped = frozenset(i for i, name in enumerate(names) if name in pandas_index_columns(paths[0]))
             connection.sql(
                 f"SELECT {_positional(relation, skipped)} FROM read_parquet({files}, union_by_name = false)"
             ).create_view("src")
@@ -524,20 +524,6 @@ def _check_decimals(paths: Sequence[Path]) -> list[str] | None:
                 "distinct values. Read it with engine='pandas'."
             )
     return names
-
-
-def _pandas_index_columns(path: Path) -> set[str]:
-    """The unnamed pandas index columns of a Parquet file (``__index_level_0__``... listed as index in its pandas
-    metadata): row labels of the frame it was written from, which the reader leaves out."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    try:
-        metadata = pq.read_schema(path).pandas_metadata or {}
-    except (pa.ArrowException, OSError, ValueError):
-        return set()
-    listed = metadata.get("index_columns", [])
-    return {name for name in listed if isinstance(name, str) and PANDAS_INDEX.fullmatch(name)}
 
 
 def _time_zones(path: Path) -> dict[str, str]:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.choices import Choice
-from dashboard.core.data.tables import _STATISTICAL_FORMATS, detect_format, infer_numeric_columns
+from dashboard.core.data.tables import _STATISTICAL_FORMATS, PANDAS_INDEX, detect_format, infer_numeric_columns
 from dashboard.core.errors import DataReadError
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "first_line",
     "is_database_url",
     "is_spark_frame",
+    "pandas_index_columns",
     "quote_identifier",
     "source_kind",
     "source_paths",
@@ -271,3 +272,17 @@ def type_like_the_reader(result: pd.DataFrame, names: list[str], csv: CsvText | 
             typed = typed.astype(_TEXT_DTYPE)  # text, as the reader gives it (pandas' str on Arrow; a fast take)
         frame[name] = typed.take(codes).reset_index(drop=True)
     return frame
+
+
+def pandas_index_columns(path: Path) -> set[str]:
+    """The unnamed pandas index columns of a Parquet file (``__index_level_0__``... listed as index in its pandas
+    metadata): row labels of the frame it was written from, which the reader leaves out."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_schema(path).pandas_metadata or {}
+    except (pa.ArrowException, OSError, ValueError):
+        return set()
+    listed = metadata.get("index_columns", [])
+    return {name for name in listed if isinstance(name, str) and PANDAS_INDEX.fullmatch(name)}

@@ -54,7 +54,6 @@ from typing import Any
 import pandas as pd
 
 from dashboard.core.data.tables import arrow_frame, header_names, sniff_delimited
-from dashboard.core.engines.aggregate import _pandas_index_columns
 from dashboard.core.engines.common import (
     COUNT,
     CsvText,
@@ -62,6 +61,7 @@ from dashboard.core.engines.common import (
     check_delimited,
     file_contains,
     is_spark_frame,
+    pandas_index_columns,
     source_kind,
     source_paths,
     type_like_the_reader,
@@ -393,7 +393,7 @@ def _read_parquet(spark: Any, paths: list[Path]) -> Any:
                 f"({', '.join(schema.names)} against {', '.join(first)})."
             )
     # Unnamed pandas index columns are row labels, which the reader leaves out.
-    index = sorted(_pandas_index_columns(paths[0]))
+    index = sorted(pandas_index_columns(paths[0]))
     try:
         frame = spark.read.parquet(*[str(path.resolve()) for path in paths])
         return frame.drop(*index) if index else frame
