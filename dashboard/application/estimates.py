@@ -1,7 +1,8 @@
 """The steward's estimates on the Fix page and in the report: the text the steward writes, one estimate a line,
 read into the core's :class:`~dashboard.core.utility.estimates.Estimate` objects, computed on a fix run's tables
 (:func:`~dashboard.core.utility.estimates.compare_estimates`, weighted by the contract's weight column) and
-worded for display. Nothing here imports Dash.
+worded for display; and the same estimates on the published table of each solution of the list's last search
+(:func:`run_solution_estimates`), for the solutions table. Nothing here imports Dash.
 """
 
 from __future__ import annotations
@@ -9,8 +10,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from dashboard.application.fixes import FixRun
+from dashboard.application.fixes import FixError, FixRun
 from dashboard.core.errors import ParameterError
+from dashboard.core.search.solutions import SolutionEstimates, step_with_levels
+from dashboard.core.transform.steps import apply_recipe
 from dashboard.core.utility.estimates import (
     ConfidenceInterval,
     Estimate,
@@ -28,6 +31,7 @@ __all__ = [
     "fmt_overlap",
     "read_estimates",
     "run_estimates",
+    "run_solution_estimates",
 ]
 
 #: Estimates one view may name, and the longest text the page accepts.
@@ -69,6 +73,43 @@ def run_estimates(run: FixRun, estimates: Sequence[Estimate | str]) -> tuple[Est
     if not estimates:
         return ()
     return compare_estimates(run.original, run.data, estimates, weights=run.base_contract.weight)
+
+
+def run_solution_estimates(
+    run: FixRun, estimates: Sequence[Estimate | str], *, key: str | None = None
+) -> tuple[SolutionEstimates, ...]:
+    """The estimates on the table each solution of the run's last search would publish, best solution first.
+
+    The search is not run again: the table of solution ``n`` is the run's recipe with the search's ``generalize``
+    step at that solution's levels (:func:`~dashboard.core.search.solutions.step_with_levels`), the steps before it
+    applied once and the steps after it re-applied on each; the published solution's table is the run's own.
+    ``key`` is the pseudonymization key of the settings (a list that pseudonymizes re-applies that step). Raises
+    :class:`FixError` when the list has no global search with solutions to compare.
+    """
+    found = None
+    for index, (spec, result) in enumerate(zip(run.specs, run.results, strict=True)):
+        summary = result.summary.get("search")
+        if spec["kind"] == "search" and isinstance(summary, dict) and summary.get("recoding") != "local":
+            found = (index, result.step, summary)
+    if found is None or len(found[2].get("solutions") or []) < 2:
+        raise FixError("The step list has no least-lossy search with solutions to compare.")
+    index, step, summary = found
+    steps = [result.step for result in run.results]
+    secrets = {"key": key}
+    before = apply_recipe(run.original, steps[:index], secrets=secrets)[0] if index else run.original
+    picked = int(summary.get("pick", 1))
+    weights = run.base_contract.weight
+    out = []
+    for number, solution in enumerate(summary["solutions"], start=1):
+        levels = {name: int(level) for name, level in solution["levels"].items()}
+        if number == picked:
+            published = run.data
+        else:
+            rest = (step_with_levels(step, levels), *steps[index + 1 :])
+            published = apply_recipe(before, rest, secrets=secrets)[0]
+        comparisons = compare_estimates(run.original, published, estimates, weights=weights)
+        out.append(SolutionEstimates(number, levels, comparisons))
+    return tuple(out)
 
 
 def fmt_estimate(value: float) -> str:

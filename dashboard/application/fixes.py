@@ -12,8 +12,9 @@ quasi-identifiers, ordinal orders and types, the missing-value policy, the hiera
 into a core :class:`~dashboard.core.transform.steps.Step`, which the core's step registry applies
 (:func:`~dashboard.core.transform.steps.apply_step`). The one exception is ``search``: its generalization levels are
 the outcome of the core's least-lossy search, not settings, so :func:`least_lossy_search` runs
-:func:`~dashboard.core.search.lattice.optimal_generalization`; the step it returns is the registered ``generalize``
-step that reproduces the result, so the recipe of every list is a list of registered steps.
+:func:`~dashboard.core.search.lattice.optimal_generalization` (or, for a local recoding,
+:func:`~dashboard.core.search.local.local_recoding`); the step it returns is the registered ``generalize`` (or
+``local_recode``) step that reproduces the result, so the recipe of every list is a list of registered steps.
 
 The contract of the fixed table (:func:`adapt_contract`) is decided here, not in the core: a step may publish values
 that no longer have the column's declared type (interval labels in a numerical column, an ordinal value outside
@@ -28,9 +29,11 @@ Spec kinds (keys besides ``kind``; ``?`` = optional)::
     microaggregate    k, decimals?
     drop / mask       columns (mask: first?, last?)  (characters kept at the start / end)
     pseudonymize      columns, length?
-    search            k, l?, t?, max_risk?, max_suppression, metric?, pick?
+    search            k, l?, t?, max_risk?, max_suppression, metric?, pick?, recoding?
                       (pick: which of the best :data:`SOLUTIONS_SHOWN` solutions is published, 1 = the least
-                      lossy, the default; a steward's pick on the page)
+                      lossy, the default; a steward's pick on the page. recoding: "global", the default, one level
+                      per QI; "local", levels per group of records, :func:`~dashboard.core.search.local.local_recoding`,
+                      recorded as a ``local_recode`` step; a local recoding has no solutions to pick from)
 
 Links made before the vocabulary was unified may say ``budget`` (suppress_records), ``suppression`` and
 ``risk`` (search): :func:`check_spec` reads them as ``max_suppression`` and ``max_risk``.
@@ -63,6 +66,7 @@ from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata
 from dashboard.core.errors import PrivdashError, check_columns
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.search.lattice import optimal_generalization
+from dashboard.core.search.local import RECODING_CHOICES, local_recoding
 from dashboard.core.transform.hierarchy import RULE_SETTINGS, TOP, Hierarchy, canonical_text, search_hierarchy
 from dashboard.core.transform.hierarchy import build_hierarchy as core_build_hierarchy
 from dashboard.core.transform.identifiers import KEY_ENV, MIN_KEY_BYTES, key_fingerprint
@@ -306,7 +310,7 @@ def check_spec(spec: Any) -> dict[str, Any]:
                 raise FixError(f"The pseudonym length must be at most 64, got {length}.")
             out["length"] = length
     else:
-        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric", "pick"))
+        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric", "pick", "recoding"))
         out.update(
             k=_whole(spec["k"], "k", 1), max_suppression=_share(spec["max_suppression"], "The suppression limit")
         )
@@ -322,6 +326,13 @@ def check_spec(spec: Any) -> dict[str, Any]:
         solution = _whole(spec.get("pick", 1), "The solution picked", 1)
         if solution > SOLUTIONS_SHOWN:
             raise FixError(f"The solution must be one of the {SOLUTIONS_SHOWN} best, got {solution}.")
+        recoding = spec.get("recoding", "global")
+        if recoding not in RECODING_CHOICES:
+            raise FixError(f"The recoding must be one of {', '.join(RECODING_CHOICES)}, got {recoding!r}.")
+        if recoding == "local":
+            if solution != 1:
+                raise FixError("A local recoding has no solutions to pick from: leave the pick out.")
+            out["recoding"] = "local"  # global, the default, is left out (links made before keep their key)
         if solution != 1:
             out["pick"] = solution
     return out
@@ -783,23 +794,44 @@ def least_lossy_search(data: pd.DataFrame, spec: Mapping[str, Any], context: Ste
         raise FixError(
             "The l and t targets need a sensitive attribute: mark one on the Risk page, or leave l and t off."
         )
-    found = optimal_generalization(
-        data,
-        {name: context.hierarchies[name] for name in qis},
-        quasi_identifiers=qis,
-        k=spec["k"],
-        l=spec["l"],
-        t=spec["t"],
-        sensitive=sensitive if wants_sensitive else (),
-        max_risk=spec["max_risk"],
-        max_suppression=spec["max_suppression"],
-        metric=spec["metric"],
-        solutions=SOLUTIONS_SHOWN,
-        pick=spec.get("pick", 1),
-    )
+    options: dict[str, Any] = {
+        "quasi_identifiers": qis,
+        "k": spec["k"],
+        "l": spec["l"],
+        "t": spec["t"],
+        "sensitive": sensitive if wants_sensitive else (),
+        "max_risk": spec["max_risk"],
+        "max_suppression": spec["max_suppression"],
+        "metric": spec["metric"],
+    }
+    hierarchies = {name: context.hierarchies[name] for name in qis}
+    if spec.get("recoding") == "local":
+        local = local_recoding(data, hierarchies, **options)
+        transform = local.transform
+        mapping = _local_mapping(data, transform.data, transform.kept_rows, qis)
+        summary = {**transform.summary, "search": local.summary()}
+        return TransformResult(transform.data, transform.step, summary, mapping, transform.kept_rows)
+    found = optimal_generalization(data, hierarchies, **options, solutions=SOLUTIONS_SHOWN, pick=spec.get("pick", 1))
     transform = found.transform
     summary = {**transform.summary, "search": found.summary()}
     return TransformResult(transform.data, transform.step, summary, transform.mapping, transform.kept_rows)
+
+
+def _local_mapping(
+    data: pd.DataFrame, published: pd.DataFrame, kept_rows: np.ndarray | None, qis: Sequence[str]
+) -> pd.DataFrame:
+    """Original -> published values of a local recoding: every distinct pair over the published records, so an
+    original value generalized to different levels in different parts of the table has a row per published value
+    (``column``, ``original``, ``published``)."""
+    rows = np.arange(len(data)) if kept_rows is None else np.asarray(kept_rows, dtype=np.int64)
+    frames = []
+    for name in qis:
+        pairs = pd.DataFrame(
+            {"original": data[name].iloc[rows].to_numpy(), "published": published[name].to_numpy()}
+        ).dropna(subset=["original"])
+        pairs = pairs.drop_duplicates(ignore_index=True)
+        frames.append(pairs.assign(column=name)[["column", "original", "published"]])
+    return pd.concat(frames, ignore_index=True)
 
 
 # --- descriptions --------------------------------------------------------------------------------------------------
@@ -834,10 +866,8 @@ def describe_spec(spec: Mapping[str, Any]) -> str:
                 targets.append(f"{key} {sign} {spec[key]:g}")
         limit = 100 * float(spec.get("max_suppression", 0))
         chosen = f"; solution {spec['pick']}" if spec.get("pick", 1) != 1 else ""
-        return (
-            f"Least-lossy generalization: {', '.join(targets)}; suppress ≤ {limit:g}%; {spec.get('metric', 'loss')}"
-            + chosen
-        )
+        what = "Least-lossy local recoding" if spec.get("recoding") == "local" else "Least-lossy generalization"
+        return f"{what}: {', '.join(targets)}; suppress ≤ {limit:g}%; {spec.get('metric', 'loss')}" + chosen
     return str(kind)
 
 
@@ -865,6 +895,8 @@ def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
         return f"key fingerprint {s.get('key_fingerprint')}"
     if kind == "search":
         found = s.get("search", {})
+        if found.get("recoding") == "local":
+            return _describe_local(found)
         levels = ", ".join(f"{c} {v}" for c, v in found.get("levels", {}).items())
         checked = f"{found.get('nodes_checked', 0):,} of {found.get('lattice_size', 0):,} nodes checked"
         bound = f"; bound by {_target_words(found['bound_by'])}" if found.get("bound_by") else ""
@@ -872,6 +904,26 @@ def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
             checked += f" (best-first, at most {found.get('gap', 0):.1%} above the optimum)"
         return f"levels {levels}; {found.get('suppressed', 0):,} records suppressed; {checked}{bound}"
     return ""
+
+
+def _level_range(counts: Mapping[str, int]) -> str:
+    """``0–2`` (or ``1``) from a local recoding's records per level of one column."""
+    used = sorted(int(level) for level, count in counts.items() if count)
+    if not used:
+        return "-"
+    return str(used[0]) if used[0] == used[-1] else f"{used[0]}–{used[-1]}"
+
+
+def _describe_local(found: Mapping[str, Any]) -> str:
+    """What a local recoding did: the levels used per column, records suppressed, classes, and the loss beside the
+    global optimum's."""
+    levels = ", ".join(f"{c} {_level_range(counts)}" for c, counts in found.get("levels", {}).items())
+    metric = found.get("metric", Metric.LOSS.value)
+    return (
+        f"local recoding, levels {levels}; {found.get('suppressed', 0):,} records suppressed; "
+        f"{found.get('classes', 0):,} classes, smallest {found.get('k', 0)}; {metric} {found.get('loss', 0):.4f} "
+        f"(global optimum {found.get('global_loss', 0):.4f})"
+    )
 
 
 # --- utility -------------------------------------------------------------------------------------------------------
@@ -936,8 +988,11 @@ def cheapest_fix(run: FixRun) -> str | None:
     summary = found.summary.get("search", {})
     generalized = []
     mapping = found.mapping
+    local = summary.get("recoding") == "local"
     for name, level in summary.get("levels", {}).items():
-        if int(level) <= 0 or mapping is None:
+        if mapping is None or (local and not any(int(v) > 0 and n for v, n in level.items())):
+            continue
+        if not local and int(level) <= 0:
             continue
         block = mapping[mapping["column"] == name]
         changed = block[np.asarray(_texts(block["original"])) != np.asarray(_texts(block["published"]))]
@@ -948,7 +1003,7 @@ def cheapest_fix(run: FixRun) -> str | None:
     rows = len(run.original)
     parts = []
     if generalized:
-        parts.append("generalize " + _joined(generalized))
+        parts.append(("generalize in parts of the table " if local else "generalize ") + _joined(generalized))
     if suppressed:
         parts.append(f"suppress {suppressed:,} records ({suppressed / rows:.1%})" if rows else "suppress records")
     if not parts:
@@ -956,6 +1011,8 @@ def cheapest_fix(run: FixRun) -> str | None:
     metric = summary.get("metric", Metric.LOSS.value)
     bound = f" Finer levels fail {_target_words(summary['bound_by'])}." if summary.get("bound_by") else ""
     pick = int(summary.get("pick", 1))
+    if local:
+        return f"The cheapest fix found (local recoding, least {metric}): {', '.join(parts)}.{bound}"
     if pick > 1:
         return f"The fix chosen (solution {pick} of the search, by {metric}): {', '.join(parts)}.{bound}"
     return f"The cheapest fix found (least {metric}): {', '.join(parts)}.{bound}"

@@ -24,7 +24,15 @@ from dashboard.core.utility.estimates import (
 
 from ._common import format_table
 
-__all__ = ["add_arguments", "check_estimates", "estimates_payload", "print_estimates", "run_estimates"]
+__all__ = [
+    "add_arguments",
+    "check_estimates",
+    "estimates_payload",
+    "interval_text",
+    "overlap_text",
+    "print_estimates",
+    "run_estimates",
+]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -66,13 +74,15 @@ def estimates_payload(comparisons: Sequence[EstimateComparison]) -> list[dict[st
     return [comparison.to_dict() for comparison in comparisons]
 
 
-def _interval(interval: ConfidenceInterval | None) -> str:
+def interval_text(interval: ConfidenceInterval | None) -> str:
+    """``value [low, high]`` (6 significant digits), ``-`` when not computable."""
     if interval is None:
         return "-"
     return f"{interval.value:.6g} [{interval.low:.6g}, {interval.high:.6g}]"
 
 
-def _overlap(value: float | None) -> str:
+def overlap_text(value: float | None) -> str:
+    """The interval overlap with 3 decimals, ``-`` when not computable."""
     return "-" if value is None or not math.isfinite(value) else f"{value:.3f}"
 
 
@@ -95,9 +105,9 @@ def print_estimates(comparisons: Sequence[EstimateComparison]) -> None:
                 [
                     comparison.estimate.text(),
                     row.term + (f" | {row.group}" if row.group else ""),
-                    _interval(row.before),
-                    _interval(row.after),
-                    _overlap(row.overlap),
+                    interval_text(row.before),
+                    interval_text(row.after),
+                    overlap_text(row.overlap),
                     row.note or "",
                 ]
             )

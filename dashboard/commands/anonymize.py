@@ -43,6 +43,7 @@ from dashboard.core.search.lattice import (
     suppression_budget,
 )
 from dashboard.core.search.local import RECODING_CHOICES, LocalRecodingResult, local_recoding
+from dashboard.core.search.solutions import SolutionEstimates, solution_estimates
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
 from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies, search_hierarchy
 from dashboard.core.transform.jobs import run_job_file
@@ -75,8 +76,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--hierarchies",
         type=Path,
         help="folder of ARX hierarchy CSV files, one per QI, named '<column>.csv' or '<name>_hierarchy_<column>.csv' "
-        "(default: the dashboard's hierarchy for each column's inferred type: intervals for numbers, month / quarter "
-        "/ year for dates, sector / district / area for postcodes, rare values grouped for text)",
+        "(default: the dashboard's hierarchy for each column's inferred type: intervals of widths chosen for the "
+        "column's range with top and bottom codes for numbers, code prefixes for structured codes, categories "
+        "grouped by frequency, rarest first, for other text, month / quarter / year for dates, sector / district / "
+        "area for postcodes; see docs/definitions.md, Default hierarchies)",
     )
     parser.add_argument("--k", type=int, default=2, help="smallest class size (default 2)")
     parser.add_argument("--l", type=int, help="distinct l-diversity of each --sensitive column")
@@ -118,7 +121,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--solutions",
         type=int,
         help="list the best N solutions meeting the targets (levels, loss, records removed, risk; the frontier of "
-        "loss against risk and suppression marked); the first is the one applied",
+        "loss against risk and suppression marked; with --estimate, each solution's estimates: value after and "
+        "interval overlap); the first is the one applied",
     )
     parser.add_argument(
         "--pick",
@@ -227,6 +231,9 @@ def run(args: argparse.Namespace) -> int:
         data, result.transform.data, hierarchies, quasi_identifiers=qis, kept_rows=result.transform.kept_rows
     )
     estimates = _estimates.run_estimates(args, specs, data, result.transform.data)
+    compared = (
+        solution_estimates(data, result, specs, weights=args.weights) if specs and len(result.solutions) > 1 else ()
+    )
     if args.output is not None:
         write_table(result.transform.data, args.output, overwrite_protect=inputs, escape_formulas=args.escape_formulas)
     if args.save_recipe is not None:
@@ -235,6 +242,8 @@ def run(args: argparse.Namespace) -> int:
         payload = result.summary()
         payload["metrics"] = {m.value: metrics.value(m) for m in Metric}
         payload["estimates"] = _estimates.estimates_payload(estimates)
+        for entry, each in zip(payload["solutions"], compared, strict=False):
+            entry.update({key: value for key, value in each.to_dict().items() if key not in ("solution", "levels")})
         payload["output"] = str(args.output) if args.output is not None else None
         payload["recipe"] = str(args.save_recipe) if args.save_recipe is not None else None
         payload["seconds"] = seconds
@@ -243,7 +252,7 @@ def run(args: argparse.Namespace) -> int:
         print_json(payload)
         return 0
     _print_result(args, data, result, metrics.to_dict(), seconds)
-    _print_search(result, exact)
+    _print_search(result, exact, compared)
     _estimates.print_estimates(estimates)
     return 0
 
@@ -319,8 +328,11 @@ def _exact_comparison(
     }
 
 
-def _print_search(result: SearchResult, exact: dict[str, Any] | None) -> None:
-    """How the lattice was searched, what bound the solution, and the solutions to choose from."""
+def _print_search(
+    result: SearchResult, exact: dict[str, Any] | None, compared: tuple[SolutionEstimates, ...] = ()
+) -> None:
+    """How the lattice was searched, what bound the solution, and the solutions to choose from (with the estimates
+    of each, ``compared``, when the steward named some)."""
     if result.strategy == "heuristic":
         if result.proven:
             print("Heuristic search: it checked every node that could do better, so this is the optimum.")
@@ -349,13 +361,41 @@ def _print_search(result: SearchResult, exact: dict[str, Any] | None) -> None:
             ]
             for index, solution in enumerate(result.solutions)
         ]
-        print(
-            format_table(
-                ["#", "frontier", "levels", result.metric.value, "removed", "highest risk", "average risk"],
-                rows,
-                align="rllrrrr",
-            )
-        )
+        head = ["#", "frontier", "levels", result.metric.value, "removed", "highest risk", "average risk"]
+        align = "rllrrrr"
+        if compared:
+            for row, each in zip(rows, compared, strict=True):
+                row += [_estimates.overlap_text(each.mean_overlap), _estimates.overlap_text(each.lowest_overlap)]
+            head += ["mean overlap", "lowest overlap"]
+            align += "rr"
+        print(format_table(head, rows, align=align))
+        if compared:
+            _print_solution_estimates(compared)
+
+
+def _print_solution_estimates(compared: tuple[SolutionEstimates, ...]) -> None:
+    """Each solution's estimates: the value after with its interval, and the overlap with the original's."""
+    level = compared[0].comparisons[0].level if compared[0].comparisons else 0.95
+    print()
+    print(
+        f"Estimates of each solution (after [{level:.0%} CI] and the overlap with the original's interval; the "
+        "values before are listed with the applied solution's estimates below):"
+    )
+    rows = []
+    for each in compared:
+        for comparison in each.comparisons:
+            for row in comparison.rows:
+                rows.append(
+                    [
+                        each.number,
+                        comparison.estimate.text(),
+                        row.term + (f" | {row.group}" if row.group else ""),
+                        _estimates.interval_text(row.after),
+                        _estimates.overlap_text(row.overlap),
+                        row.note or "",
+                    ]
+                )
+    print(format_table(["#", "estimate", "of", "after [CI]", "overlap", "note"], rows, align="rlllrl"))
 
 
 def _check_recoding(args: argparse.Namespace) -> None:

@@ -157,6 +157,7 @@ from dashboard.core.search.lattice import (
     suppression_budget,
 )
 from dashboard.core.search.local import RECODING_CHOICES, LocalRecodingResult, anonymize, local_recoding
+from dashboard.core.search.solutions import SolutionEstimates, solution_estimates, solution_table, step_with_levels
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
 from dashboard.core.transform.generalization import generalize
 from dashboard.core.transform.hierarchy import (
@@ -297,8 +298,9 @@ __all__ = [
     "RiskCurve",
     "RiskSummary",
     "SearchResult",
-    "Solution",
     "SensitiveModels",
+    "Solution",
+    "SolutionEstimates",
     "SparkTable",
     "SpatialK",
     "StatisticalType",
@@ -403,7 +405,10 @@ __all__ = [
     "search_hierarchy",
     "sensitive_models",
     "shuffle_within_classes",
+    "solution_estimates",
+    "solution_table",
     "spatial_k_anonymity",
+    "step_with_levels",
     "suggest_contract",
     "suggest_roles",
     "suppress_cells",

@@ -28,6 +28,7 @@ import plotly.graph_objects as go
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from plotly.subplots import make_subplots
 
+from dashboard.application.estimates import fmt_interval, fmt_overlap, read_estimates, run_solution_estimates
 from dashboard.application.fixes import (
     BUILDERS,
     KINDS,
@@ -59,6 +60,7 @@ from dashboard.core.errors import PrivdashError
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.measure.risk import records_at_risk_by_k
+from dashboard.core.search.solutions import SolutionEstimates
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
 from dashboard.core.transform.hierarchy import default_rule
 from dashboard.core.utility.metrics import Metric, cells_changed, classifier_accuracy, value_distributions
@@ -124,6 +126,7 @@ CONTROLS: dict[str, str] = {
     "fix-search-risk": "checked",
     "fix-search-suppression": "value",
     "fix-search-metric": "value",
+    "fix-search-recoding": "value",
 }
 
 # --- controls -> spec ----------------------------------------------------------------------------------------------
@@ -207,6 +210,8 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
             max_suppression=_required(v.get("fix-search-suppression"), "the suppression limit") / 100,
             metric=v.get("fix-search-metric") or Metric.LOSS.value,
         )
+        if v.get("fix-search-recoding") == "local":
+            spec["recoding"] = "local"
     return check_spec(spec)
 
 
@@ -340,38 +345,45 @@ def solutions_figure(solutions: Sequence[Mapping[str, Any]], picked: int) -> go.
     return figure(*traces, xaxis_title="information loss", yaxis_title="average prosecutor risk", height=280)
 
 
-def solutions_card(run: FixRun) -> Any:
-    """The best solutions of the last search: levels, loss, records removed and risks side by side, the frontier of
-    loss against risk and suppression marked, and a button that publishes one (it becomes the search step, and the
-    recipe: the search spec's ``pick``); None when the list has no search with a choice."""
-    found = last_search(run)
-    if found is None or len(found[1].get("solutions") or []) < 2:
-        return None
-    summary = found[1]
+def solutions_table(summary: Mapping[str, Any], compared: Sequence[SolutionEstimates] = ()) -> Any:
+    """The solutions side by side (levels, loss, records removed, risks, the frontier, a publish button); with
+    ``compared``, the steward's estimates of each solution too: the mean and the lowest interval overlap."""
     solutions = summary["solutions"]
     picked = int(summary.get("pick", 1))
+    labels = ["#", "levels", summary.get("metric", "loss"), "removed", "highest risk", "average risk"]
+    if compared:
+        labels += ["mean overlap", "lowest overlap"]
     head = dmc.TableThead(
         dmc.TableTr(
-            [
-                dmc.TableTh(label)
-                for label in ("#", "levels", summary.get("metric", "loss"), "removed", "highest risk", "average risk")
-            ]
+            [dmc.TableTh(label) for label in labels]
             + [dmc.TableTh("frontier"), dmc.TableTh(html.Span("publish", className="visually-hidden"))]
         )
     )
+    by_number = {each.number: each for each in compared}
     rows = []
     for number, solution in enumerate(solutions, start=1):
         levels = ", ".join(f"{name} {level}" for name, level in solution["levels"].items())
         published = number == picked
+        cells = [
+            dmc.TableTd(str(number)),
+            dmc.TableTd(levels),
+            dmc.TableTd(f"{solution['loss']:.4f}"),
+            dmc.TableTd(fmt_count(solution["suppressed"])),
+            dmc.TableTd(fmt_number(solution["highest_risk"])),
+            dmc.TableTd(fmt_number(solution["average_risk"])),
+        ]
+        if compared:
+            each = by_number.get(number)
+            mean = fmt_overlap(each.mean_overlap) if each else "-"
+            lowest = fmt_overlap(each.lowest_overlap) if each else "-"
+            cells += [
+                dmc.TableTd(mean, className="fix-solution-overlap"),
+                dmc.TableTd(lowest, className="fix-solution-lowest"),
+            ]
         rows.append(
             dmc.TableTr(
                 [
-                    dmc.TableTd(str(number)),
-                    dmc.TableTd(levels),
-                    dmc.TableTd(f"{solution['loss']:.4f}"),
-                    dmc.TableTd(fmt_count(solution["suppressed"])),
-                    dmc.TableTd(fmt_number(solution["highest_risk"])),
-                    dmc.TableTd(fmt_number(solution["average_risk"])),
+                    *cells,
                     dmc.TableTd("✓ on the frontier" if solution["frontier"] else "dominated"),
                     dmc.TableTd(
                         dmc.Button(
@@ -387,16 +399,100 @@ def solutions_card(run: FixRun) -> Any:
                 **({"aria-current": "true"} if published else {}),
             )
         )
-    table = dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-solutions", striped=True)
+    return dmc.TableScrollContainer(
+        dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-solutions", striped=True), minWidth=720
+    )
+
+
+def solution_estimates_view(compared: Sequence[SolutionEstimates]) -> Any:
+    """Each estimate's value after, with its interval, and its overlap, per solution: one row per number of the
+    estimates, one column per solution (in a disclosure, below the solutions table)."""
+    if not compared:
+        return None
+    level = f"{compared[0].comparisons[0].level:.0%}" if compared[0].comparisons else "95%"
+    head = dmc.TableThead(
+        dmc.TableTr(
+            [dmc.TableTh("estimate"), dmc.TableTh("of"), dmc.TableTh(f"before [{level} CI]")]
+            + [dmc.TableTh(f"#{each.number} after · overlap") for each in compared]
+        )
+    )
+    body = []
+    first = compared[0]
+    for position, comparison in enumerate(first.comparisons):
+        for row_index, row in enumerate(comparison.rows):
+            cells = [
+                dmc.TableTd(comparison.estimate.text()),
+                dmc.TableTh(row.term + (f" | {row.group}" if row.group else ""), fw=500),
+                dmc.TableTd(fmt_interval(row.before)),
+            ]
+            for each in compared:
+                rows = each.comparisons[position].rows
+                other = rows[row_index] if row_index < len(rows) and rows[row_index].term == row.term else None
+                if other is None or other.after is None:
+                    text = "not computable" if other is None or not other.note else other.note
+                else:
+                    text = f"{fmt_interval(other.after)} · {fmt_overlap(other.overlap)}"
+                cells.append(dmc.TableTd(text))
+            body.append(dmc.TableTr(cells))
+    table = dmc.TableScrollContainer(
+        dmc.Table([head, dmc.TableTbody(body)], fz="xs", striped=True, id="fix-solution-estimates-table"),
+        minWidth=760,
+    )
+    return html.Details(
+        [
+            html.Summary("Each estimate per solution: the value after [CI] and the interval overlap"),
+            table,
+        ],
+        id="fix-solution-estimates-details",
+        className="chart-numbers",
+    )
+
+
+def solutions_card(run: FixRun) -> Any:
+    """The best solutions of the last search: levels, loss, records removed and risks side by side, the frontier of
+    loss against risk and suppression marked, and a button that publishes one (it becomes the search step, and the
+    recipe: the search spec's ``pick``); a button adds the steward's estimates (the Estimates section's) of each
+    solution to the table. None when the list has no search with a choice."""
+    found = last_search(run)
+    if found is None or len(found[1].get("solutions") or []) < 2:
+        return None
+    summary = found[1]
+    solutions = summary["solutions"]
+    picked = int(summary.get("pick", 1))
     bound = summary.get("bound_by") or []
     description = (
         f"The {len(solutions)} least lossy nodes meeting the targets; a solution is on the frontier when no other is "
         "at least as good on loss, average risk and records removed, and better on one."
         + (f" Finer levels fail {', '.join(bound)}." if bound else "")
     )
+    compare = dmc.Group(
+        [
+            dmc.Button(
+                "Compare the estimates of each solution",
+                id="fix-solution-estimates-run",
+                variant="light",
+                size="compact-sm",
+            ),
+            dmc.Text(
+                "The estimates named in the Estimates section below, on each solution's table: the mean and the "
+                "lowest interval overlap with the original's.",
+                size="xs",
+                c="dimmed",
+            ),
+        ],
+        gap="sm",
+        wrap="wrap",
+    )
     return card(
         "Solutions to choose from",
-        table,
+        html.Div(solutions_table(summary), id="fix-solutions-box"),
+        compare,
+        html.Div(
+            progress_panel("fix-solution-estimates", label="Progress of the solutions' estimates"),
+            id="fix-solution-estimates-running",
+            style={"display": "none"},
+        ),
+        dmc.Box(id="fix-solution-estimates", **{"aria-live": "polite"}),
         dmc.Space(h="sm"),
         chart(
             dcc.Graph(
@@ -410,6 +506,34 @@ def solutions_card(run: FixRun) -> Any:
         ),
         description=description,
     )
+
+
+def compare_solutions(runs: FixRuns, state: ViewState, text: str | None) -> tuple[Any, Any]:
+    """The solutions table with the estimates of ``text`` for each solution, and the per-estimate view; or the
+    unchanged table and a message saying why not."""
+    try:
+        specs = read_estimates(text)
+        if not specs:
+            message = dmc.Text(
+                "Name the estimates first in the Estimates section below (e.g. mean:age), then compare.",
+                size="sm",
+                id="fix-solution-estimates-empty",
+            )
+            return no_update, message
+        if not runs.ready(state):
+            return no_update, dmc.Text("The search is still running; compare when its result shows.", size="sm")
+        run = runs.run(state)
+        if run.error:
+            raise FixError(run.error)
+        found = last_search(run)
+        if found is None:
+            raise FixError("The step list has no least-lossy search with solutions to compare.")
+        compared = run_solution_estimates(run, specs, key=runs.services.settings.pseudonym_key)
+    except (PrivdashError, StateError) as exc:
+        return no_update, error_alert(
+            str(exc), title="The estimates could not be compared", alert_id="fix-solution-estimates-error"
+        )
+    return solutions_table(found[1], compared), solution_estimates_view(compared)
 
 
 def pick_solution(state: ViewState, number: int) -> ViewState:
@@ -871,12 +995,30 @@ def technique_panels(
                 allowDeselect=False,
                 w=220,
             ),
+            dmc.RadioGroup(
+                dmc.Stack(
+                    [
+                        dmc.Radio(label="Global: one level per QI for every record", value="global"),
+                        dmc.Radio(label="Local: levels may differ between groups of records", value="local"),
+                    ],
+                    gap=6,
+                    mt=4,
+                ),
+                id="fix-search-recoding",
+                label="Recoding",
+                description="Local recoding generalizes a value further only where it is rare: less loss, and a "
+                "column may publish overlapping values (35-39 beside 30-39)",
+                value="global",
+                size="sm",
+            ),
             dmc.Text(
                 "Searches every combination of generalization levels of the QIs (default hierarchies per type, or "
                 "those that come with the dataset, such as ARX's for Adult) for the one of least loss meeting the "
                 "targets, those of the verdict above by default (untick one to leave it out); a lattice too large "
                 "to search whole is searched best-first within a budget. Runs in the background; the best "
-                f"{SOLUTIONS_SHOWN} solutions are then listed to choose from.",
+                f"{SOLUTIONS_SHOWN} solutions are then listed to choose from. A local recoding starts from the "
+                "most general levels and from that optimum, and splits groups of records to finer levels while "
+                "each published class meets the targets.",
                 size="xs",
                 c="dimmed",
             ),
@@ -1269,6 +1411,39 @@ def register(app: Dash, services: Services) -> None:
         if new_state == state:
             return (no_update, *unchanged)
         return (new_state.to_dict(), *_refresh(runs, new_state, request))
+
+    @app.callback(
+        Output("fix-solutions-box", "children"),
+        Output("fix-solution-estimates", "children"),
+        Input("fix-solution-estimates-run", "n_clicks"),
+        State(estimates_section.INPUT_ID, "value"),
+        State(PAGE_STATE, "data"),
+        prevent_initial_call=True,
+        background=True,
+        progress=[
+            Output("fix-solution-estimates-progress", "value"),
+            Output("fix-solution-estimates-status", "children"),
+        ],
+        running=[
+            (Output("fix-solution-estimates-running", "style"), {"display": "block"}, {"display": "none"}),
+            (Output("fix-solution-estimates-run", "disabled"), True, False),
+        ],
+        cancel=[Input("fix-solution-estimates-cancel", "n_clicks"), Input("url", "pathname")],
+        interval=400,
+    )
+    def solution_estimates(
+        set_progress: Callable[[tuple[int, str]], None], clicks: int | None, text: str | None, data: Any
+    ) -> tuple[Any, Any]:
+        if not clicks:
+            return no_update, no_update
+        set_progress((10, "Computing the estimates on each solution's table ..."))
+        try:
+            state = state_from_store(data)
+        except StateError as exc:
+            return no_update, error_alert(
+                str(exc), title="The estimates could not be compared", alert_id="fix-solution-estimates-error"
+            )
+        return compare_solutions(runs, state, text)
 
     @app.callback(
         Output(PAGE_STATE, "data", allow_duplicate=True),

@@ -170,3 +170,35 @@ def test_heuristic_on_duckdbs_aggregate(
         assert counted[key] == in_memory[key], key
     assert counted["exact"]["loss"] == in_memory["exact"]["loss"] == pytest.approx(0.2618, abs=5e-5)
     assert len(read_table(out)) == counted["records"] - counted["suppressed"]
+
+
+def test_solutions_with_the_stewards_estimates(
+    capsys: pytest.CaptureFixture[str], adult_paths: tuple[Path, Path]
+) -> None:
+    """--solutions N --estimate: each solution's estimates, equal to those of the run that publishes it (--pick)."""
+    source, hierarchies = adult_paths
+    args = ["anonymize", str(source), "--qi", "sex,age,race,education", "--hierarchies", str(hierarchies), "--k", "5"]
+    estimates = ["--estimate", "mean:age", "--estimate", "share:sex by race"]
+    code, stdout, err = run(capsys, *args, "--solutions", "3", *estimates, "--json")
+    assert code == 0, err
+    solutions = json.loads(stdout)["solutions"]
+    assert len(solutions) == 3
+    for number, solution in enumerate(solutions, start=1):
+        code, stdout, err = run(capsys, *args, "--solutions", "3", "--pick", str(number), *estimates, "--json")
+        assert code == 0, err
+        published = json.loads(stdout)
+        assert published["levels"] == solution["levels"]
+        assert solution["estimates"] == published["estimates"]
+        overlaps = [r["overlap"] for e in published["estimates"] for r in e["rows"] if r["overlap"] is not None]
+        assert solution["mean_overlap"] == pytest.approx(sum(overlaps) / len(overlaps))
+        assert solution["lowest_overlap"] == pytest.approx(min(overlaps))
+    assert len({s["mean_overlap"] for s in solutions}) > 1
+    code, stdout, err = run(capsys, *args, "--solutions", "3", *estimates)
+    assert code == 0, err
+    assert "mean overlap" in stdout and "lowest overlap" in stdout
+    assert "Estimates of each solution" in stdout
+    assert f"{solutions[1]['mean_overlap']:.3f}" in stdout
+    # Without --estimate the solutions carry no estimates.
+    code, stdout, err = run(capsys, *args, "--solutions", "3", "--json")
+    assert code == 0, err
+    assert "estimates" not in json.loads(stdout)["solutions"][0]
