@@ -365,9 +365,13 @@ def _print_search(
         align = "rllrrrr"
         if compared:
             for row, each in zip(rows, compared, strict=True):
-                row += [_estimates.overlap_text(each.mean_overlap), _estimates.overlap_text(each.lowest_overlap)]
-            head += ["mean overlap", "lowest overlap"]
-            align += "rr"
+                row += [
+                    _estimates.overlap_text(each.mean_overlap),
+                    _estimates.overlap_text(each.lowest_overlap),
+                    each.not_computable,
+                ]
+            head += ["mean overlap", "lowest overlap", "not computable"]
+            align += "rrr"
         print(format_table(head, rows, align=align))
         if compared:
             _print_solution_estimates(compared)

@@ -28,7 +28,13 @@ import plotly.graph_objects as go
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from plotly.subplots import make_subplots
 
-from dashboard.application.estimates import fmt_interval, fmt_overlap, read_estimates, run_solution_estimates
+from dashboard.application.estimates import (
+    fmt_estimate,
+    fmt_interval,
+    fmt_overlap,
+    read_estimates,
+    run_solution_estimates,
+)
 from dashboard.application.fixes import (
     BUILDERS,
     KINDS,
@@ -333,6 +339,7 @@ def solutions_figure(solutions: Sequence[Mapping[str, Any]], picked: int) -> go.
             customdata=[s["suppressed"] for s in solutions],
             mode="markers+text",
             textposition="top center",
+            cliponaxis=False,
             name="solutions",
             marker={
                 "size": [16 if n == picked else 10 for n in numbers],
@@ -352,7 +359,7 @@ def solutions_table(summary: Mapping[str, Any], compared: Sequence[SolutionEstim
     picked = int(summary.get("pick", 1))
     labels = ["#", "levels", summary.get("metric", "loss"), "removed", "highest risk", "average risk"]
     if compared:
-        labels += ["mean overlap", "lowest overlap"]
+        labels.append("estimates: mean / lowest overlap")
     head = dmc.TableThead(
         dmc.TableTr(
             [dmc.TableTh(label) for label in labels]
@@ -374,12 +381,16 @@ def solutions_table(summary: Mapping[str, Any], compared: Sequence[SolutionEstim
         ]
         if compared:
             each = by_number.get(number)
-            mean = fmt_overlap(each.mean_overlap) if each else "-"
-            lowest = fmt_overlap(each.lowest_overlap) if each else "-"
-            cells += [
-                dmc.TableTd(mean, className="fix-solution-overlap"),
-                dmc.TableTd(lowest, className="fix-solution-lowest"),
-            ]
+            overlap: list[Any] = ["-"]
+            if each is not None:
+                overlap = [
+                    html.Span(fmt_overlap(each.mean_overlap), className="fix-solution-overlap"),
+                    " / ",
+                    html.Span(fmt_overlap(each.lowest_overlap), className="fix-solution-lowest"),
+                ]
+                if each.not_computable:
+                    overlap.append(dmc.Text(f"{each.not_computable} not computable", size="xs", c="red.8", span=False))
+            cells.append(dmc.TableTd(overlap))
         rows.append(
             dmc.TableTr(
                 [
@@ -400,7 +411,8 @@ def solutions_table(summary: Mapping[str, Any], compared: Sequence[SolutionEstim
             )
         )
     return dmc.TableScrollContainer(
-        dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-solutions", striped=True), minWidth=720
+        dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-solutions", striped=True, horizontalSpacing=8),
+        minWidth=680,
     )
 
 
@@ -413,7 +425,7 @@ def solution_estimates_view(compared: Sequence[SolutionEstimates]) -> Any:
     head = dmc.TableThead(
         dmc.TableTr(
             [dmc.TableTh("estimate"), dmc.TableTh("of"), dmc.TableTh(f"before [{level} CI]")]
-            + [dmc.TableTh(f"#{each.number} after · overlap") for each in compared]
+            + [dmc.TableTh(f"#{each.number}: after · overlap") for each in compared]
         )
     )
     body = []
@@ -429,18 +441,38 @@ def solution_estimates_view(compared: Sequence[SolutionEstimates]) -> Any:
                 rows = each.comparisons[position].rows
                 other = rows[row_index] if row_index < len(rows) and rows[row_index].term == row.term else None
                 if other is None or other.after is None:
-                    text = "not computable" if other is None or not other.note else other.note
+                    note = "" if other is None or not other.note else other.note
+                    cells.append(
+                        dmc.TableTd(
+                            [
+                                html.Span("not computable", title=note or None),
+                                html.Span(f" ({note})", className="visually-hidden") if note else None,
+                            ],
+                            c="red.8",
+                        )
+                    )
                 else:
-                    text = f"{fmt_interval(other.after)} · {fmt_overlap(other.overlap)}"
-                cells.append(dmc.TableTd(text))
+                    after = other.after
+                    interval = f"[{fmt_estimate(after.low)}, {fmt_estimate(after.high)}]"
+                    cells.append(
+                        dmc.TableTd(
+                            [
+                                html.Span(fmt_estimate(after.value), title=f"{level} CI {interval}"),
+                                html.Span(f" {interval}", className="visually-hidden"),
+                                f" · {fmt_overlap(other.overlap)}",
+                            ]
+                        )
+                    )
             body.append(dmc.TableTr(cells))
     table = dmc.TableScrollContainer(
-        dmc.Table([head, dmc.TableTbody(body)], fz="xs", striped=True, id="fix-solution-estimates-table"),
-        minWidth=760,
+        dmc.Table(
+            [head, dmc.TableTbody(body)], fz="xs", striped=True, id="fix-solution-estimates-table", horizontalSpacing=8
+        ),
+        minWidth=600,
     )
     return html.Details(
         [
-            html.Summary("Each estimate per solution: the value after [CI] and the interval overlap"),
+            html.Summary("Each estimate per solution: the value after and the interval overlap"),
             table,
         ],
         id="fix-solution-estimates-details",
@@ -475,7 +507,8 @@ def solutions_card(run: FixRun) -> Any:
             ),
             dmc.Text(
                 "The estimates named in the Estimates section below, on each solution's table: the mean and the "
-                "lowest interval overlap with the original's.",
+                "lowest interval overlap with the original's (1 the same interval, 0 disjoint), over the numbers "
+                "computable after.",
                 size="xs",
                 c="dimmed",
             ),

@@ -1,16 +1,20 @@
 """The Fix page's solutions in a real browser: the search's best solutions side by side (axe-core clean), one
-published from the keyboard, and the verdict and the step list follow."""
+published from the keyboard, and the verdict and the step list follow; a local recoding chosen and published from
+the keyboard."""
 
 from __future__ import annotations
 
 import re
 
+import pandas as pd
 from playwright.sync_api import Page, expect
 
 from dashboard.application.fixes import SOLUTIONS_SHOWN, check_spec
 from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
+from dashboard.core.measure.diagnose import diagnose
+from dashboard.ui.components import fmt_count
 from tests.e2e.test_accessibility import assert_accessible, open_numbers, settled
 
 TIMEOUT = 30_000
@@ -48,3 +52,41 @@ def test_pick_the_second_solution_with_the_keyboard(page: Page, live_server: str
     expect(published).to_have_text("Published")
     # The step list shows the published levels: those of the second row.
     expect(page.locator("#fix-outcomes")).to_contain_text(f"levels {second_levels}")
+
+
+def test_local_recoding_from_the_keyboard(page: Page, live_server: str, live_settings: Settings) -> None:
+    """The search's recoding chosen with the keyboard: the local recoding is previewed, named in the step list and
+    the verdict, and the downloaded table is k-anonymous as published by the core's diagnosis."""
+    services = Services(live_settings)
+    state = services.initial_state(services.dataset("demo:people"), ViewState()).with_quasi_identifiers(
+        QIS, ["diagnosis"]
+    )
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.goto(f"{live_server}{state.href('/fix')}")
+    page.click("#fix-technique")
+    page.get_by_role("option", name="Least-lossy search").click()
+    recoding = page.get_by_role("radiogroup", name=re.compile("Recoding"))
+    expect(recoding).to_be_visible(timeout=TIMEOUT)
+    global_choice = page.get_by_role("radio", name=re.compile("^Global"))
+    expect(global_choice).to_be_checked()
+    global_choice.focus()
+    page.keyboard.press("ArrowDown")
+    local_choice = page.get_by_role("radio", name=re.compile("^Local"))
+    expect(local_choice).to_be_checked()
+    expect(local_choice).to_be_focused()
+    page.locator("#fix-add").focus()
+    page.keyboard.press("Enter")
+    expect(page.locator("#fix-outcomes")).to_contain_text("local recoding, levels", timeout=2 * TIMEOUT)
+    expect(page.locator("#fix-outcomes")).to_contain_text("Least-lossy local recoding")
+    expect(page.locator("#fix-verdict")).to_contain_text("The cheapest fix found (local recoding", timeout=TIMEOUT)
+    expect(page.locator("#fix-solutions")).to_have_count(0)
+    page.wait_for_url(lambda url: "s=" in url, timeout=TIMEOUT)
+    assert ViewState.from_search(page.url.split("?", 1)[1]).fix[0]["recoding"] == "local"
+    with page.expect_download(timeout=TIMEOUT) as download:
+        page.click("#fix-dl-csv")
+    table = pd.read_csv(download.value.path(), dtype=str, keep_default_na=False)
+    published = diagnose(table, QIS, sensitive=["diagnosis"])
+    assert published.k >= state.k
+    expect(page.locator("#fix-after-k .stat-value")).to_have_text(fmt_count(published.k))
+    # Some column publishes values at more than one level (35-39 beside 30-39).
+    assert table["age"].str.contains("-").any() and table["age"].nunique() > 1

@@ -137,10 +137,13 @@ def test_the_estimates_of_each_solution(services: Services, base: ViewState) -> 
     assert "Name the estimates first" in texts(message)
     table, view = page.compare_solutions(runs, state, ESTIMATES)
     shown = texts(table)
-    assert "mean overlap" in shown and "lowest overlap" in shown
+    assert "estimates: mean / lowest overlap" in shown
     for each in compared:
-        assert page.fmt_overlap(each.mean_overlap) in shown and page.fmt_overlap(each.lowest_overlap) in shown
+        assert f"{page.fmt_overlap(each.mean_overlap)}  /  {page.fmt_overlap(each.lowest_overlap)}" in shown
+    # A solution that publishes a column as * leaves an estimate of it not computable, and the table says so.
+    blind = [each for each in compared if each.not_computable]
+    assert blind and all(f"{each.not_computable} not computable" in shown for each in blind)
     assert find(view, "fix-solution-estimates-table") is not None
-    assert "mean of transaction_amount" in texts(view) and "#5 after" in texts(view)
+    assert "mean of transaction_amount" in texts(view) and "#5: after" in texts(view)
     with pytest.raises(FixError):
         run_solution_estimates(runs.run(base.updated(fix=({"kind": "drop", "columns": ["name"]},))), specs)
