@@ -49,6 +49,7 @@ from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies, sear
 from dashboard.core.transform.jobs import run_job_file
 from dashboard.core.transform.perturbation import perturbed_numeric_columns
 from dashboard.core.transform.steps import Recipe, TransformResult, apply_recipe
+from dashboard.core.utility.estimates import Estimate
 from dashboard.core.utility.metrics import Metric, information_loss
 
 from . import _estimates
@@ -209,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     if args.recoding == "local":
-        return _run_local(args, data, hierarchies, qis, inputs)
+        return _run_local(args, data, hierarchies, qis, inputs, specs)
     started = time.perf_counter()
     result = optimal_generalization(
         data,
@@ -421,10 +422,15 @@ def _check_recoding(args: argparse.Namespace) -> None:
 
 
 def _run_local(
-    args: argparse.Namespace, data: pd.DataFrame, hierarchies: dict[str, Hierarchy], qis: list[str], inputs: list[Path]
+    args: argparse.Namespace,
+    data: pd.DataFrame,
+    hierarchies: dict[str, Hierarchy],
+    qis: list[str],
+    inputs: list[Path],
+    specs: list[Estimate],
 ) -> int:
-    """Local recoding (:func:`~dashboard.core.search.local.local_recoding`): the published table, its recipe, and
-    the loss beside the global optimum's."""
+    """Local recoding (:func:`~dashboard.core.search.local.local_recoding`): the published table, its recipe, the
+    loss beside the global optimum's, and the ``--estimate`` estimates before and after."""
     result: LocalRecodingResult = local_recoding(
         data,
         hierarchies,
@@ -438,6 +444,7 @@ def _run_local(
         max_suppression=args.max_suppression,
         metric=args.metric,
     )
+    estimates = _estimates.run_estimates(args, specs, data, result.data)
     if args.output is not None:
         write_table(result.data, args.output, overwrite_protect=inputs, escape_formulas=args.escape_formulas)
     if args.save_recipe is not None:
@@ -445,6 +452,7 @@ def _run_local(
     if args.json:
         payload = result.summary()
         payload["metrics"] = {m.value: result.information_loss.value(m) for m in Metric}
+        payload["estimates"] = _estimates.estimates_payload(estimates)
         payload["output"] = str(args.output) if args.output is not None else None
         payload["recipe"] = str(args.save_recipe) if args.save_recipe is not None else None
         print_json(payload)
@@ -476,6 +484,7 @@ def _run_local(
         print(f"Wrote {len(result.data):,} rows to {args.output}.")
     if args.save_recipe is not None:
         print(f"Saved the recipe to {args.save_recipe}.")
+    _estimates.print_estimates(estimates)
     return 0
 
 

@@ -90,3 +90,44 @@ def test_local_recoding_from_the_keyboard(page: Page, live_server: str, live_set
     expect(page.locator("#fix-after-k .stat-value")).to_have_text(fmt_count(published.k))
     # Some column publishes values at more than one level (35-39 beside 30-39).
     assert table["age"].str.contains("-").any() and table["age"].nunique() > 1
+    # The search panel with its recoding choice and the local recoding's results pass axe-core.
+    expect(recoding).to_be_visible()
+    settled(page)
+    assert_accessible(page, "Fix, a local recoding published, the search's recoding choice shown")
+
+
+def test_the_estimates_of_each_solution(page: Page, live_server: str, live_settings: Settings) -> None:
+    """The estimates named in the Estimates section, compared on each solution's table from the keyboard: the
+    solutions table gains their overlap, the numbers open in a disclosure, and the card passes axe-core."""
+    services = Services(live_settings)
+    base = services.initial_state(services.dataset("demo:people"), ViewState()).with_quasi_identifiers(
+        QIS, ["diagnosis"]
+    )
+    spec = check_spec(
+        {"kind": "search", "k": 5, "l": 2, "t": 0.2, "max_risk": 0.2, "max_suppression": 0.05, "metric": "loss"}
+    )
+    state = base.updated(fix=(spec,))
+    page.set_viewport_size({"width": 1280, "height": 1000})
+    page.goto(f"{live_server}{state.href('/fix')}")
+    expect(page.locator("#fix-solutions")).to_be_visible(timeout=TIMEOUT)
+    box = page.get_by_label("Estimates the data are published for, one a line")
+    box.fill("mean:age\nshare:sex")
+    box.blur()
+    button = page.get_by_role("button", name="Compare the estimates of each solution")
+    button.focus()
+    page.keyboard.press("Enter")
+    table = page.locator("#fix-solutions")
+    expect(table.locator("thead")).to_contain_text("estimates: mean / lowest overlap", timeout=TIMEOUT)
+    expect(table.locator(".fix-solution-overlap")).to_have_count(SOLUTIONS_SHOWN)
+    summary = page.locator("#fix-solution-estimates-details > summary")
+    summary.focus()
+    page.keyboard.press("Enter")
+    numbers = page.locator("#fix-solution-estimates-table")
+    expect(numbers).to_be_visible()
+    expect(numbers.locator("thead th")).to_have_count(3 + SOLUTIONS_SHOWN)
+    expect(numbers).to_contain_text("mean of age")
+    settled(page)
+    assert_accessible(page, "Fix, each solution's estimates open")
+    # Publishing another solution still works from the table with the estimates.
+    page.get_by_role("button", name=re.compile(r"^Publish solution 2:")).click()
+    expect(page.locator("#fix-verdict")).to_contain_text("The fix chosen (solution 2 of the search", timeout=TIMEOUT)

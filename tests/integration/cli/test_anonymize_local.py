@@ -13,6 +13,7 @@ from dashboard.cli import main
 from dashboard.core.data.tables import read_table
 from dashboard.core.measure.classes import equivalence_classes
 from dashboard.core.transform.hierarchy import load_hierarchies
+from dashboard.core.utility.estimates import compare_estimates
 from dashboard.core.utility.metrics import information_loss
 
 QIS = "sex,age,race,marital-status,education,workclass"
@@ -93,3 +94,20 @@ def test_refused_combinations(
         *extra,
     )  # fmt: skip
     assert code == 2 and message in err
+
+
+def test_local_recoding_with_the_stewards_estimates(
+    capsys: pytest.CaptureFixture[str], sample: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """--recoding local --estimate: the estimates on the published table, as compare_estimates gives them."""
+    source, hierarchies = sample
+    out = tmp_path / "out.csv"
+    base = ["anonymize", str(source), "--qi", QIS, "--hierarchies", str(hierarchies), "--k", "5", "--recoding", "local"]
+    code, stdout, err = run(capsys, *base, "--estimate", "share:sex", "--json", "-o", str(out))
+    assert code == 0, err
+    estimates = json.loads(stdout)["estimates"]
+    expected = compare_estimates(read_table(source), read_table(out), ["share:sex"])
+    assert [e["rows"] for e in estimates] == [[r.to_dict() for r in c.rows] for c in expected]
+    code, stdout, err = run(capsys, *base, "--estimate", "share:sex")
+    assert code == 0, err
+    assert "Estimates before and after" in stdout and "share of sex = Female" in stdout
