@@ -84,14 +84,14 @@ def run_solution_estimates(
     step at that solution's levels (:func:`~dashboard.core.search.solutions.step_with_levels`), the steps before it
     applied once and the steps after it re-applied on each; the published solution's table is the run's own.
     ``key`` is the pseudonymization key of the settings (a list that pseudonymizes re-applies that step). Raises
-    :class:`FixError` when the list has no global search with solutions to compare.
+    :class:`FixError` when the list's last search is not a global one with solutions to compare.
     """
     found = None
     for index, (spec, result) in enumerate(zip(run.specs, run.results, strict=True)):
         summary = result.summary.get("search")
-        if spec["kind"] == "search" and isinstance(summary, dict) and summary.get("recoding") != "local":
+        if spec["kind"] == "search" and isinstance(summary, dict):
             found = (index, result.step, summary)
-    if found is None or len(found[2].get("solutions") or []) < 2:
+    if found is None or found[2].get("recoding") == "local" or len(found[2].get("solutions") or []) < 2:
         raise FixError("The step list has no least-lossy search with solutions to compare.")
     index, step, summary = found
     steps = [result.step for result in run.results]
