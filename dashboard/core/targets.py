@@ -26,7 +26,8 @@ generalization classes only merge. ``k``, ``max_risk`` and distinct ``l`` hold f
 for one of its parts, so the records violating them can only shrink from a node to a coarser one, with or without
 suppression (:meth:`PrivacyTargets.monotone`). ``t`` holds for a merged class whenever it holds for all its parts
 (the earth mover's distance to a fixed distribution is convex in the class distribution), but a part that satisfies
-``t`` merged with one that does not may violate it: with suppression the records violating ``t`` may grow.
+``t`` merged with one that does not may violate it, and suppression moves the distribution ``t`` compares with (that
+of the records published): with suppression the records violating ``t`` may grow.
 
 :func:`parse_targets` reads the command line's ``k=5,l=2,t=0.2,max_risk=0.2`` (``risk`` is an alias of
 ``max_risk``). Whether a diagnosed table meets the targets is :meth:`dashboard.core.measure.diagnose.Diagnosis.check`.
@@ -69,7 +70,8 @@ class PrivacyTargets:
         value counts as a value), ARX ``DistinctLDiversity``.
     t
         t-closeness for each sensitive attribute: earth mover's distance to the distribution over all records
-        ``<= t`` (ARX), the reference distribution being that of all records before suppression, with
+        ``<= t`` (ARX), the reference distribution being that of the records of the table judged: for a fix, the
+        records published (after suppression), as the diagnosis of the published table measures it, with
         ``t_distance`` ``"equal"`` or ``"ordered"`` (default: ordered for numeric
         attributes, equal otherwise), see :func:`dashboard.core.measure.models.t_closeness`.
     sensitive

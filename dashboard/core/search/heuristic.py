@@ -5,7 +5,10 @@ which a survey with 12 key variables (hundreds of millions of nodes) does not al
 LIGHTNING (Prasser, Bild, Eicher, Spengler, Kuhn, "Lightning: utility-driven anonymization of high-dimensional
 data", Transactions on Data Privacy 9(2), 2016): it starts at the bottom of the lattice and only ever generalizes
 further, checking the nodes it reaches with the same class-table roll-ups, targets and metrics as the exact search
-(so it runs on an engine's aggregate as well), and stops after a budget of checked nodes.
+(so it runs on an engine's aggregate as well), and stops after a budget of checked nodes. A node is judged as the
+exact search judges it, as published: ``t`` against the distribution of the records left after suppression, so every
+solution it returns meets the targets as the diagnosis of its published table measures them. It infers nothing from
+the targets' monotonicity (only from the metrics' bounds), so the judgement's lack of it costs nothing here.
 
 Algorithm
 ---------

@@ -8,10 +8,15 @@ A *node* of the lattice is a vector of levels, one per QI; ``u <= v`` (``v`` is 
 level of ``u`` is at most that of ``v``. At a node, the records form equivalence classes over the generalized QIs
 (missing values as a value of their own). A class *violates* the targets (:class:`PrivacyTargets`) when its size
 is below ``k``, its prosecutor risk ``1 / f_j`` exceeds ``max_risk``, or, for some sensitive attribute, it has
-fewer than ``l`` distinct values or its t-closeness distance exceeds ``t``. The node *satisfies* the targets when
-the records of violating classes number at most ``floor(max_suppression * n)`` (ARX's suppression limit); those
-records are then suppressed (removed). The result is a satisfying node of least information loss for the chosen
-:class:`~dashboard.core.utility.metrics.Metric`, with suppressed records counted as described there.
+fewer than ``l`` distinct values or its t-closeness distance to the distribution of the records *published* exceeds
+``t``. The records of violating classes are suppressed (removed); since that changes the distribution t compares
+with, ``t`` is judged again on the records left and the classes now farther than ``t`` are suppressed too, until none
+is (:func:`~dashboard.core.transform.generalization.suppressed_classes`, the ``generalize`` step's own suppression).
+The node *satisfies* the targets when the records suppressed number at most ``floor(max_suppression * n)`` (ARX's
+suppression limit) and some records are published: its published table then meets every target as its diagnosis
+measures it (:meth:`~dashboard.core.measure.diagnose.Diagnosis.check`). The result is a satisfying node of least
+information loss for the chosen :class:`~dashboard.core.utility.metrics.Metric`, with suppressed records counted as
+described there.
 
 Search
 ------
@@ -32,20 +37,30 @@ suppression: classes only merge under generalization, and a merged class satisfi
 does, so the violating records of a node include those of every successor (ARX: monotonic with generalization and
 suppression). Then a node failing them (beyond the limit) marks all its predecessors as failing, and a node meeting
 them all its successors as meeting them; the binary search of Flash on a chain to the top finds the boundary.
-t-closeness is monotone without suppression (the earth mover's distance to a fixed distribution is convex in the
-class distribution, so a class merged from parts within t is within t), but not with it (a satisfying class merged
-with a violating one may violate): then only the monotone targets mark nodes, and ``t`` is checked at each node that
-meets them, in bound order, unless the node's metric with only their violating records suppressed (a lower bound:
-suppressing more never lowers a metric) already reaches the best value.
+The records a node suppresses include those of the classes violating these (they are suppressed in the first round,
+and rounds only add), so the marks hold for the published tables too. t-closeness is monotone without suppression
+(nothing is removed, so the reference is the whole table's; the earth mover's distance to a fixed distribution is
+convex in the class distribution, so a class merged from parts within t is within t), but not with it: a satisfying
+class merged with a violating one may violate, and the reference itself is that of the records published, which
+differs from node to node (a node may fail because suppression moved the distribution, and a coarser one succeed,
+or the reverse). So with ``t`` and suppression only the monotone targets mark nodes, and ``t`` is judged at each node
+that meets them, in bound order, unless the node's metric with only their violating records suppressed (a lower
+bound: a satisfying node suppresses at least those, and suppressing more never lowers a metric) already reaches the
+best value. The bounds of the metrics do not depend on the targets, so their pruning is unchanged.
 
 *What t implies.* A class violates ``t`` whatever its counts when it has too few records or too few distinct
-sensitive values to come within ``t`` of the table's distribution ``p`` (:meth:`GeneralizationLattice.implied_by_t`):
-with ``d`` distinct values the equal distance is at least ``1 - (sum of the d largest p_i)`` and the ordered one at
-least the weighted ``d``-median cost of ``p`` on the ranks over ``m - 1``; with ``f`` records at least the distance of
-the best whole-record counts (rounded shares). Both are monotone (sizes and distinct values only grow when classes
-merge), so with ``t`` and suppression they join ``k`` and ``l`` among the conditions that mark failing nodes. Each
-bound is checked against every distribution of up to 9 records in the tests, and the search against an exhaustive
-evaluation of the lattice.
+sensitive values to come within ``t`` of the distribution ``p'`` of the records published
+(:meth:`GeneralizationLattice.implied_by_t`). Suppressing ``s`` of the ``n`` records gives ``p = (1 - a) p' + a r``
+with ``a = s / n``, so ``p'`` is within ``a <= budget / n`` of the whole table's ``p`` in either distance, and a class
+within ``t`` of ``p'`` is within ``t + budget / n`` of ``p``. With ``d`` distinct values the equal distance to ``p`` is
+at least ``1 - (sum of the d largest p_i)`` and the ordered one at least the weighted ``d``-median cost of ``p`` on the
+ranks over ``m - 1``; with ``f`` records at least the distance of the best whole-record counts (rounded shares); the
+bounds are taken at ``t + budget / n``. The ordered distance also depends on which values the published records hold
+(its ``m`` and ranks), so an attribute with a value of at most ``budget`` records implies nothing with suppression.
+Both bounds are monotone (sizes and distinct values only grow when classes merge) and a class failing them fails
+``t`` in the first round, so with ``t`` and suppression they join ``k`` and ``l`` among the conditions that mark
+failing nodes. Each bound is checked against every distribution of up to 9 records in the tests, and the search
+against an exhaustive evaluation of the lattice in which each node's published table is judged by the verdict.
 
 The result is the exact minimum over all satisfying nodes (ties: least bound, then total level, then levels
 lexicographically); the tests compare it with a brute-force evaluation of every node. With ``solutions=N`` the search
@@ -83,7 +98,12 @@ from dashboard.core.measure.classes import (
     equivalence_classes_from_aggregate,
 )
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
-from dashboard.core.transform.generalization import generalize, violating_combinations, without_combinations
+from dashboard.core.transform.generalization import (
+    generalize,
+    suppressed_classes,
+    violating_combinations,
+    without_combinations,
+)
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError
 from dashboard.core.transform.steps import Recipe, Step, TransformResult
 from dashboard.core.utility.metrics import Metric
@@ -670,7 +690,7 @@ class GeneralizationLattice:
         metric = Metric.parse(metric)
         budget = suppression_budget(max_suppression, self.n_records)
         table = self.table(node)
-        bad = self._violations(table, targets)
+        bad = self._violations(table, targets, budget)
         prior = float(self.prior_bounds(metric, np.array([node]))[0])
         return self._result(node, table, bad, budget, metric, self._posterior_bound(metric, table, prior))
 
@@ -678,7 +698,7 @@ class GeneralizationLattice:
         self, node: tuple[int, ...], table: _Table, bad: np.ndarray, budget: int, metric: Metric, bound: float
     ) -> NodeResult:
         violating = int(table.counts[bad].sum())
-        if violating > budget:
+        if violating > budget or violating >= self.n_records:  # nothing published: no target can be met
             return NodeResult(node, False, violating, 0, table.n_classes, math.nan, bound)
         kept = table.counts[~bad]
         highest = 1.0 / float(kept.min()) if len(kept) else math.nan
@@ -686,11 +706,14 @@ class GeneralizationLattice:
         value = self._metric(metric, table, bad)
         return NodeResult(node, True, violating, violating, table.n_classes, value, bound, highest, average)
 
-    def _violations(self, table: _Table, targets: PrivacyTargets) -> np.ndarray:
-        bad = self._monotone_violations(table, targets)
-        if targets.t is not None:
-            bad = bad | self._t_violations(table, targets)
-        return bad
+    def _violations(self, table: _Table, targets: PrivacyTargets, budget: int | None = None) -> np.ndarray:
+        """Boolean per class: its records are suppressed at this node. Without ``t``, the classes violating the
+        targets; with ``t``, the suppression of :func:`~dashboard.core.transform.generalization.suppressed_classes`
+        (t judged against the records left, round by round, as the ``generalize`` step publishes them), whose rounds
+        stop once more than ``budget`` records are removed (the node fails then)."""
+        if targets.t is None:
+            return self._monotone_violations(table, targets)
+        return suppressed_classes(self._classes(table), targets, budget)
 
     def _monotone_violations(self, table: _Table, targets: PrivacyTargets) -> np.ndarray:
         """Classes violating ``k``, ``max_risk`` or distinct ``l`` (the number of sensitive entries of a class:
@@ -702,27 +725,35 @@ class GeneralizationLattice:
                 bad |= np.bincount(table.sensitive[name][0], minlength=table.n_classes) < targets.l
         return bad
 
-    def implied_by_t(self, targets: PrivacyTargets) -> tuple[int, dict[str, int]]:
-        """What a class needs to have any chance of meeting ``t``: at least so many records, and per sensitive
-        attribute at least so many distinct values; a class with fewer violates ``t`` whatever its counts (see the
-        module docstring). ``(1, {})`` without ``t``."""
+    def implied_by_t(self, targets: PrivacyTargets, budget: int = 0) -> tuple[int, dict[str, int]]:
+        """What a class needs to have any chance of meeting ``t`` in a table published with at most ``budget``
+        records suppressed: at least so many records, and per sensitive attribute at least so many distinct values;
+        a class with fewer violates ``t`` against the distribution of any such table's records, whatever its counts
+        (see the module docstring). ``(1, {})`` without ``t``.
+
+        Removing ``s <= budget`` of the ``n`` records moves the reference distribution by at most ``a = budget / n``
+        in either distance (``p = (1 - s/n) p' + (s/n) r``), so a class within ``t`` of the records published is
+        within ``t + a`` of the whole table's ``p``: the bounds are taken at ``t + a``. The ordered distance also
+        depends on which values are present (its ``m`` and ranks); an attribute with a value of at most ``budget``
+        records, which suppression may remove entirely, implies nothing with suppression."""
         if targets.t is None:
             return 1, {}
+        margin = budget / self.n_records
         records, distinct = 1, {}
         for name in targets.sensitive:
             template = self._templates[name]
             counts = np.asarray(template.overall, dtype=np.float64)
             shares = counts / counts.sum()
             kind = targets.t_distance or ("ordered" if template.ordered else "equal")
-            lowest = _fewest_values_equal(shares) if kind == "equal" else _fewest_values_ordered(shares)
+            if kind == "ordered" and budget and counts.min() <= budget:
+                continue
             # A margin keeps the bounds below the exact distance's rounding: never a class that the check passes.
+            within = targets.t + margin + 1e-9
+            lowest = _fewest_values_equal(shares) if kind == "equal" else _fewest_values_ordered(shares)
             if lowest is not None:
-                distinct[name] = int(np.flatnonzero(lowest <= targets.t + 1e-9)[0]) + 1
-            records = max(records, _fewest_records(shares, kind, targets.t + 1e-9))
+                distinct[name] = int(np.flatnonzero(lowest <= within)[0]) + 1
+            records = max(records, _fewest_records(shares, kind, within))
         return records, distinct
-
-    def _t_violations(self, table: _Table, targets: PrivacyTargets) -> np.ndarray:
-        return targets.violations_by_target(self._classes(table), ("t",))["t"]
 
     def _upward_path(self, node: tuple[int, ...]) -> list[tuple[int, ...]]:
         """A chain from ``node`` to the top, raising one level at a time, always in the QI with the lowest
@@ -770,10 +801,11 @@ class GeneralizationLattice:
         targets (:meth:`PrivacyTargets.monotone`) on a chain from it to the top is found by binary search (Flash's
         strategy): every node failing them marks all its predecessors as failing, every node meeting them all its
         successors as meeting them. Without ``t`` (or without suppression) these are all the targets; with ``t``, a
-        node meeting the monotone targets is then checked for ``t``, unless its metric with only the records
-        violating the monotone targets suppressed (a lower bound: suppressing more records never lowers a metric)
-        already reaches the ``solutions``-th best value. Raises :class:`NoSolutionError` when no node satisfies
-        the targets within the limit, :class:`ParameterError` when the lattice has more nodes than ``max_nodes``.
+        node meeting the monotone targets is then judged as published (``t`` against the records left, round by
+        round), unless its metric with only the records violating the monotone targets suppressed (a lower bound:
+        suppressing more records never lowers a metric) already reaches the ``solutions``-th best value. Raises
+        :class:`NoSolutionError` when no node satisfies the targets within the limit, :class:`ParameterError` when
+        the lattice has more nodes than ``max_nodes``.
         """
         metric = Metric.parse(metric)
         self._check_targets(targets)
@@ -788,7 +820,7 @@ class GeneralizationLattice:
         monotone = targets if all_monotone else targets.monotone()
         # With t and suppression: a class with fewer distinct values than t allows violates t (implied_l), a
         # monotone condition like l, which joins the monotone targets.
-        records, least = self.implied_by_t(targets) if not all_monotone else (1, {})
+        records, least = self.implied_by_t(targets, budget) if not all_monotone else (1, {})
         if records > monotone.k:
             monotone = replace(monotone, k=records)
         if least and max(least.values()) > (targets.l or 1):
@@ -819,11 +851,13 @@ class GeneralizationLattice:
         def monotone_status(node: tuple[int, ...]) -> tuple[_Table, np.ndarray, bool]:
             table = self.table(node, sensitive=needs_sensitive)
             touched[node] = True
-            bad = self._violations(table, monotone)
+            bad = self._violations(table, monotone, budget)
             for name, value in least.items():
                 assert table.sensitive is not None
                 bad |= np.bincount(table.sensitive[name][0], minlength=table.n_classes) < value
-            ok = int(table.counts[bad].sum()) <= budget
+            # Nothing published meets no target; all records violating is monotone like the rest.
+            violating = int(table.counts[bad].sum())
+            ok = violating <= budget and violating < self.n_records
             if ok:
                 passed[above(node)] = True
             else:
@@ -840,10 +874,13 @@ class GeneralizationLattice:
             if not ok:
                 return
             if not all_monotone:
+                # A satisfying node suppresses at least the records violating the monotone targets (the bounds t
+                # implies hold against any table published within the limit), and more suppression only adds
+                # to the metric: so this lower bound may rule the node out before t is judged.
                 if self._metric(metric, table, bad) >= best.threshold:
-                    return  # more suppression only adds to it: it cannot be among the best
+                    return
                 table = self.table(node)
-                bad = bad | self._t_violations(table, targets)
+                bad = self._violations(table, targets, budget)
             result = self._result(node, table, bad, budget, metric, bound)
             if result.satisfied:
                 best.offer(result)
@@ -1074,7 +1111,7 @@ def heuristic_search(
             return found
         table = lattice.table(node)
         bound = lattice._posterior_bound(metric, table, prior_bound)
-        bad = lattice._violations(table, targets)
+        bad = lattice._violations(table, targets, budget)
         result = lattice._result(node, table, bad, budget, metric, bound)
         score = result.value if result.satisfied else lattice._metric(metric, table, bad)
         if result.satisfied:
@@ -1246,30 +1283,54 @@ def _solutions(found: Sequence[NodeResult], qis: Sequence[str]) -> tuple[Solutio
     return tuple(out)
 
 
+def _only(targets: PrivacyTargets, name: str) -> PrivacyTargets:
+    """The one target ``name`` of ``targets`` (``k = 1``, met by every class, unless it is ``k``)."""
+    return PrivacyTargets(
+        k=targets.k if name == "k" else 1,
+        l=targets.l if name == "l" else None,
+        t=targets.t if name == "t" else None,
+        sensitive=targets.sensitive,
+        t_distance=targets.t_distance,
+        max_risk=targets.max_risk if name == "max_risk" else None,
+    )
+
+
 def binding_targets(
     lattice: GeneralizationLattice, node: Sequence[int], targets: PrivacyTargets, max_suppression: float
 ) -> dict[str, tuple[str, ...]]:
     """Which targets stop the solution from being finer: for each QI above level 0, the targets that the node one
-    level finer in that QI fails (the records violating that target alone exceed the suppression limit), or, when
-    none fails alone, their union (``"k+t"``: the targets together); an empty tuple when that finer node meets the
+    level finer in that QI fails alone (judged as the search judges a node: the records it suppresses for that
+    target alone, t against the records left, exceed the suppression limit or are all the records), or, when none
+    fails alone, those its classes violate together (``"k+t"``); an empty tuple when that finer node meets the
     targets (it was not chosen for its larger loss, from more suppression)."""
     budget = suppression_budget(max_suppression, lattice.n_records)
+
+    def fails(table: _Table, wanted: PrivacyTargets) -> bool:
+        removed = int(table.counts[lattice._violations(table, wanted, budget)].sum())
+        return removed > budget or removed >= lattice.n_records
+
     out: dict[str, tuple[str, ...]] = {}
     for index, name in enumerate(lattice.quasi_identifiers):
         if node[index] == 0:
             continue
         finer = tuple(int(v) - (1 if i == index else 0) for i, v in enumerate(node))
         table = lattice.table(finer)
-        parts = targets.violations_by_target(lattice._classes(table))
-        union = np.zeros(table.n_classes, dtype=bool)
-        for part in parts.values():
-            union |= part
-        counts = table.counts
-        if int(counts[union].sum()) <= budget:
+        if not fails(table, targets):
             out[name] = ()
             continue
-        alone = tuple(target for target, part in parts.items() if int(counts[part].sum()) > budget)
-        out[name] = alone or ("+".join(target for target, part in parts.items() if part.any()),)
+        alone = tuple(target for target in targets.names if fails(table, _only(targets, target)))
+        if alone:
+            out[name] = alone
+            continue
+        parts = targets.violations_by_target(lattice._classes(table))
+        together = [target for target, part in parts.items() if part.any()]
+        first = np.zeros(table.n_classes, dtype=bool)
+        for part in parts.values():
+            first |= part
+        if "t" not in together and (lattice._violations(table, targets, budget) & ~first).any():
+            # t fails only against the records left once the classes violating the others are suppressed
+            together = [target for target in targets.names if target in together or target == "t"]
+        out[name] = ("+".join(together),)
     return out
 
 

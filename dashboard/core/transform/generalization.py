@@ -12,6 +12,14 @@ rebuilt over the values of the data it is applied to, see :meth:`Hierarchy.for_v
 ``suppress`` removes, after generalizing, every record whose equivalence class over ``quasi_identifiers`` (every
 QI, generalized or not) violates the targets (:class:`~dashboard.core.targets.PrivacyTargets`): the record
 suppression of ARX's suppression limit. Missing values stay missing at every level.
+
+*Judged as published.* t-closeness compares each class with the distribution of the records published, and removing
+classes changes that distribution, so a class within ``t`` of the whole table may be farther from the records left.
+The suppression is therefore repeated (:func:`suppressed_classes`): the classes violating the targets are removed,
+``t`` is judged again against the records left, and the classes now violating it are removed too, until none does.
+Every class left then meets every target as the diagnosis of the published table measures it
+(:meth:`~dashboard.core.measure.diagnose.Diagnosis.check`). ``k``, ``l`` and ``max_risk`` depend on a class alone, so
+without ``t`` one round is all there is.
 """
 
 from __future__ import annotations
@@ -23,12 +31,18 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.errors import ParameterError, check_columns
-from dashboard.core.measure.classes import equivalence_classes, equivalence_classes_from_aggregate
+from dashboard.core.measure.classes import (
+    EquivalenceClasses,
+    MissingPolicy,
+    SensitiveDistribution,
+    equivalence_classes,
+    equivalence_classes_from_aggregate,
+)
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
 from dashboard.core.transform.steps import Step, TransformResult, register_step
 
-__all__ = ["generalization_step", "generalize"]
+__all__ = ["generalization_step", "generalize", "kept_classes", "suppressed_classes"]
 
 
 def generalize(
@@ -54,7 +68,8 @@ def generalize(
     suppress
         Targets whose violating classes are removed: after generalizing, classes over ``quasi_identifiers``
         (missing values as a value of their own) are formed and every record of a class that violates any target
-        is dropped (``kept_rows`` lists the rows kept).
+        is dropped (``kept_rows`` lists the rows kept), ``t`` judged against the records left, round by round
+        (:func:`suppressed_classes`), so the published table meets the targets as its diagnosis measures them.
     quasi_identifiers
         Every quasi-identifier of the table, generalized or not; required with ``suppress``. Classes formed over
         the generalized columns alone would be larger than the real ones and suppress too little.
@@ -145,13 +160,80 @@ def _original_values(values: pd.Series, leaf: np.ndarray, present: np.ndarray) -
 
 
 def _violating_records(data: pd.DataFrame, columns: list[str], targets: PrivacyTargets) -> np.ndarray:
-    """Boolean per row: its class over ``columns`` violates ``targets`` (the classes are the core's own)."""
+    """Boolean per row: its class over ``columns`` is suppressed for ``targets`` (:func:`suppressed_classes`; the
+    classes are the core's own)."""
     if not len(data):
         return np.zeros(0, dtype=bool)
     classes = equivalence_classes(data, columns, sensitive=list(targets.sensitive))
-    violating = targets.class_violations(classes)
+    violating = suppressed_classes(classes, targets)
     assert classes.record_class is not None
     return violating[classes.record_class]
+
+
+def kept_classes(classes: EquivalenceClasses, keep: np.ndarray) -> EquivalenceClasses:
+    """The classes ``keep`` selects (a boolean per class), as the diagnosis of a table of their records alone finds
+    them: the same sizes and per-class sensitive counts, and each sensitive attribute's overall counts (the reference
+    distribution of t-closeness) summed over the kept classes, values no longer present left out (so the ordered
+    distance's ``m`` and ranks are those of the records kept). Needs classes that partition the records (the
+    ``value`` or ``drop`` policy); no per-record classes."""
+    if classes.missing_policy == MissingPolicy.WILDCARD:
+        raise ParameterError("Classes under the wildcard policy overlap: removing some changes the sizes of others.")
+    keep = np.asarray(keep, dtype=bool)
+    index = np.flatnonzero(keep)
+    compact = np.full(classes.n_classes, -1, dtype=np.int64)
+    compact[index] = np.arange(len(index), dtype=np.int64)
+    sensitive = {}
+    for name, dist in classes.sensitive.items():
+        take = keep[np.asarray(dist.class_index, dtype=np.int64)]
+        values = np.asarray(dist.value_index, dtype=np.int64)[take]
+        counts = np.asarray(dist.counts, dtype=np.int64)[take]
+        overall = np.bincount(values, weights=counts, minlength=dist.n_values).astype(np.int64)
+        used = np.flatnonzero(overall > 0)
+        remap = np.full(dist.n_values, -1, dtype=np.int64)
+        remap[used] = np.arange(len(used), dtype=np.int64)
+        sensitive[name] = SensitiveDistribution(
+            name=dist.name,
+            labels=dist.labels[used],
+            ordered=dist.ordered,
+            class_index=compact[np.asarray(dist.class_index, dtype=np.int64)[take]],
+            value_index=remap[values],
+            counts=counts,
+            overall=overall[used],
+            n_classes=len(index),
+        )
+    return EquivalenceClasses(
+        quasi_identifiers=classes.quasi_identifiers,
+        missing_policy=classes.missing_policy,
+        class_codes=classes.class_codes[index],
+        categories=classes.categories,
+        sizes=np.asarray(classes.sizes)[index],
+        counts=np.asarray(classes.counts)[index],
+        sensitive=sensitive,
+        weight_sums=None if classes.weight_sums is None else classes.weight_sums[index],
+    )
+
+
+def suppressed_classes(classes: EquivalenceClasses, targets: PrivacyTargets, budget: int | None = None) -> np.ndarray:
+    """Boolean per class: its records are suppressed to meet ``targets`` (see the module docstring).
+
+    The classes violating any target (``t`` against the distribution of all records) are removed; then, while some
+    class left is farther than ``t`` from the distribution of the records left (:func:`kept_classes`), those classes
+    are removed too. The classes left meet every target as the diagnosis of their records measures them. With
+    ``budget``, the rounds stop as soon as more than ``budget`` records are removed (the suppression limit is
+    exceeded whatever follows: removals only add up)."""
+    bad = np.asarray(targets.class_violations(classes), dtype=bool).copy()
+    if targets.t is None:
+        return bad
+    counts = np.asarray(classes.counts)
+    while bad.any() and not bad.all():
+        if budget is not None and int(counts[bad].sum()) > budget:
+            break
+        left = np.flatnonzero(~bad)
+        farther = targets.violations_by_target(kept_classes(classes, ~bad), ("t",))["t"]
+        if not farther.any():
+            break
+        bad[left[farther]] = True
+    return bad
 
 
 def violating_combinations(
@@ -160,12 +242,13 @@ def violating_combinations(
     """The combinations of ``columns`` whose classes violate ``targets``, from an aggregate (one row per distinct
     combination of the QIs and the targets' sensitive attributes, ``count`` records each).
 
-    The classes and the violations are the same as :func:`_violating_records` finds on the raw rows, so removing
-    the records of these combinations is the suppression of :func:`generalize`, computed without the rows.
+    The classes and the suppression (:func:`suppressed_classes`, ``t`` judged against the records left) are the
+    same as :func:`_violating_records` finds on the raw rows, so removing the records of these combinations is the
+    suppression of :func:`generalize`, computed without the rows.
     """
     names = list(columns)
     classes = equivalence_classes_from_aggregate(aggregate, names, count=count, sensitive=list(targets.sensitive))
-    violating = targets.class_violations(classes)
+    violating = suppressed_classes(classes, targets)
     return classes.keys().loc[violating, names].reset_index(drop=True)
 
 
