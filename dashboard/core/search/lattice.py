@@ -237,8 +237,9 @@ class _TableCache:
 class NodeResult:
     """One node evaluated: whether it satisfies the targets, the records it suppresses and its metric value.
 
-    ``violating`` counts the records in violating classes; ``suppressed`` equals it when the node satisfies
-    (else 0, nothing is published); ``value`` is the metric (NaN when the node does not satisfy); ``bound`` is
+    ``violating`` counts the records the node suppresses: those of violating classes, with ``t`` judged round by
+    round against the records left (counted until they exceed the limit); ``suppressed`` equals it when the node
+    satisfies (else 0, nothing is published); ``value`` is the metric (NaN when the node does not satisfy); ``bound`` is
     the metric with nothing suppressed. ``highest_risk`` and ``average_risk`` are the prosecutor risks of the
     published records (``1 / min f_j`` and ``J / n`` over the classes kept; NaN when the node does not satisfy or
     nothing is published).
