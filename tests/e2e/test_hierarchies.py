@@ -95,6 +95,9 @@ def test_import_group_and_generalize_on_the_fix_page(
     page.keyboard.type("Government")
     page.keyboard.press("Tab")
     expect(page.locator("#hier-group-add")).to_be_focused()
+    # The name is sent when its field loses focus: let that update land before the button reads it.
+    expect(page.locator("#hier-group-name")).to_have_value("Government")
+    settled(page)
     page.keyboard.press("Enter")
     made = "Made in the editor from categories (named groups)"
     expect(page.locator("#hier-status")).to_contain_text(made, timeout=TIMEOUT)

@@ -142,7 +142,8 @@ class DashSession:
         """One poll of ``job``, as dash-renderer's timer sends it (inputs and state blanked)."""
         blank = json.loads(json.dumps(job.body))
         for item in [*blank["inputs"], *blank.get("state", [])]:
-            item["value"] = None
+            for entry in item if isinstance(item, list) else [item]:  # a pattern-matching group is a list
+                entry["value"] = None
         response = self.call(blank, cacheKey=job.cache_key, job=job.job)
         job.status = response.status_code
         if response.status_code == 200:
