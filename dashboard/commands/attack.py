@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="measure linkage, singling-out and inference attacks on a released table",
         description="Attack RELEASED with the records of ORIGINAL as targets: linkage (find a target's record from "
         "its quasi-identifiers), singling out (a released record's values describe exactly one person) and "
-        "attribute inference (guess --sensitive). Each success rate comes with a 95%% Wilson interval, a baseline "
+        "attribute inference (guess --sensitive). Each success rate comes with a 95% Wilson interval, a baseline "
         "(--control records not used for the release, else a random or population guess) and the risk the models "
         "predict. Released generalized values ('20-39', '12***', '*', a hierarchy label) match every original "
         "value they cover; numbers match the nearest original number; a missing value matches anything; text "

@@ -57,7 +57,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "release",
         help="differentially private counts, histograms, class-size tables, sums and means (OpenDP)",
         description="Release an aggregate of a table with differential privacy: noise from OpenDP (Laplace, "
-        "geometric or Gaussian) calibrated to ε (and δ), with the 95%% error bar of each value. Each person must "
+        "geometric or Gaussian) calibrated to ε (and δ), with the 95% error bar of each value. Each person must "
         "contribute exactly one row. Histogram categories come from a declared public domain (--domain, "
         "--hierarchies) or, with --delta > 0, from DP key selection (noisy counts above a threshold); never from "
         "the data's own values. With --ledger, the release is charged to the dataset's total --budget (basic "
