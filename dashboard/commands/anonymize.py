@@ -215,15 +215,7 @@ def run(args: argparse.Namespace) -> int:
     result = optimal_generalization(
         data,
         hierarchies,
-        quasi_identifiers=qis,
-        k=args.k,
-        l=args.l,
-        t=args.t,
-        sensitive=split_columns(args.sensitive),
-        t_distance=args.t_distance,
-        max_risk=args.max_risk,
-        max_suppression=args.max_suppression,
-        metric=args.metric,
+        **_search_targets(args, qis),
         **_search_options(args),
     )
     seconds = time.perf_counter() - started
@@ -256,6 +248,22 @@ def run(args: argparse.Namespace) -> int:
     _print_search(result, exact, compared)
     _estimates.print_estimates(estimates)
     return 0
+
+
+def _search_targets(args: argparse.Namespace, qis: list[str]) -> dict[str, Any]:
+    """The keyword arguments every search of this command shares (global, local, exact comparison, out of core):
+    the quasi-identifiers, the targets, the suppression limit and the metric."""
+    return {
+        "quasi_identifiers": qis,
+        "k": args.k,
+        "l": args.l,
+        "t": args.t,
+        "sensitive": split_columns(args.sensitive),
+        "t_distance": args.t_distance,
+        "max_risk": args.max_risk,
+        "max_suppression": args.max_suppression,
+        "metric": args.metric,
+    }
 
 
 def _search_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -309,15 +317,7 @@ def _exact_comparison(
     exact = optimal_generalization(
         data,
         hierarchies,
-        quasi_identifiers=qis,
-        k=args.k,
-        l=args.l,
-        t=args.t,
-        sensitive=split_columns(args.sensitive),
-        t_distance=args.t_distance,
-        max_risk=args.max_risk,
-        max_suppression=args.max_suppression,
-        metric=args.metric,
+        **_search_targets(args, qis),
         search="exact",
         counts=counts,
     )
@@ -434,15 +434,7 @@ def _run_local(
     result: LocalRecodingResult = local_recoding(
         data,
         hierarchies,
-        quasi_identifiers=qis,
-        k=args.k,
-        l=args.l,
-        t=args.t,
-        sensitive=split_columns(args.sensitive),
-        t_distance=args.t_distance,
-        max_risk=args.max_risk,
-        max_suppression=args.max_suppression,
-        metric=args.metric,
+        **_search_targets(args, qis),
     )
     estimates = _estimates.run_estimates(args, specs, data, result.data)
     if args.output is not None:
@@ -651,15 +643,7 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
         result = optimal_generalization(
             aggregate.frame,
             hierarchies,
-            quasi_identifiers=qis,
-            k=args.k,
-            l=args.l,
-            t=args.t,
-            sensitive=sensitive,
-            t_distance=args.t_distance,
-            max_risk=args.max_risk,
-            max_suppression=args.max_suppression,
-            metric=args.metric,
+            **_search_targets(args, qis),
             counts=COUNT,
             **_search_options(args),
         )
