@@ -209,7 +209,10 @@ class FixRuns:
         try:
             values = self.table(state)[column]
         except (PrivdashError, KeyError):
-            values = self.services.dataset(str(state.dataset)).frame[column]
+            frame = self.services.dataset(str(state.dataset)).frame
+            if column not in frame.columns:
+                raise FixError(f"The dataset has no column {str(column)[:120]!r}.") from None
+            values = frame[column]
         if column in dataset_hierarchies.reference_hierarchies(self.services, state):
             return {"builder": "dataset"}  # the upload keeps a hierarchy of the column (Data page)
         return default_rule(values, state.types.get(column, StatisticalType.NOMINAL), state.k)

@@ -93,6 +93,7 @@ __all__ = [
     "group_values",
     "groups_at",
     "import_files",
+    "level_number",
     "level_summary",
     "match_column",
     "reference_hierarchies",
@@ -373,6 +374,12 @@ def reference_hierarchies(
     return out
 
 
+def _check_column(loaded: LoadedDataset, column: str) -> None:
+    """Raise :class:`HierarchyError` when the dataset has no column ``column``."""
+    if column not in loaded.frame.columns:
+        raise HierarchyError(f"The dataset has no column {str(column)[:120]!r}.")
+
+
 def current_hierarchy(
     services: Services,
     loaded: LoadedDataset,
@@ -388,6 +395,7 @@ def current_hierarchy(
     if given and column in given:
         shipped = given[column]
         return shipped, f"The built-in table's hierarchy, {shipped.n_levels - 1} level(s) above the values.", None
+    _check_column(loaded, column)
     kind = state.types.get(column, StatisticalType.NOMINAL)
     key = ("default-hierarchy", loaded.id, loaded.version, column, kind.value, state.k)
     hierarchy: Hierarchy = services.cache.get_or_build(
@@ -814,6 +822,7 @@ def editor_form(services: Services, loaded: LoadedDataset, state: ViewState, col
     if stored is not None and stored.source == "editor" and stored.settings is not None:
         settings = dict(stored.settings)
     else:
+        _check_column(loaded, column)
         kind = state.types.get(column, StatisticalType.NOMINAL)
         try:
             settings = default_rule(loaded.frame[column], kind, state.k)
@@ -901,6 +910,18 @@ class EditorView:
     groups: list[GroupRow]
     stored: bool
     max_level: int
+
+
+def level_number(value: Any) -> int:
+    """A level of a hierarchy as the editor's level choice gives it (text of a whole number); raises
+    :class:`HierarchyError` for anything else."""
+    try:
+        number = int(str(value))
+    except ValueError:
+        raise HierarchyError(f"Not a level of the hierarchy: {str(value)[:40]!r}.") from None
+    if number < 0:
+        raise HierarchyError(f"Not a level of the hierarchy: {number}.")
+    return number
 
 
 def editor_view(

@@ -714,8 +714,8 @@ def register_hierarchies(app: Dash, services: Services) -> None:
         if not column or not state.dataset:
             return "", None, None, [], None, []
         loaded = services.dataset(state.dataset)
-        chosen = int(level) if ctx.triggered_id == ids["level"] and level else None
         try:
+            chosen = hs.level_number(level) if ctx.triggered_id == ids["level"] and level else None
             view = hs.editor_view(services, loaded, state, column, chosen, given(loaded))
         except PrivdashError as exc:
             return error_alert(str(exc), title="This hierarchy cannot be shown"), None, None, [], None, []
@@ -913,11 +913,14 @@ def _lines(text: str | None) -> list[str]:
 
 def upload_outcome(result: Mapping[str, Any] | None, limit: int) -> tuple[Any, str | None]:
     """What the page shows after an upload: an error message, or the address of the new dataset's view."""
-    if not result:
+    if not result or not isinstance(result, Mapping):  # nothing, or not what the page's upload script writes
         return None, None
-    if result.get("too_large"):
-        info = result["too_large"]
-        message = too_large_message(info.get("filename"), int(info.get("size", 0)), limit)
+    info = result.get("too_large")
+    if isinstance(info, Mapping):
+        size = info.get("size")
+        size = int(size) if isinstance(size, int | float) and 0 <= size < 2**63 else 0
+        name = info.get("filename")
+        message = too_large_message(name if isinstance(name, str) else None, size, limit)
         return error_alert(message, title="The file was not loaded", alert_id="upload-error"), None
     if result.get("error"):
         return error_alert(str(result["error"]), title="The file was not loaded", alert_id="upload-error"), None

@@ -24,7 +24,8 @@ Security
 Hostile requests
     A request body other than an upload is limited (:func:`callback_body_limit`; 413 with a message); a callback
     request that is not the JSON object Dash sends, names a callback the app does not have, carries a location that
-    is not text or asks a grid for more than :data:`MAX_GRID_BLOCK` rows gets 400 with a message
+    is not text, asks a grid for more than :data:`MAX_GRID_BLOCK` rows or gives an input a value of another type
+    than its component declares (:mod:`dashboard.ui.inputs`, read from the pages' layouts) gets 400 with a message
     (:func:`check_callback_request`), never a 500; a body that stops arriving gets 408. Quotas and rates also count
     per client address (the address ``PRIVDASH_TRUSTED_PROXIES`` proxies forwarded, else the connection's), which a
     client cannot shed by dropping its session cookie: uploads kept and sent per hour, long share links.
@@ -36,7 +37,7 @@ import importlib.util
 import logging
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,10 @@ from werkzeug.middleware.proxy_fix import ProxyFix
 
 from dashboard.application.services import Services, clean_filename, too_large_message
 from dashboard.application.settings import Settings
-from dashboard.application.state import StateError, ViewState
+from dashboard.application.state import QUERY_KEY, StateError, ViewState
 from dashboard.application.storage import Sweeper, client_digest
 from dashboard.core.errors import PrivdashError
+from dashboard.ui.inputs import DeclaredInputs
 from dashboard.ui.jobs import LimitedJobManager
 from dashboard.ui.pagestate import PAGE_STATE, SESSION_COOKIE, session_token, state_from_store
 
@@ -133,7 +135,10 @@ def create_app(settings: Settings) -> Dash:
     app.layout = with_message_area(components.shell(dash.page_container))
     _register_shell_callbacks(app, services)
     _register_routes(app.server, services)
-    _guard_callbacks(app)
+    layouts = [page["layout"] for page in dash.page_registry.values()]
+    declared = DeclaredInputs(_layouts(app, services, layouts, pages.data.HOME_DATASET))
+    app.server.extensions["privdash-inputs"] = declared
+    _guard_callbacks(app, declared)
     _secure(app, settings)
     # Expired uploads and leftovers of interrupted writes are deleted on a timer, not only when a request comes.
     Sweeper.start(services.store, settings.sweep_interval)
@@ -159,10 +164,12 @@ def client_key() -> str:
 _CALLBACK_PATH = "/_dash-update-component"
 
 
-def check_callback_request(body: Any, callbacks: Any) -> str | None:
+def check_callback_request(body: Any, callbacks: Any, declared: DeclaredInputs | None = None) -> str | None:
     """Why a callback request's JSON body is not one Dash can dispatch (None when it is).
 
     Dash itself answers a body that is not an object, lacks a key or names an unknown callback with an HTTP 500.
+    With ``declared``, each input's value must also be of the type its component declares for the property
+    (:mod:`dashboard.ui.inputs`): a value a browser never sends is refused before the callback runs.
     """
     if not isinstance(body, dict):
         return "The callback request is not a JSON object."
@@ -189,6 +196,9 @@ def check_callback_request(body: Any, callbacks: Any) -> str | None:
             problem = _block_problem(value)
             if problem is not None:
                 return problem
+        problem = declared.problem(item.get("id"), item["property"], value) if declared is not None else None
+        if problem is not None:
+            return problem
     return None
 
 
@@ -230,7 +240,32 @@ def _flat(items: list[Any]) -> list[Any]:
     return out
 
 
-def _guard_callbacks(app: Dash) -> None:
+def _layouts(app: Dash, services: Services, pages: list[Any], dataset_id: str) -> Callable[[], Iterator[Any]]:
+    """The app's layouts as a browser gets them: the shell, and every page on the built-in demo dataset (where its
+    controls are shown), rendered on their own (outside any user's request)."""
+
+    def render() -> Iterator[Any]:
+        yield app.layout
+        try:
+            state = services.initial_state(services.dataset(dataset_id))
+            query = {QUERY_KEY: state.encode()}
+        except PrivdashError as exc:  # no demo data: the pages without a dataset
+            log.warning("the demo dataset could not be opened to read the pages' inputs: %s", exc)
+            query = {}
+        for layout in pages:
+            # In a context of its own: nothing the page does (a session token it makes) reaches the user's request.
+            with app.server.app_context(), app.server.test_request_context("/"):
+                try:
+                    rendered = layout(**query) if callable(layout) else layout
+                except Exception:  # a page that fails here fails for users too, and is reported there
+                    log.warning("a page's layout could not be rendered to read its inputs", exc_info=True)
+                    continue
+            yield rendered
+
+    return render
+
+
+def _guard_callbacks(app: Dash, declared: DeclaredInputs) -> None:
     """Malformed callback requests and oversized bodies get 400 / 413 with a message instead of a 500."""
     server = app.server
 
@@ -242,7 +277,7 @@ def _guard_callbacks(app: Dash) -> None:
             body = flask.request.get_json(silent=True)
         except RecursionError:  # JSON nested deeper than the parser goes
             body = None
-        problem = check_callback_request(body, app.callback_map)
+        problem = check_callback_request(body, app.callback_map, declared)
         if problem is None:
             return None
         log.info("callback request refused: %s", problem)

@@ -2,12 +2,14 @@
 
 The app runs in-process behind Flask's test client. Each callback of ``/_dash-dependencies`` is called with the page's
 real view state of the demo dataset and, in every other input and state, one hostile value at a time: infinity, NaN,
-a negative number, a 30-digit integer, 100,000 characters, a 100,000-item list, an object.
+a negative number, a 30-digit integer, 100,000 characters, a 100,000-item list, an object. The answer is a 400
+naming the input, or a message of the page: never the message of a crashed callback, and nothing logged as an error.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -16,10 +18,12 @@ import pytest
 from dash import Dash
 
 from dashboard.application.settings import Settings
-from dashboard.ui.app import callback_body_limit, create_app
+from dashboard.ui.app import callback_body_limit, check_callback_request, create_app
 
 HOSTILE: list[Any] = [float("inf"), float("nan"), -1, 10**30, "x" * 100_000, [1] * 100_000, {"a": 1}]
 SECONDS = 5.0
+#: What the app shows when a callback crashed (:func:`dashboard.ui.app.callback_error`).
+INTERNAL_ERROR = "An internal error stopped"
 
 
 @pytest.fixture(scope="module")
@@ -67,20 +71,93 @@ def requests_with(app: Dash, value: Any) -> list[tuple[str, dict[str, Any]]]:
 @pytest.mark.parametrize(
     "value", HOSTILE, ids=["inf", "nan", "negative", "30-digits", "long-text", "long-list", "object"]
 )
-def test_every_callback_answers_a_value_of_the_wrong_kind_without_a_500(app: Dash, value: Any) -> None:
+def test_every_callback_answers_a_value_of_the_wrong_kind_without_a_500(
+    app: Dash, value: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Refused with a 400 or answered with a message: never the internal-error message, never a logged crash."""
     client = app.server.test_client()
     problems = []
     for output, body in requests_with(app, value):
-        started = time.monotonic()
-        response = client.post(
-            "/_dash-update-component", data=json.dumps(body), headers={"Content-Type": "application/json"}
-        )
-        seconds = time.monotonic() - started
+        caplog.clear()
+        with caplog.at_level(logging.INFO):
+            started = time.monotonic()
+            response = client.post(
+                "/_dash-update-component", data=json.dumps(body), headers={"Content-Type": "application/json"}
+            )
+            seconds = time.monotonic() - started
         if response.status_code not in (200, 204, 400) or seconds > SECONDS:
             problems.append(f"{output[:80]}: {response.status_code} in {seconds:.1f} s")
         if response.status_code == 400 and not response.get_json().get("error"):
             problems.append(f"{output[:80]}: a 400 without a message")
+        if INTERNAL_ERROR in response.get_data(as_text=True):
+            problems.append(f"{output[:80]}: the internal-error message")
+        crashes = [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
+        for record in crashes:
+            kind = record.exc_info[1].__class__.__name__ if record.exc_info and record.exc_info[1] else ""
+            problems.append(f"{output[:80]}: logged {record.getMessage()[:60]!r} {kind}")
     assert problems == []
+
+
+def page_values(app: Dash, path: str, search: str) -> tuple[dict[tuple[str, str], Any], set[str]]:
+    """The value of every property of every component of a page as the server renders it (what a browser sends
+    back until the user changes something), and the ids of its number fields."""
+    body = {
+        "output": ".._pages_content.children..._pages_store.data..",
+        "outputs": [{"id": "_pages_content", "property": "children"}, {"id": "_pages_store", "property": "data"}],
+        "inputs": [
+            {"id": "_pages_location", "property": "pathname", "value": path},
+            {"id": "_pages_location", "property": "search", "value": search},
+        ],
+        "changedPropIds": ["_pages_location.pathname"],
+    }
+    response = app.server.test_client().post("/_dash-update-component", json=body)
+    assert response.status_code == 200, response.get_data()[:300]
+    values: dict[tuple[str, str], Any] = {}
+    numbers: set[str] = set()
+    stack = [response.get_json()["response"]["_pages_content"]["children"]]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, list):
+            stack.extend(node)
+        elif isinstance(node, dict):
+            props = node.get("props", {}) if "type" in node and "namespace" in node else {}
+            if isinstance(props.get("id"), str):
+                values.update({(props["id"], name): value for name, value in props.items()})
+                if node["type"] == "NumberInput":
+                    numbers.add(props["id"])
+            stack.extend(node.values())
+    return values, numbers
+
+
+def test_every_callback_takes_the_values_its_page_renders(app: Dash) -> None:
+    """The declared types do not refuse what the pages themselves hold: each callback's request, with the values of
+    its inputs as the pages render them on the demo dataset and the number fields' other forms (empty, a fraction,
+    text being typed), passes the request guard."""
+    services = app.server.extensions["privdash"]
+    search = services.links.search(services.initial_state(services.dataset("demo:people")))
+    rendered: dict[tuple[str, str], Any] = {}
+    numbers: set[str] = set()
+    for path in ("/data", "/risk", "/fix", "/postcodes"):
+        values, number_fields = page_values(app, path, search)
+        rendered.update(values)
+        numbers |= number_fields
+    assert len(numbers) > 20
+    refused = []
+    for variant in (None, "", 0.5, "1e"):
+        for _output, body in requests_with(app, None):
+            for item in _flat_items(body):
+                if item["id"] != "page-state":
+                    item["value"] = rendered.get((item["id"], item["property"]))
+                    if variant is not None and item["id"] in numbers and item["property"] == "value":
+                        item["value"] = variant
+            problem = check_callback_request(body, app.callback_map, app.server.extensions["privdash-inputs"])
+            if problem is not None:
+                refused.append(problem)
+    assert refused == []
+
+
+def _flat_items(body: dict[str, Any]) -> list[dict[str, Any]]:
+    return [item for item in [*body["inputs"], *body["state"]] if isinstance(item, dict)]
 
 
 def test_the_location_and_the_grids_refuse_values_of_the_wrong_kind_with_400(app: Dash) -> None:
