@@ -19,7 +19,8 @@ import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from enum import Enum
+from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlencode
 
 from dashboard.core.data.contract import ColumnRole, ColumnsByRole, StatisticalType
@@ -167,11 +168,11 @@ class ViewState(ColumnsByRole):
         """A copy in which the named columns take new roles and/or types (other columns keep theirs)."""
         new_roles = dict(self.roles)
         for name, role in (roles or {}).items():
-            new_roles[name] = ColumnRole(role)
+            new_roles[name] = _member(ColumnRole, role, f"the role of '{str(name)[:80]}'")
         new_types = dict(self.types)
         orders = dict(self.orders)
         for name, kind in (types or {}).items():
-            new_types[name] = StatisticalType(kind)
+            new_types[name] = _member(StatisticalType, kind, f"the type of '{str(name)[:80]}'")
             if new_types[name] != StatisticalType.ORDINAL:
                 orders.pop(name, None)
         return self.updated(roles=new_roles, types=new_types, orders=orders)
@@ -304,6 +305,18 @@ class ViewState(ColumnsByRole):
         """Parse a URL search string such as ``?s=...``."""
         values = parse_qs((search or "").lstrip("?")).get(QUERY_KEY, [])
         return cls.decode(values[0] if values else None)
+
+
+_E = TypeVar("_E", bound=Enum)
+
+
+def _member(kind: type[_E], value: Any, what: str) -> _E:
+    """``value`` as a member of the enumeration ``kind``; StateError naming the choices otherwise."""
+    try:
+        return kind(value)
+    except ValueError:
+        choices = ", ".join(str(member.value) for member in kind)
+        raise StateError(f"{what[:1].upper()}{what[1:]} must be one of {choices}, got {str(value)[:40]!r}.") from None
 
 
 def _optional_str(value: Any) -> str | None:

@@ -166,7 +166,9 @@ class DeclaredInputs:
     def problem(self, component_id: Any, prop: str, value: Any) -> str | None:
         """Why ``value`` is not what the component behind ``component_id`` declares for ``prop`` (None when it is,
         or when the component or the property's type is not known)."""
-        if value is None or prop == "id":  # an id is text or, for pattern-matching, an object: Dash checks it
+        if prop == "id":  # a browser sends a component's own id
+            return None if value == component_id else f"The callback's {_name(component_id)}.id must be its id."
+        if value is None:
             return None
         key = _id_key(component_id)
         component = self.classes().get(key) if key is not None else None
@@ -174,5 +176,9 @@ class DeclaredInputs:
         expected = declared_type(component, prop) if component is not None else _COUNTS.get(prop)
         if expected is None or not value_problem(expected, value):
             return None
-        name = component_id if isinstance(component_id, str) else json.dumps(component_id)
-        return f"The callback's {str(name)[:80]}.{prop} must be {expected.describe()}."
+        return f"The callback's {_name(component_id)}.{prop} must be {expected.describe()}."
+
+
+def _name(component_id: Any) -> str:
+    """A component id as a message shows it."""
+    return str(component_id if isinstance(component_id, str) else json.dumps(component_id))[:80]

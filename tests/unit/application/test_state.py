@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -109,6 +110,12 @@ def test_with_columns_drops_the_order_of_a_column_that_is_no_longer_ordinal() ->
     state = example().with_columns(types={"diag": "NOMINAL"})
     assert "diag" not in state.orders
     assert state.types["diag"] == StatisticalType.NOMINAL
+
+
+@pytest.mark.parametrize(("roles", "types"), [({"age": "nope"}, None), (None, {"age": 7}), ({"age": ["x"]}, None)])
+def test_with_columns_refuses_a_role_or_type_that_is_not_one(roles: Any, types: Any) -> None:
+    with pytest.raises(StateError, match="must be one of"):
+        example().with_columns(roles, types)
 
 
 def test_order_permutations_carry_no_values() -> None:

@@ -56,6 +56,7 @@ def declared() -> DeclaredInputs:
         ("upload", "contents", "data:text/csv;base64," + "A" * 200_000),
         ("grid", "virtualRowData", [{"value": "a"}]),
         ({"type": "role", "column": "age"}, "value", "a"),
+        ({"type": "role", "column": "age"}, "id", {"type": "role", "column": "age"}),
         ("twice", "value", 5),  # two classes under one id: not checked
         ("unknown", "value", [1] * 100_000),  # made by a callback, not in the layouts: not checked
     ],
@@ -83,6 +84,8 @@ def test_values_a_browser_sends_pass(declared: DeclaredInputs, component_id: Any
         ("unknown", "n_clicks", 10**30, "unknown.n_clicks must be a whole number"),
         ("grid", "virtualRowData", "rows", "grid.virtualRowData must be a list of at most 10,000 items of objects"),
         ({"type": "role", "column": "age"}, "value", 7, '"column": "age"}.value must be text'),
+        ({"type": "role", "column": "age"}, "id", {"a": 1}, '"column": "age"}.id must be its id'),
+        ("column", "id", None, "column.id must be its id"),
     ],
 )
 def test_values_a_browser_never_sends_are_named(
