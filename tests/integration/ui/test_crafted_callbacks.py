@@ -21,6 +21,7 @@ from dashboard.application.settings import Settings
 from dashboard.ui.app import callback_body_limit, check_callback_request, create_app
 
 HOSTILE: list[Any] = [float("inf"), float("nan"), -1, 10**30, "x" * 100_000, [1] * 100_000, {"a": 1}]
+NAMES = ["inf", "nan", "negative", "30-digits", "long-text", "long-list", "object"]
 SECONDS = 5.0
 #: What the app shows when a callback crashed (:func:`dashboard.ui.app.callback_error`).
 INTERNAL_ERROR = "An internal error stopped"
@@ -68,9 +69,7 @@ def requests_with(app: Dash, value: Any) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-@pytest.mark.parametrize(
-    "value", HOSTILE, ids=["inf", "nan", "negative", "30-digits", "long-text", "long-list", "object"]
-)
+@pytest.mark.parametrize("value", HOSTILE, ids=NAMES)
 def test_every_callback_answers_a_value_of_the_wrong_kind_without_a_500(
     app: Dash, value: Any, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -158,6 +157,102 @@ def test_every_callback_takes_the_values_its_page_renders(app: Dash) -> None:
 
 def _flat_items(body: dict[str, Any]) -> list[dict[str, Any]]:
     return [item for item in [*body["inputs"], *body["state"]] if isinstance(item, dict)]
+
+
+def _pattern_ids(app: Dash) -> list[dict[str, Any]]:
+    """The pattern-matching (object) ids of the pages' components on the demo dataset."""
+    services = app.server.extensions["privdash"]
+    search = services.links.search(services.initial_state(services.dataset("demo:people")))
+    found: list[dict[str, Any]] = []
+    for path in ("/data", "/risk", "/fix", "/postcodes"):
+        body = {
+            "output": ".._pages_content.children..._pages_store.data..",
+            "outputs": [{"id": "_pages_content", "property": "children"}, {"id": "_pages_store", "property": "data"}],
+            "inputs": [
+                {"id": "_pages_location", "property": "pathname", "value": path},
+                {"id": "_pages_location", "property": "search", "value": search},
+            ],
+            "changedPropIds": ["_pages_location.pathname"],
+        }
+        stack = [app.server.test_client().post("/_dash-update-component", json=body).get_json()["response"]]
+        while stack:
+            node = stack.pop()
+            if isinstance(node, list):
+                stack.extend(node)
+            elif isinstance(node, dict):
+                props = node.get("props", {}) if "namespace" in node else {}
+                if isinstance(props.get("id"), dict) and props["id"] not in found:
+                    found.append(props["id"])
+                stack.extend(node.values())
+    return found
+
+
+def _members(pattern: str, ids: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    wanted = json.loads(pattern)
+    return [i for i in ids if set(i) == set(wanted) and all(v == ["ALL"] or v == i[k] for k, v in wanted.items())]
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=NAMES)
+def test_pattern_matching_groups_answer_a_value_of_the_wrong_kind_without_a_crash(
+    app: Dash, value: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    """As above for the groups of pattern-matching inputs: the group of the page's components, ``value`` in each
+    member of one group at a time (the other groups and inputs as the browser starts them)."""
+    services = app.server.extensions["privdash"]
+    state = services.initial_state(services.dataset("demo:people")).to_dict()
+    ids = _pattern_ids(app)
+    client = app.server.test_client()
+    problems, sent = [], 0
+    for dep in client.get("/_dash-dependencies").get_json():
+        if dep.get("clientside_function"):
+            continue
+        groups = [(key, n) for key in ("inputs", "state") for n, item in enumerate(dep[key]) if item["id"][0] == "{"]
+        multi = dep["output"].startswith("..")
+        parts = dep["output"][2:-2].split("...") if multi else [dep["output"]]
+        specs = []
+        for part in parts:
+            component, prop = part.rsplit(".", 1)
+            prop = prop.split("@")[0]
+            specs.append(
+                [{"id": i, "property": prop} for i in _members(component, ids)]
+                if component[0] == "{"
+                else {"id": component, "property": prop}
+            )
+        for hostile in groups:
+
+            def entry(key: str, n: int, item: dict[str, str], hostile: tuple[str, int] = hostile) -> Any:
+                if item["id"][0] == "{":
+                    given = value if (key, n) == hostile and item["property"] != "id" else None
+                    return [
+                        {"id": i, "property": item["property"], "value": i if item["property"] == "id" else given}
+                        for i in _members(item["id"], ids)
+                    ]
+                given = state if item["id"] == "page-state" else None
+                return {"id": item["id"], "property": item["property"], "value": given}
+
+            body = {
+                "output": dep["output"],
+                "outputs": specs if multi else specs[0],
+                "inputs": [entry("inputs", n, item) for n, item in enumerate(dep["inputs"])],
+                "state": [entry("state", n, item) for n, item in enumerate(dep["state"])],
+            }
+            trigger = body["inputs"][hostile[1]] if hostile[0] == "inputs" else body["inputs"][0]
+            first = trigger[0] if isinstance(trigger, list) and trigger else trigger
+            if not first:
+                continue
+            component = first["id"]
+            component = component if isinstance(component, str) else json.dumps(component, separators=(",", ":"))
+            body["changedPropIds"] = [f"{component}.{first['property']}"]
+            caplog.clear()
+            with caplog.at_level(logging.INFO):
+                response = client.post("/_dash-update-component", json=body)
+            sent += 1
+            where = f"{dep['output'][:60]} ({dep[hostile[0]][hostile[1]]['id'][:40]})"
+            if response.status_code not in (200, 204, 400) or INTERNAL_ERROR in response.get_data(as_text=True):
+                problems.append(f"{where}: {response.status_code}")
+            problems += [f"{where}: logged {r.getMessage()[:60]!r}" for r in caplog.records if r.levelno >= 40]
+            problems += [f"{where}: a traceback" for r in caplog.records if r.exc_info and r.levelno < 40]
+    assert sent > 5 and problems == []
 
 
 def test_the_location_and_the_grids_refuse_values_of_the_wrong_kind_with_400(app: Dash) -> None:
