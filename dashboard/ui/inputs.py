@@ -14,8 +14,8 @@ the table).
 from __future__ import annotations
 
 import json
-import math
 import re
+import sys
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -90,15 +90,15 @@ def declared_type(component: type, prop: str) -> Expected | None:
 def _is_kind(value: Any, kind: str, max_text: int | None) -> bool:
     if kind == "string":
         return isinstance(value, str) and (max_text is None or len(value) <= max_text)
-    if kind == "number":
-        return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    if kind == "number":  # finite, and within a float's range (as a browser's numbers are)
+        return isinstance(value, int | float) and not isinstance(value, bool) and abs(value) <= sys.float_info.max
     if kind == "boolean":
         return isinstance(value, bool)
     return isinstance(value, dict)
 
 
 def value_problem(expected: Expected, value: Any) -> bool:
-    """Whether ``value`` is not of the declared type (None, a cleared field, always is)."""
+    """True when ``value`` is not of the declared type (None, a cleared field, always fits)."""
     if value is None:
         return False
     if expected.whole:

@@ -2,8 +2,9 @@
 
 The app runs in-process behind Flask's test client. Each callback of ``/_dash-dependencies`` is called with the page's
 real view state of the demo dataset and, in every other input and state, one hostile value at a time: infinity, NaN,
-a negative number, a 30-digit integer, 100,000 characters, a 100,000-item list, an object. The answer is a 400
-naming the input, or a message of the page: never the message of a crashed callback, and nothing logged as an error.
+a negative number, a 30-digit and a 400-digit integer (beyond a float), 100,000 characters, a 100,000-item list, an
+object. The answer is a 400 naming the input, or a message of the page: never the message of a crashed callback, and
+nothing logged as an error.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from dash import Dash
 from dashboard.application.settings import Settings
 from dashboard.ui.app import callback_body_limit, check_callback_request, create_app
 
-HOSTILE: list[Any] = [float("inf"), float("nan"), -1, 10**30, "x" * 100_000, [1] * 100_000, {"a": 1}]
-NAMES = ["inf", "nan", "negative", "30-digits", "long-text", "long-list", "object"]
+HOSTILE: list[Any] = [float("inf"), float("nan"), -1, 10**30, 10**400, "x" * 100_000, [1] * 100_000, {"a": 1}]
+NAMES = ["inf", "nan", "negative", "30-digits", "400-digits", "long-text", "long-list", "object"]
 SECONDS = 5.0
 #: What the app shows when a callback crashed (:func:`dashboard.ui.app.callback_error`).
 INTERNAL_ERROR = "An internal error stopped"

@@ -46,6 +46,7 @@ def declared() -> DeclaredInputs:
         ("columns", "value", []),
         ("k", "value", 5),
         ("k", "value", 0.25),
+        ("k", "value", 10**30),  # a browser sends 1e30 as digits
         ("k", "value", ""),  # a cleared number field
         ("k", "value", "1e"),  # a number being typed
         ("name", "value", "x" * MAX_TEXT),
@@ -77,6 +78,8 @@ def test_values_a_browser_sends_pass(declared: DeclaredInputs, component_id: Any
         ("k", "value", float("inf"), "k.value must be a number or text"),
         ("k", "value", float("nan"), "k.value must be a number or text"),
         ("k", "value", True, "k.value must be a number or text"),
+        ("k", "value", 10**400, "k.value must be a number or text"),
+        ("k", "value", -(10**400), "k.value must be a number or text"),
         ("name", "value", "x" * (MAX_TEXT + 1), f"at most {MAX_TEXT:,} characters"),
         ("strict", "checked", "yes", "strict.checked must be true or false"),
         ("go", "n_clicks", -1, "go.n_clicks must be a whole number of at least 0"),
