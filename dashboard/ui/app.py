@@ -138,6 +138,9 @@ def create_app(settings: Settings) -> Dash:
     layouts = [page["layout"] for page in dash.page_registry.values()]
     declared = DeclaredInputs(_layouts(app, services, layouts, pages.data.HOME_DATASET))
     app.server.extensions["privdash-inputs"] = declared
+    # Walked now, while the worker starts, rather than by the first callback: that one would otherwise wait for
+    # every page to render, with all the requests that arrive behind it.
+    declared.classes()
     _guard_callbacks(app, declared)
     _secure(app, settings)
     # Expired uploads and leftovers of interrupted writes are deleted on a timer, not only when a request comes.

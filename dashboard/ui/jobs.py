@@ -382,7 +382,10 @@ class LimitedJobManager(dash.DiskcacheManager):
         page's polling without the result.)"""
         if flask.has_request_context() and str(job) in flask.g.get("privdash_running_jobs", ()):
             return True
-        return bool(super().job_running(job))
+        try:
+            return bool(super().job_running(job))
+        except psutil.Error:  # ended (and reaped by another thread) between Dash's two looks at it
+            return False
 
     def _stopped(self, reason: StopReason) -> Any:
         """The callback's output for a job that ended for ``reason``: the message in every ``children`` output,
