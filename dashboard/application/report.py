@@ -117,6 +117,8 @@ ROLE_LABELS = {
     ColumnRole.SENSITIVE: "sensitive",
     ColumnRole.INSENSITIVE: "insensitive",
     ColumnRole.WEIGHT: "sampling weight",
+    ColumnRole.HOUSEHOLD: "household id",
+    ColumnRole.ENTITY: "person id",
 }
 #: The rule of each missing-value policy, as docs/definitions.md words it.
 POLICY_RULES = {

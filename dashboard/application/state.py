@@ -78,6 +78,8 @@ _ROLE_CODE = {
     ColumnRole.SENSITIVE: "s",
     ColumnRole.INSENSITIVE: "n",
     ColumnRole.WEIGHT: "w",
+    ColumnRole.HOUSEHOLD: "h",
+    ColumnRole.ENTITY: "e",
 }
 _CODE_ROLE = {code: role for role, code in _ROLE_CODE.items()}
 _TYPE_CODE = {

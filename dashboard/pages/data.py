@@ -46,6 +46,8 @@ ROLE_OPTIONS = (
     (ColumnRole.SENSITIVE, "Sensitive"),
     (ColumnRole.INSENSITIVE, "Other"),
     (ColumnRole.WEIGHT, "Weight"),
+    (ColumnRole.HOUSEHOLD, "Household"),
+    (ColumnRole.ENTITY, "Person id"),
 )
 ROLE_LABEL = dict(ROLE_OPTIONS)
 TYPE_OPTIONS = (

@@ -13,11 +13,16 @@ ordered. The JSON form is::
         {"field_name": "diagnosis", "personal_data_config": {"is_sensitive": true},
          "statistical_data_type": "NOMINAL"},
         {"field_name": "weight", "personal_data_config": {"is_weight": true},
-         "statistical_data_type": "NUMERICAL"}
+         "statistical_data_type": "NUMERICAL"},
+        {"field_name": "hid", "personal_data_config": {"is_household_id": true},
+         "statistical_data_type": "NOMINAL"}
     ]}
 
 ``personal_data_config`` holds at most one true flag among ``is_direct_id``, ``is_quasi_id``,
-``is_sensitive`` and ``is_weight``; with none the column is *insensitive*. ``statistical_data_type`` is one of
+``is_sensitive``, ``is_weight``, ``is_household_id`` (the household each person belongs to: members of one
+household can be linked through it, so a record's risk is its household's) and ``is_entity_id`` (the person a row
+belongs to, when one person has several rows: risk is then counted in people); with none the column is
+*insensitive*. ``statistical_data_type`` is one of
 ``NUMERICAL``, ``NOMINAL``, ``ORDINAL`` (then ``ordinal_values`` lists every value, lowest first), ``DATE``,
 ``POSTCODE`` or ``COORDINATE`` (latitude or longitude in decimal degrees, inferred for numeric columns named like
 one whose values are all in range). Unknown keys are kept on load and written back on save, so contracts made by
@@ -57,6 +62,8 @@ class ColumnRole(Choice, label="column role"):
     SENSITIVE = "sensitive"
     INSENSITIVE = "insensitive"
     WEIGHT = "weight"
+    HOUSEHOLD = "household"
+    ENTITY = "entity"
 
 
 class StatisticalType(Choice, label="statistical type"):
@@ -75,6 +82,8 @@ _ROLE_FLAGS = {
     "is_quasi_id": ColumnRole.QUASI_IDENTIFIER,
     "is_sensitive": ColumnRole.SENSITIVE,
     "is_weight": ColumnRole.WEIGHT,
+    "is_household_id": ColumnRole.HOUSEHOLD,
+    "is_entity_id": ColumnRole.ENTITY,
 }
 _FLAG_OF_ROLE = {role: flag for flag, role in _ROLE_FLAGS.items()}
 
@@ -219,6 +228,22 @@ class DataContract(ColumnsByRole):
             raise ContractError(f"Only one weight column is allowed, the contract has {', '.join(weights)}.")
         return weights[0] if weights else None
 
+    @property
+    def household(self) -> str | None:
+        """The household-id column, if the contract marks one (``is_household_id``)."""
+        return self._single(ColumnRole.HOUSEHOLD, "household-id")
+
+    @property
+    def entity(self) -> str | None:
+        """The person-id column, if the contract marks one (``is_entity_id``): one person may have several rows."""
+        return self._single(ColumnRole.ENTITY, "person-id")
+
+    def _single(self, role: ColumnRole, label: str) -> str | None:
+        names = self.with_role(role)
+        if len(names) > 1:
+            raise ContractError(f"Only one {label} column is allowed, the contract has {', '.join(names)}.")
+        return names[0] if names else None
+
     def ordinal_orders(self) -> dict[str, tuple[Any, ...]]:
         """Declared orders of the ordinal columns, by column name."""
         return {f.name: f.ordinal_values for f in self.fields if f.ordinal_values is not None}
@@ -245,6 +270,8 @@ class DataContract(ColumnsByRole):
         if missing:
             raise ContractError(f"The contract names columns the data does not have: {format_values(missing)}.")
         self.weight  # noqa: B018 -- raises on several weight columns
+        self.household  # noqa: B018 -- raises on several household-id columns
+        self.entity  # noqa: B018 -- raises on several person-id columns
         for item in self.fields:
             column = data[item.name]
             if item.ordinal_values is not None:
@@ -310,6 +337,8 @@ class DataContract(ColumnsByRole):
         sensitive: Iterable[str] = (),
         identifiers: Iterable[str] = (),
         weight: str | None = None,
+        household: str | None = None,
+        entity: str | None = None,
     ) -> DataContract:
         """A contract for ``data`` with types inferred from the values and the given roles."""
         roles: dict[str, ColumnRole] = {}
@@ -318,6 +347,8 @@ class DataContract(ColumnsByRole):
             (sensitive, ColumnRole.SENSITIVE),
             (identifiers, ColumnRole.IDENTIFIER),
             ((weight,) if weight else (), ColumnRole.WEIGHT),
+            ((household,) if household else (), ColumnRole.HOUSEHOLD),
+            ((entity,) if entity else (), ColumnRole.ENTITY),
         ):
             for name in names:
                 roles[name] = role
