@@ -392,3 +392,71 @@ def run_combinations(
     msus = minimal_sample_uniques(loaded.frame, qis, missing=policy)
     progress((100, "Done"))
     return risk, msus
+
+
+# --- survey, household, person-level and model-based risk -----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RiskRow:
+    """One line of the Risk page's "Survey and household risk" table: a measure, its value and how it is defined."""
+
+    measure: str
+    value: str
+    detail: str
+    key: str
+
+
+def survey_risk_rows(diagnosis: Diagnosis) -> list[RiskRow]:
+    """The risk measures beyond the attacker models that the diagnosis has: whom the records count (people or rows),
+    sdcMicro's global risk (with sampling weights), the household risk (with a household column) and the
+    model-based risks (when asked for). Empty when the diagnosis has none of them."""
+    rows: list[RiskRow] = []
+    entity = getattr(diagnosis, "entity", None)
+    if entity:
+        people = getattr(diagnosis, "entities", diagnosis.n_records)
+        rows.append(
+            RiskRow(
+                "Counted in people",
+                f"{fmt_count(people)} people",
+                f"{fmt_count(diagnosis.rows)} rows; a person's key is the set of their QI values over their rows "
+                f"('{entity}' names the person)",
+                "people",
+            )
+        )
+    individual = diagnosis.individual_risk
+    if individual is not None:
+        rows.append(
+            RiskRow(
+                "Global risk",
+                fmt_share(individual.global_risk, 2),
+                f"expected re-identifications {fmt_number(individual.expected_reidentifications)} of "
+                f"{fmt_count(individual.n_records)} records (sdcMicro ER/n); highest individual risk "
+                f"{fmt_share(individual.highest, 1)}",
+                "global-risk",
+            )
+        )
+    household = getattr(diagnosis, "household_risk", None)
+    if household is not None:
+        column = getattr(diagnosis, "household", None) or "the household column"
+        rows.append(
+            RiskRow(
+                "Household risk",
+                fmt_share(household.global_risk, 2),
+                f"expected re-identifications {fmt_number(household.expected_reidentifications)} in "
+                f"{fmt_count(household.n_households)} households of '{column}'; highest household risk "
+                f"{fmt_share(household.highest, 1)} (1 - product of 1 - r over the members)",
+                "household-risk",
+            )
+        )
+    for method, model in (getattr(diagnosis, "model_risk", None) or {}).items():
+        rows.append(
+            RiskRow(
+                f"Model-based risk ({method})",
+                fmt_number(model.risk1),
+                f"expected sample uniques that are population uniques per cell (sdcMicro modRisk gr1); "
+                f"expected correct matches {fmt_number(model.risk2)} (gr2)",
+                f"model-{method}",
+            )
+        )
+    return rows

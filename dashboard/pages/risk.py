@@ -23,6 +23,7 @@ from dash import ClientsideFunction, Dash, Input, Output, State, ctx, dcc, html,
 from dashboard.application.riskview import (
     ClassTable,
     Headline,
+    RiskRow,
     cached_class_table,
     class_rows,
     combination_request,
@@ -31,6 +32,7 @@ from dashboard.application.riskview import (
     risk_headlines,
     run_combinations,
     size_bins,
+    survey_risk_rows,
 )
 from dashboard.application.services import Services
 from dashboard.application.state import StateError, ViewState
@@ -140,11 +142,19 @@ def headline_cards(items: Sequence[Headline]) -> Any:
     return headline_grid(items, card_prefix="card-", grid_id="headline-cards", cols={"base": 2, "sm": 3, "lg": 6})
 
 
+def records_analysed(diagnosis: Diagnosis) -> str:
+    """``N records analysed``, or ``N people in M rows analysed`` when a person-id column makes one person several
+    rows (every count of the page is then in people)."""
+    if getattr(diagnosis, "entity", None):
+        return f"{fmt_count(diagnosis.n_records)} people in {fmt_count(diagnosis.rows)} rows analysed"
+    return f"{fmt_count(diagnosis.n_records)} records analysed"
+
+
 def summary_line(diagnosis: Diagnosis) -> Any:
     """Records, classes, uniques and the missing-value policy's effect, in one line of badges."""
     return dmc.Group(
         [
-            dmc.Badge(f"{fmt_count(diagnosis.n_records)} records analysed", id="records-analysed"),
+            dmc.Badge(records_analysed(diagnosis), id="records-analysed"),
             dmc.Badge(f"{fmt_count(diagnosis.classes.n_classes)} classes", id="class-count"),
             dmc.Badge(f"{fmt_count(diagnosis.sample_uniques)} unique records", color="red", id="unique-count"),
             dmc.Badge(missing_effect(diagnosis), color="gray", id="missing-effect"),
@@ -154,6 +164,24 @@ def summary_line(diagnosis: Diagnosis) -> Any:
         ],
         gap="xs",
     )
+
+
+def survey_risk_table(rows: Sequence[RiskRow]) -> Any:
+    """The survey, household, person-level and model-based risk measures of the diagnosis, one row each."""
+    head = dmc.TableThead(dmc.TableTr([dmc.TableTh("Measure"), dmc.TableTh("Value", ta="right"), dmc.TableTh("")]))
+    body = dmc.TableTbody(
+        [
+            dmc.TableTr(
+                [
+                    dmc.TableTd(row.measure),
+                    dmc.TableTd(row.value, ta="right", id=f"survey-{row.key}"),
+                    dmc.TableTd(row.detail, c="dimmed"),
+                ]
+            )
+            for row in rows
+        ]
+    )
+    return dmc.Table([head, body], striped=True, withTableBorder=False, fz="sm", id="survey-risk-table")
 
 
 # --- per-class table -----------------------------------------------------------------------------------------
@@ -351,11 +379,25 @@ def results(services: Services, state: ViewState) -> Any:
         return error_alert(str(exc), title="The risk cannot be computed", alert_id="risk-error")
     binned = size_bins(diagnosis.classes.size_frequencies())
     table = cached_class_table(services, state)
+    survey = survey_risk_rows(diagnosis)
     return dmc.Stack(
         [
             verdict_banner(release_verdict(diagnosis, state)),
             summary_line(diagnosis),
             headline_cards(risk_headlines(diagnosis, state)),
+            *(
+                [
+                    card(
+                        "Survey, household and person-level risk",
+                        survey_risk_table(survey),
+                        description="Risk measures for sample surveys (sampling weights), households and people "
+                        "with several rows; definitions in the report and docs/definitions.md.",
+                        id="survey-risk-card",
+                    )
+                ]
+                if survey
+                else []
+            ),
             dmc.Grid(
                 [
                     dmc.GridCol(

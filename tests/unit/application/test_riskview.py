@@ -180,3 +180,18 @@ def test_the_class_table_is_cached_under_an_explicit_key(services: Services) -> 
     assert key in services.cache
     other = riskview.cached_class_table(services, state.updated(k=3))
     assert other is not table and other.frame["size"].tolist() == table.frame["size"].tolist()
+
+
+def test_survey_risk_rows_show_sdcmicro_global_risk_only_with_weights(data_dir) -> None:
+    from dashboard.application.riskview import survey_risk_rows
+    from dashboard.core.data.tables import read_table
+
+    data = read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
+    keys = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+    assert survey_risk_rows(diagnose(data, keys)) == []
+    weighted = diagnose(data, keys, weights="sampling_weight")
+    rows = {row.key: row for row in survey_risk_rows(weighted)}
+    assert list(rows) == ["global-risk"]
+    # 10.778 expected re-identifications of 4,580 records (sdcMicro 5.8: 0.24 %)
+    assert rows["global-risk"].value == "0.24%"
+    assert "10.778" in rows["global-risk"].detail and "4,580" in rows["global-risk"].detail
