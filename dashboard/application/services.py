@@ -456,7 +456,7 @@ def contract_from_suggestions(frame: pd.DataFrame, suggestions: Sequence[_Sugges
     names: dict[ColumnRole, list[str]] = {role: [] for role in ColumnRole}
     for suggestion in suggestions:
         names[suggestion.role].append(suggestion.name)
-    if len(names[ColumnRole.WEIGHT]) > 1:
+    if any(len(names[role]) > 1 for role in (ColumnRole.WEIGHT, ColumnRole.HOUSEHOLD, ColumnRole.ENTITY)):
         return suggest_contract(frame)
     return DataContract.for_columns(
         frame,
@@ -464,6 +464,8 @@ def contract_from_suggestions(frame: pd.DataFrame, suggestions: Sequence[_Sugges
         sensitive=names[ColumnRole.SENSITIVE],
         identifiers=names[ColumnRole.IDENTIFIER],
         weight=next(iter(names[ColumnRole.WEIGHT]), None),
+        household=next(iter(names[ColumnRole.HOUSEHOLD]), None),
+        entity=next(iter(names[ColumnRole.ENTITY]), None),
     )
 
 

@@ -393,6 +393,8 @@ _SENSITIVE_NAME = re.compile(
 # The name ends with the coordinate word, after at most one prefix word ("home_lat"); "long_term" does not match.
 _COORDINATE_NAME = re.compile(r"^(?:[A-Za-z0-9]+[_ .-])?(lat|latitude|lon|lng|long|longitude)$", re.IGNORECASE)
 _WEIGHT_NAME = re.compile(r"^(sampling_)?weights?$|_weight$|^wgt|^w$", re.IGNORECASE)
+# hid, ori_hid, hh_id, hhid, household, household_id, household number: a household identifier (sdcMicro's hhId)
+_HOUSEHOLD_NAME = re.compile(r"(^|_)(hh_?id|hid|household([_ ]?(id|number|no))?)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -458,12 +460,14 @@ def suggest_roles(data: pd.DataFrame) -> tuple[Suggestion, ...]:
 
     Direct identifiers: columns named like ids, names, e-mails, phones or addresses, or whose values look like
     e-mail addresses or phone numbers, or (for text columns) are distinct in (almost) every row.
-    Weights: positive numeric columns named like weights. Sensitive: names like diagnosis, income, amount.
+    Weights: positive numeric columns named like weights. Household id: the first column named like one (``hid``,
+    ``hh_id``, ``household``), with fewer distinct values than rows. Sensitive: names like diagnosis, income, amount.
     Quasi-identifiers: names of typical demographic attributes, postcodes, and the remaining low-cardinality
     columns. Everything else: insensitive. Suggestions are starting points for the user to confirm.
     """
     n = len(data)
     out = []
+    household_found = False
     for name in data.columns:
         column = data[name]
         label = str(name)
@@ -479,6 +483,9 @@ def suggest_roles(data: pd.DataFrame) -> tuple[Suggestion, ...]:
             and sample.str.count(r"\d").mean() >= 9
         ):
             role, reason = ColumnRole.IDENTIFIER, "values look like phone numbers"
+        elif not household_found and _HOUSEHOLD_NAME.search(label) and column.nunique(dropna=True) < n:
+            role, reason = ColumnRole.HOUSEHOLD, "the name suggests a household id: its members can be linked"
+            household_found = True
         elif _ID_NAME.search(label):
             role, reason = ColumnRole.IDENTIFIER, "the name suggests a direct identifier"
         elif _WEIGHT_NAME.search(label) and pd.api.types.is_numeric_dtype(column) and (column > 0).all():

@@ -140,3 +140,25 @@ def test_ordered_categorical_becomes_ordinal_with_its_order() -> None:
     contract = DataContract.for_columns(data, quasi_identifiers=["size"])
     assert contract["size"].statistical_type == StatisticalType.ORDINAL
     assert contract["size"].ordinal_values == ("S", "M", "L")
+
+
+def test_household_id_is_suggested_once_and_round_trips(data_dir) -> None:
+    from dashboard.core.data.tables import read_table
+
+    data = read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
+    roles = {s.name: s for s in suggest_roles(data.assign(hh_id=data["ori_hid"]))}
+    assert roles["ori_hid"].role == ColumnRole.HOUSEHOLD and "household" in roles["ori_hid"].reason
+    assert roles["hh_id"].role != ColumnRole.HOUSEHOLD  # one household column only
+    assert roles["sampling_weight"].role == ColumnRole.WEIGHT
+    # a column named like a household id but different in every row is not a household
+    assert {s.name: s.role for s in suggest_roles(pd.DataFrame({"hid": range(30)}))}["hid"] != ColumnRole.HOUSEHOLD
+    contract = suggest_contract(data)
+    assert contract.household == "ori_hid" and contract.entity is None
+    again = DataContract.from_dict(contract.to_dict())
+    assert again.household == "ori_hid"
+    assert again.to_dict()["field_metadata"][12]["personal_data_config"] == {"is_household_id": True}
+    two = contract.with_roles({"roof": ColumnRole.HOUSEHOLD})
+    with pytest.raises(ContractError, match="Only one household-id column"):
+        two.validate(data)
+    person = contract.with_roles({"relat": ColumnRole.ENTITY})
+    assert person.entity == "relat"
