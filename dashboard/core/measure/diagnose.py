@@ -184,7 +184,7 @@ class Diagnosis:
             "sensitive": {name: _sensitive_dict(models) for name, models in self.sensitive_models.items()},
             "warnings": list(self.warnings),
             "household": self.household,
-            "household_risk": _household_dict(self.household_risk),
+            "household_risk": self.household_risk.to_dict() if self.household_risk is not None else None,
         }
         if self.population_uniqueness is not None:
             uniqueness = self.population_uniqueness
@@ -245,19 +245,6 @@ def _estimates(uniqueness: PopulationUniqueness) -> list[_Estimate]:
             ("dankar", uniqueness.dankar),
         )
     ]
-
-
-def _household_dict(household: HouseholdRisk | None) -> dict[str, Any] | None:
-    if household is None:
-        return None
-    return {
-        "expected_reidentifications": household.expected_reidentifications,
-        "global_risk": household.global_risk,
-        "highest": household.highest,
-        "households": household.n_households,
-        "records_without_household": household.records_without_household,
-        "weighted": household.weighted,
-    }
 
 
 def _sensitive_dict(models: SensitiveModels) -> dict[str, Any]:

@@ -30,6 +30,7 @@ and gives the same household risk to the last digit.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -86,6 +87,17 @@ class HouseholdRisk:
     def records_above(self, max_risk: float) -> int:
         """Records whose household risk is strictly greater than ``max_risk``."""
         return int(self.household_members[self.household_risk > max_risk].sum())
+
+    def to_dict(self) -> dict[str, Any]:
+        """The summary as plain JSON-able values (``privdash diagnose --json``'s ``household_risk``)."""
+        return {
+            "expected_reidentifications": self.expected_reidentifications,
+            "global_risk": self.global_risk,
+            "highest": self.highest,
+            "households": self.n_households,
+            "records_without_household": self.records_without_household,
+            "weighted": self.weighted,
+        }
 
 
 def household_risk(
