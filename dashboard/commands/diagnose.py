@@ -16,7 +16,7 @@ from dashboard.core.engines.database import redact_url
 from dashboard.core.engines.streaming import with_record_sizes, write_record_sizes
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
-from dashboard.core.measure.risk import DEFAULT_MAX_RISK, IndividualRisk, individual_risk
+from dashboard.core.measure.risk import DEFAULT_MAX_RISK, individual_risk
 from dashboard.core.measure.verdict import Verdict
 from dashboard.core.targets import parse_targets
 
@@ -192,15 +192,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def member_risk(result: Diagnosis) -> IndividualRisk:
-    """sdcMicro's individual risk of the diagnosis: with its sampling weights, else ``1 / f`` (``survey = FALSE``)."""
-    return result.individual_risk if result.individual_risk is not None else individual_risk(result.classes)
-
-
 def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, result: Diagnosis) -> None:
     """--record-risk: each record with its class size and risks, from the rows in memory or streamed by DuckDB."""
+    # sdcMicro's individual risk: with the sampling weights, else 1 / f (survey = FALSE)
     risks: dict[str, Any] = {
-        "individual": member_risk(result),
+        "individual": result.individual_risk if result.individual_risk is not None else individual_risk(result.classes),
         "households": result.household_risk,
         "household": result.household if result.household_risk is not None else None,
     }
