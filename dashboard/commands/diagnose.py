@@ -194,9 +194,9 @@ def run(args: argparse.Namespace) -> int:
 
 def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, result: Diagnosis) -> None:
     """--record-risk: each record with its class size and risks, from the rows in memory or streamed by DuckDB."""
-    # sdcMicro's individual risk: with the sampling weights, else 1 / f (survey = FALSE)
+    # sdcMicro's individual risk: F from the sampling weights, else 1 / f (survey = FALSE); the household risk's too
     risks: dict[str, Any] = {
-        "individual": result.individual_risk if result.individual_risk is not None else individual_risk(result.classes),
+        "individual": individual_risk(result.classes),
         "households": result.household_risk,
         "household": result.household if result.household_risk is not None else None,
     }

@@ -87,7 +87,7 @@ class Diagnosis:
         (it distinguishes no one, so k is as if it were not there).
     household_risk
         The household risk (:mod:`.household`), when a household column was given: from sdcMicro's individual risk
-        with sampling weights, ``1 / f`` without.
+        with the sampling weights (``F`` = sum of the weights, whatever ``population`` says), ``1 / f`` without.
     household
         The household-id column, if any.
     """
@@ -416,8 +416,8 @@ def diagnose(
     individual = individual_risk(classes, counts) if classes.weight_sums is not None else None
     households = None
     if household_column is not None:
-        # sdcMicro measure_risk(hid=): with weights the survey risk, without them 1 / f (survey = FALSE)
-        member_risk = individual if individual is not None else individual_risk(classes)
+        # sdcMicro measure_risk(hid=): F from the sampling weights (survey risk), without them 1 / f (survey = FALSE)
+        member_risk = individual_risk(classes)
         if in_memory:
             assert isinstance(data, pd.DataFrame) and classes.record_class is not None
             households = household_risk_of_records(member_risk, data[household_column], classes.record_class)

@@ -161,3 +161,29 @@ def test_bad_household_exits_2(
     code, _, err = run(capsys, "diagnose", str(testdata_path), "--qi", FIVE, "--engine", engine, *extra)
     assert code == 2
     assert message in err and "Traceback" not in err
+
+
+def test_record_risk_stays_spreadsheet_safe(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    source = tmp_path / "formulas.csv"
+    source.write_text("k,hid\na,=1+1\nb,=1+1\nb,@x\n", encoding="utf-8")
+    written = {}
+    for engine in ("pandas", "duckdb"):
+        out = tmp_path / f"formulas-{engine}.csv"
+        code, _, err = run(
+            capsys,
+            "diagnose",
+            str(source),
+            "--qi",
+            "k",
+            "--household",
+            "hid",
+            "--engine",
+            engine,
+            "--record-risk",
+            str(out),
+        )
+        assert code == 0, err
+        written[engine] = out.read_text(encoding="utf-8")
+    assert written["pandas"] == written["duckdb"]
+    lines = written["pandas"].splitlines()
+    assert lines[1].startswith("a,'=1+1,1,1.0,1.0,1.0") and lines[3].startswith("b,'@x,2,0.5,0.5,0.5")

@@ -304,3 +304,10 @@ def test_duckdb_equals_pandas_to_the_last_digit(
     left.pop("engine"), right.pop("engine")
     assert same(left, right) == []
     np.testing.assert_array_equal(memory.household_risk.household_risk, streamed.household_risk.household_risk)
+
+
+def test_member_risk_comes_from_the_weights_whatever_the_population(testdata: pd.DataFrame) -> None:
+    plain = diagnose(testdata, FIVE, weights="sampling_weight", household="ori_hid").household_risk
+    sized = diagnose(testdata, FIVE, weights="sampling_weight", household="ori_hid", population=10**6).household_risk
+    assert plain is not None and sized is not None and sized.weighted
+    assert sized.expected_reidentifications == plain.expected_reidentifications
