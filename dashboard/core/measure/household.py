@@ -200,13 +200,12 @@ def household_risk_of_records(
     n_classes = len(individual.class_risk)
     known = code >= 0
     # (household, class) pairs of the records with an id, in sorted order, with their records
-    pair, inverse = np.unique(code[known] * n_classes + cls[known], return_inverse=True)
-    pair_count = np.bincount(inverse.ravel(), weights=weight[known], minlength=len(pair)).astype(np.int64)
+    pair_household, pair_class, pair_count = _pairs(code[known], cls[known], weight[known])
     # a record without an id: a household of its own, in class order
     alone = np.bincount(cls[~known], weights=weight[~known], minlength=n_classes).astype(np.int64)
     n_alone = int(alone.sum())
-    households = np.concatenate([pair // n_classes, n_ids + np.arange(n_alone, dtype=np.int64)])
-    classes = np.concatenate([pair % n_classes, np.repeat(np.arange(n_classes, dtype=np.int64), alone)])
+    households = np.concatenate([pair_household, n_ids + np.arange(n_alone, dtype=np.int64)])
+    classes = np.concatenate([pair_class, np.repeat(np.arange(n_classes, dtype=np.int64), alone)])
     members = np.concatenate([pair_count, np.ones(n_alone, dtype=np.int64)])
     result = household_risk(
         individual,
@@ -217,6 +216,17 @@ def household_risk_of_records(
         records_without_household=n_alone,
     )
     return replace(result, household_ids=pd.Index(encoded.categories))
+
+
+def _pairs(household: np.ndarray, cls: np.ndarray, weight: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The distinct (household, class) pairs sorted by household then class, and the records of each."""
+    if not len(household):
+        empty = np.empty(0, dtype=np.int64)
+        return empty, empty, empty
+    order = np.lexsort((cls, household))
+    household, cls, weight = household[order], cls[order], weight[order]
+    starts = np.flatnonzero(np.r_[True, (household[1:] != household[:-1]) | (cls[1:] != cls[:-1])])
+    return household[starts], cls[starts], np.add.reduceat(weight, starts).astype(np.int64)
 
 
 def record_household_risk(
