@@ -311,3 +311,18 @@ def test_member_risk_comes_from_the_weights_whatever_the_population(testdata: pd
     sized = diagnose(testdata, FIVE, weights="sampling_weight", household="ori_hid", population=10**6).household_risk
     assert plain is not None and sized is not None and sized.weighted
     assert sized.expected_reidentifications == plain.expected_reidentifications
+
+
+def test_aggregate_rows_know_their_class() -> None:
+    from dashboard.core.measure.classes import (
+        equivalence_classes_from_aggregate,
+        equivalence_classes_from_aggregate_rows,
+    )
+
+    aggregate = pd.DataFrame({"k": ["b", "a", None, "b", "c"], "hid": [1, 1, 2, 3, 4], "count": [2, 1, 4, 1, 0]})
+    classes, rows = equivalence_classes_from_aggregate_rows(aggregate, ["k"], missing="drop")
+    # classes a, b (sorted); the missing k is dropped and the row of zero records is in no class
+    assert rows.tolist() == [1, 0, -1, 1, -1]
+    assert classes.sizes.tolist() == [1, 3] and classes.n_dropped == 4
+    same_classes = equivalence_classes_from_aggregate(aggregate, ["k"], missing="drop")
+    assert same_classes.sizes.tolist() == classes.sizes.tolist()
