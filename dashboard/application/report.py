@@ -249,6 +249,16 @@ DEFINITIONS: tuple[Definition, ...] = (
         "sum of individual risks.",
     ),
     _d(
+        "Household risk",
+        "the household risk of a household is the probability that at least one of its members is re-identified, "
+        "the members' re-identifications taken as independent: hr_h = 1 - prod_i (1 - r_i) over the members i of "
+        "household h, and every member's record risk is hr_h.",
+        ("member risk r_i", "sdcMicro's individual risk with sampling weights; 1 / f_j without weights"),
+        ("expected re-identifications", "ER_h = sum over records of hr_h, each household counted once per member"),
+        ("global risk", "ER_h / n"),
+        "a record without a household id is a household of its own (hr = r)",
+    ),
+    _d(
         "Verdict: k",
         ("passes iff", "every class has f_j >= k"),
         ("achieved (shown)", "min f_j"),

@@ -27,6 +27,7 @@ from dashboard.application.estimates import fmt_interval, fmt_overlap
 from dashboard.application.formats import fmt_count, fmt_number, fmt_share
 from dashboard.application.report import PostcodeUnits, ReleaseReport
 from dashboard.application.report_template import STYLE, TEMPLATE
+from dashboard.application.riskview import household_rows
 from dashboard.core.errors import ParameterError, PrivdashError
 from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.utility.estimates import EstimateComparison
@@ -237,6 +238,23 @@ def _uniqueness(diagnosis: Diagnosis) -> list[dict[str, str]]:
             }
         )
     return rows
+
+
+def _household(report: ReleaseReport) -> dict[str, Any] | None:
+    """The household-risk table: one row per quantity, the released table's value and, after a fix, the input's."""
+    after = household_rows(report.diagnosis)
+    if after is None:
+        return None
+    before = household_rows(report.fix.before) if report.fix is not None else None
+    earlier = dict(before or [])
+    rows = [{"quantity": name, "after": value, "before": earlier.get(name, "-")} for name, value in after]
+    weighted = report.diagnosis.household_risk is not None and report.diagnosis.household_risk.weighted
+    return {
+        "column": report.diagnosis.household,
+        "rows": rows,
+        "with_before": before is not None,
+        "member": "sdcMicro's individual risk with the sampling weights" if weighted else "1 / f (no sampling weights)",
+    }
 
 
 def _model_rows(report: ReleaseReport) -> list[dict[str, Any]]:
@@ -623,6 +641,7 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
                 if individual is not None
                 else None
             ),
+            "household": _household(report),
             "below_k": [
                 {"k": k, "records": fmt_count(records), "share": _share(records, n)}
                 for k, records in diagnosis.records_below_k().items()

@@ -208,6 +208,21 @@ TEMPLATE = """<!DOCTYPE html>
   {% else %}<p class="note">Population uniques are estimated when the population size or sampling fraction is
     known; none was given.</p>{% endif %}
   {% if risk.individual %}<p>Individual risk (sdcMicro): {{ risk.individual }}.</p>{% endif %}
+  {% if risk.household %}
+  <h3 id="household">Household risk</h3>
+  <p>Households are given by the column {{ risk.household.column }}. The household risk of a household is the
+    probability that at least one of its members is re-identified, the members' re-identifications taken as
+    independent; every member's record risk is its household's. Member risk: {{ risk.household.member }}.</p>
+  <table>
+    <thead><tr><th>household risk</th><th class="num">released table</th>
+      {% if risk.household.with_before %}<th class="num">before the fix</th>{% endif %}</tr></thead>
+    <tbody>
+    {% for row in risk.household.rows %}<tr><td>{{ row.quantity }}</td><td class="num">{{ row.after }}</td>
+      {% if risk.household.with_before %}<td class="num">{{ row.before }}</td>{% endif %}</tr>
+    {% endfor %}
+    </tbody>
+  </table>
+  {% endif %}
   <h3>Records at risk against the risk threshold</h3>
   <div class="chart" role="img" aria-label="Records at risk against the risk threshold">{{ charts.curve | safe }}</div>
   <table>

@@ -6,6 +6,7 @@
   (:meth:`~dashboard.core.measure.diagnose.Diagnosis.check`) on the view's targets (:func:`view_targets`), read in
   one place (:func:`verdicts`);
 * the per-class table with the targets each class misses (:func:`class_table`, :func:`class_rows`);
+* the household risk, when the roles name a household column (:func:`household_headline`, :func:`household_rows`);
 * the QI-combination analysis of a view (:func:`run_combinations`).
 
 Nothing here imports Dash.
@@ -47,6 +48,8 @@ __all__ = [
     "class_table",
     "combination_request",
     "fix_headlines",
+    "household_headline",
+    "household_rows",
     "missing_effect",
     "release_verdict",
     "risk_headlines",
@@ -215,6 +218,43 @@ def _attacker(label: str, risk: AttackerRisk, key: str, passed: bool) -> Headlin
         f"{fmt_share(risk.max_risk, 0)}",
         key,
     )
+
+
+def household_headline(diagnosis: Diagnosis) -> Headline | None:
+    """The household risk as a headline (key ``household``): the global household risk, with the expected
+    re-identifications, the highest household risk and the number of households; None without a household column.
+    Not judged against a target (``passed`` None)."""
+    households = diagnosis.household_risk
+    if households is None:
+        return None
+    detail = (
+        f"expected re-identifications {fmt_number(households.expected_reidentifications, 1)} of "
+        f"{fmt_count(diagnosis.n_records)} records; highest household risk {fmt_share(households.highest)}; "
+        f"{fmt_count(households.n_households)} households in '{diagnosis.household}'"
+    )
+    if households.records_without_household:
+        detail += f" ({fmt_count(households.records_without_household)} records without a household id, each alone)"
+    if not households.weighted:
+        detail += "; member risk 1/f (no sampling weights)"
+    return Headline("Household risk", fmt_share(households.global_risk, 2), None, detail, "household")
+
+
+def household_rows(diagnosis: Diagnosis) -> list[tuple[str, str]] | None:
+    """The household risk as ``(quantity, value)`` rows: households, expected re-identifications, global risk,
+    highest household risk (and the records without a household id, when there are some); None without a household
+    column."""
+    households = diagnosis.household_risk
+    if households is None:
+        return None
+    rows = [
+        ("households", fmt_count(households.n_households)),
+        ("expected re-identifications", fmt_number(households.expected_reidentifications, 2)),
+        ("global risk", fmt_share(households.global_risk, 3)),
+        ("highest household risk", fmt_share(households.highest, 2)),
+    ]
+    if households.records_without_household:
+        rows.append(("records without a household id", fmt_count(households.records_without_household)))
+    return rows
 
 
 def fix_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:

@@ -32,7 +32,8 @@ from dashboard.core.data.contract import infer_statistical_type
 from dashboard.core.data.tables import read_table_with_info, write_table
 from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, COUNT, Engine, aggregate_table, resolve_engine
 from dashboard.core.engines.streaming import apply_recipe_streaming
-from dashboard.core.errors import ParameterError
+from dashboard.core.errors import ColumnError, ParameterError
+from dashboard.core.measure.diagnose import diagnose
 from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
 from dashboard.core.search.heuristic import DEFAULT_MAX_CHECKS
 from dashboard.core.search.lattice import (
@@ -178,6 +179,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--batch-rows", type=int, default=1_000_000, help="rows per batch when streaming (default 1,000,000)"
     )
     _estimates.add_arguments(parser)
+    parser.add_argument(
+        "--household",
+        metavar="COL",
+        help="household-id column: also report the household risk (the probability that at least one member of a "
+        "household is re-identified, sdcMicro measure_risk hid=) of the input and of the published table; with "
+        "--recipe, name the quasi-identifiers with --qi",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.set_defaults(handler=run)
 
@@ -200,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("Give the quasi-identifiers with --qi (comma-separated column names).")
     data = _read_input(args)
     specs = _estimates.check_estimates(args, data)
+    _check_household(args, data.columns, qis)
     if args.hierarchies is not None:
         hierarchies = load_hierarchies(args.hierarchies, qis)
     else:
@@ -227,12 +236,14 @@ def run(args: argparse.Namespace) -> int:
     compared = (
         solution_estimates(data, result, specs, weights=args.weights) if specs and len(result.solutions) > 1 else ()
     )
+    households = _household_risks(args, data, result.transform.data, qis)
     if args.output is not None:
         write_table(result.transform.data, args.output, overwrite_protect=inputs, escape_formulas=args.escape_formulas)
     if args.save_recipe is not None:
         result.recipe.save(args.save_recipe)
     if args.json:
         payload = result.summary()
+        payload["household_risk"] = households
         payload["metrics"] = {m.value: metrics.value(m) for m in Metric}
         payload["estimates"] = _estimates.estimates_payload(estimates)
         for entry, each in zip(payload["solutions"], compared, strict=False):
@@ -245,9 +256,72 @@ def run(args: argparse.Namespace) -> int:
         print_json(payload)
         return 0
     _print_result(args, data, result, metrics.to_dict(), seconds)
+    _print_households(households)
     _print_search(result, exact, compared)
     _estimates.print_estimates(estimates)
     return 0
+
+
+def _check_household(args: argparse.Namespace, columns: Any, qis: list[str]) -> None:
+    """--household names a column of the input that is none of the quasi-identifiers, sensitive or weight columns."""
+    household = args.household
+    if household is None:
+        return
+    if household not in columns:
+        raise ColumnError(f"--household: {args.file.name} has no column '{household}'.")
+    for role, names in (
+        ("quasi-identifier", qis),
+        ("sensitive attribute", split_columns(args.sensitive)),
+        ("weight column", [args.weights]),
+    ):
+        if household in names:
+            raise ColumnError(f"The household column '{household}' cannot also be a {role}.")
+
+
+def _household_risks(
+    args: argparse.Namespace, before: Any, after: Any, qis: list[str], engine: str = "pandas"
+) -> dict[str, Any] | None:
+    """With --household: the household risk of the input and of the published table (``diagnose(household=)``:
+    sdcMicro's individual risk with --weights, ``1 / f`` without), or None. ``after`` None: the table was not
+    written (out of core without -o), so only the input's is measured."""
+    if args.household is None:
+        return None
+    measured = before if isinstance(before, dict) else _household_side(args, before, qis, engine)
+    return {"column": args.household, "before": measured, "after": _household_side(args, after, qis, engine)}
+
+
+def _household_side(args: argparse.Namespace, table: Any, qis: list[str], engine: str) -> dict[str, Any] | None:
+    """The household risk of one table (None for no table)."""
+    if table is None:
+        return None
+    options: dict[str, Any] = {"household": args.household, "weights": args.weights, "engine": engine}
+    measured = diagnose(table, qis, **options).household_risk
+    return measured.to_dict() if measured is not None else None
+
+
+def _print_households(households: dict[str, Any] | None) -> None:
+    """The household risk before and after, as a small table."""
+    if households is None:
+        return
+    sides = [("before", households["before"]), ("after", households["after"])]
+    shown = [(name, side) for name, side in sides if side is not None]
+    rows = [
+        [
+            name,
+            f"{side['households']:,}",
+            f"{side['expected_reidentifications']:,.2f}",
+            f"{100 * side['global_risk']:.3f} %",
+            f"{side['highest']:.4g}",
+        ]
+        for name, side in shown
+    ]
+    print()
+    print(f"Household risk (households in '{households['column']}'; risk that at least one member is re-identified):")
+    print(
+        format_table(
+            ["table", "households", "expected re-identifications", "global risk", "highest"], rows, align="lrrrr"
+        )
+    )
 
 
 def _search_targets(args: argparse.Namespace, qis: list[str]) -> dict[str, Any]:
@@ -437,12 +511,14 @@ def _run_local(
         **_search_targets(args, qis),
     )
     estimates = _estimates.run_estimates(args, specs, data, result.data)
+    households = _household_risks(args, data, result.data, qis)
     if args.output is not None:
         write_table(result.data, args.output, overwrite_protect=inputs, escape_formulas=args.escape_formulas)
     if args.save_recipe is not None:
         result.recipe.save(args.save_recipe)
     if args.json:
         payload = result.summary()
+        payload["household_risk"] = households
         payload["metrics"] = {m.value: result.information_loss.value(m) for m in Metric}
         payload["estimates"] = _estimates.estimates_payload(estimates)
         payload["output"] = str(args.output) if args.output is not None else None
@@ -476,6 +552,7 @@ def _run_local(
         print(f"Wrote {len(result.data):,} rows to {args.output}.")
     if args.save_recipe is not None:
         print(f"Saved the recipe to {args.save_recipe}.")
+    _print_households(households)
     _estimates.print_estimates(estimates)
     return 0
 
@@ -522,6 +599,8 @@ def _run_job(args: argparse.Namespace) -> int:
         other.append("--strict")
     if args.estimate or args.weights:
         other.append("--estimate")
+    if args.household is not None:
+        other.append("--household")
     if other:
         raise ParameterError(
             f"--config runs the job file as written (source, target, contract, k); drop {', '.join(other)}."
@@ -549,12 +628,24 @@ def _refuse_overwrite(path: Path | None, inputs: list[Path]) -> None:
             raise ParameterError(f"Refusing to overwrite the input file {source}; choose another output path.")
 
 
-def _run_recipe(args: argparse.Namespace) -> int:
+def _recipe_options(args: argparse.Namespace) -> list[str]:
+    """The quasi-identifiers of --household with --recipe (--qi, required then), after refusing the search's
+    options a recipe does not take."""
     search_options = _given(args, (*_SEARCH_OPTIONS, "save_recipe"))
+    if args.household is not None:
+        search_options = [option for option in search_options if option != "--qi"]
     if search_options:
         raise ParameterError(
             f"--recipe re-applies a saved recipe; it cannot be combined with {', '.join(search_options)}."
         )
+    qis = split_columns(args.qi)
+    if args.household is not None and not qis:
+        raise ParameterError("--household with --recipe: name the quasi-identifiers of the household risk with --qi.")
+    return qis
+
+
+def _run_recipe(args: argparse.Namespace) -> int:
+    qis = _recipe_options(args)
     recipe = Recipe.load(args.recipe)
     seeded = sorted({step.kind for step in recipe.steps if step.params.get("seed") is not None})
     if seeded:
@@ -565,10 +656,12 @@ def _run_recipe(args: argparse.Namespace) -> int:
         )
     data = _read_input(args)
     specs = _estimates.check_estimates(args, data)
+    _check_household(args, data.columns, qis)
     # A pseudonymize step gets the key of PRIVDASH_PSEUDONYM_KEY; the recipe holds only its fingerprint.
     published, results = apply_recipe(data, recipe, secrets={"key": Settings.from_env().pseudonym_key})
     perturbation = _perturbation_risk(data, published, recipe)  # before anything is written: it may fail
     estimates = _estimates.run_estimates(args, specs, data, published)
+    households = _household_risks(args, data, _published_with(published, args.household, qis), qis)
     excess = recipe.suppression_excess(len(data), len(published))
     if excess is not None:
         if args.strict:
@@ -584,6 +677,7 @@ def _run_recipe(args: argparse.Namespace) -> int:
         print_json(
             {
                 "perturbation_risk": perturbation.to_dict() if perturbation is not None else None,
+                "household_risk": households,
                 "estimates": _estimates.estimates_payload(estimates),
                 "recipe": str(args.recipe),
                 "rows_in": len(data),
@@ -602,6 +696,7 @@ def _run_recipe(args: argparse.Namespace) -> int:
         print(format_table(["step", "rows in", "rows out", "summary"], rows, align="lrrl"))
     if perturbation is not None:
         _print_perturbation_risk(perturbation)
+    _print_households(households)
     _estimates.print_estimates(estimates)
     if args.output is not None:
         print(f"Wrote {len(published):,} rows to {args.output}.")
@@ -619,11 +714,7 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
     source = str(args.file)
     options = {"memory_limit": args.memory_limit, "temp_directory": args.temp_dir}
     if args.recipe is not None:
-        search_options = _given(args, (*_SEARCH_OPTIONS, "save_recipe"))
-        if search_options:
-            raise ParameterError(
-                f"--recipe re-applies a saved recipe; it cannot be combined with {', '.join(search_options)}."
-            )
+        qis = _recipe_options(args)
         recipe = Recipe.load(args.recipe)
         result = None
         exact = None
@@ -652,6 +743,8 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
         recipe = result.recipe
         if args.save_recipe is not None:
             recipe.save(args.save_recipe)
+    # the input's household risk first: a bad --household fails before anything is written
+    before = _household_side(args, source, qis, "duckdb") if args.household is not None else None
     streamed = None
     refused: list[str] = []
     if args.output is not None:
@@ -679,7 +772,11 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
             print(f"privdash anonymize: error: {excess} Nothing was written (--strict).", file=sys.stderr)
             return 1
         print(f"privdash anonymize: warning: {excess} Check the result, or use --strict to fail.", file=sys.stderr)
-    payload: dict[str, Any] = {"engine": Engine.DUCKDB.value}
+    households = None
+    if args.household is not None and not (refused and args.strict):
+        written = streamed.output if streamed is not None else None
+        households = _household_risks(args, before, str(written) if written is not None else None, qis, "duckdb")
+    payload: dict[str, Any] = {"engine": Engine.DUCKDB.value, "household_risk": households}
     if result is not None:
         payload.update(result.summary())
         payload["recipe"] = str(args.save_recipe) if args.save_recipe is not None else None
@@ -705,7 +802,16 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
         )
     if args.save_recipe is not None:
         print(f"Saved the recipe to {args.save_recipe}.")
+    _print_households(households)
     return 0
+
+
+def _published_with(published: pd.DataFrame, household: str | None, qis: list[str]) -> pd.DataFrame | None:
+    """The published table when it still has the household column and the quasi-identifiers (a recipe may drop
+    them), else None: its household risk is then not measured."""
+    if household is None or household not in published.columns or any(q not in published.columns for q in qis):
+        return None
+    return published
 
 
 def _perturbation_risk(data: pd.DataFrame, published: pd.DataFrame, recipe: Recipe) -> PerturbationRisk | None:

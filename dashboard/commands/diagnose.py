@@ -16,7 +16,7 @@ from dashboard.core.engines.database import redact_url
 from dashboard.core.engines.streaming import with_record_sizes, write_record_sizes
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
-from dashboard.core.measure.risk import DEFAULT_MAX_RISK
+from dashboard.core.measure.risk import DEFAULT_MAX_RISK, individual_risk
 from dashboard.core.measure.verdict import Verdict
 from dashboard.core.targets import parse_targets
 
@@ -67,6 +67,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--population-count", help="column of the population table holding people per row")
     parser.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N instead of --population N")
     parser.add_argument("--weights", help="sampling-weight column (default: the contract's)")
+    parser.add_argument(
+        "--household",
+        metavar="COL",
+        help="household-id column (default: the contract's): each record's risk is its household's, the "
+        "probability that at least one member is re-identified (sdcMicro measure_risk hid=)",
+    )
     parser.add_argument("--contract", type=Path, help="data contract JSON (roles, types, ordinal orders)")
     parser.add_argument(
         "--max-risk",
@@ -97,8 +103,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--record-risk",
         type=Path,
         metavar="OUT",
-        help="also write every record with its class size and prosecutor risk 1/f (.parquet, .csv or .tsv); "
-        "the duckdb engine streams it, never holding the sizes as a list",
+        help="also write every record with its class size, prosecutor risk 1/f, individual risk (sdcMicro's, 1/f "
+        "without weights) and, with --household, household risk (.parquet, .csv or .tsv); the duckdb engine streams "
+        "it, never holding the sizes as a list",
     )
     parser.add_argument(
         "--engine",
@@ -155,6 +162,7 @@ def run(args: argparse.Namespace) -> int:
         population_count=args.population_count,
         sampling_fraction=args.sampling_fraction,
         weights=args.weights,
+        household=args.household,
         max_risk=max_risk,
         recursive_l=args.recursive_l,
         t_distance=args.t_distance,
@@ -185,16 +193,45 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, result: Diagnosis) -> None:
-    """--record-risk: each record with its class size, from the rows in memory or streamed by DuckDB."""
+    """--record-risk: each record with its class size and risks, from the rows in memory or streamed by DuckDB."""
+    # sdcMicro's individual risk: F from the sampling weights, else 1 / f (survey = FALSE); the household risk's too
+    risks: dict[str, Any] = {
+        "individual": individual_risk(result.classes),
+        "households": result.household_risk,
+        "household": result.household if result.household_risk is not None else None,
+    }
     if engine == Engine.PANDAS:
-        write_table(with_record_sizes(data, result.classes), args.record_risk, overwrite_protect=[Path(args.file)])
+        write_table(
+            with_record_sizes(data, result.classes, **risks), args.record_risk, overwrite_protect=[Path(args.file)]
+        )
         written = f"{len(data):,} records"
     else:
         streamed = write_record_sizes(
-            args.file, result.classes, args.record_risk, memory_limit=args.memory_limit, temp_directory=args.temp_dir
+            args.file,
+            result.classes,
+            args.record_risk,
+            memory_limit=args.memory_limit,
+            temp_directory=args.temp_dir,
+            **risks,
         )
         written = f"{streamed.rows:,} records in {streamed.batches} batches"
-    print(f"privdash diagnose: wrote {written} with their class size to {args.record_risk}", file=sys.stderr)
+    what = "class size and risks" + (" (household risk included)" if result.household_risk is not None else "")
+    print(f"privdash diagnose: wrote {written} with their {what} to {args.record_risk}", file=sys.stderr)
+
+
+def household_line(result: Diagnosis) -> str | None:
+    """``Household risk: expected re-identifications X (Y %), highest Z, N households`` (None without households)."""
+    households = result.household_risk
+    if households is None:
+        return None
+    alone = households.records_without_household
+    return (
+        f"Household risk: expected re-identifications {households.expected_reidentifications:,.2f} "
+        f"({100 * households.global_risk:.3f} %), highest {households.highest:.4g}, "
+        f"{households.n_households:,} households"
+        + (f" ({alone:,} records without a household id, each a household of its own)" if alone else "")
+        + ("" if households.weighted else "; individual risk 1/f, no sampling weights")
+    )
 
 
 def render_verdict(verdict: Verdict) -> str:
@@ -319,6 +356,9 @@ def render_text(result: Diagnosis, name: str) -> str:
             f"individual risk (sdcMicro): expected re-identifications {individual.expected_reidentifications:,.1f}, "
             f"global risk {100 * individual.global_risk:.3f}%"
         )
+    household = household_line(result)
+    if household is not None:
+        lines.append(f"{household} (column '{result.household}')")
     for attribute, models in result.sensitive_models.items():
         summary = models.summary()
         lines += ["", f"sensitive attribute '{attribute}'"]

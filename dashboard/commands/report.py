@@ -29,7 +29,7 @@ from dashboard.application.settings import Settings
 from dashboard.commands._common import split_columns
 from dashboard.commands.anonymize import _refuse_overwrite, default_hierarchies
 from dashboard.commands.diagnose import _population_argument
-from dashboard.core.data.contract import ColumnRole, DataContract, StatisticalType
+from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
 from dashboard.core.data.tables import read_table_with_info
 from dashboard.core.errors import ColumnError, ParameterError
 from dashboard.core.geo import geography
@@ -86,6 +86,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--population-count", help="column of the population table holding people per row")
     parser.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N instead of --population N")
     parser.add_argument("--weights", help="sampling-weight column (default: the contract's)")
+    parser.add_argument(
+        "--household",
+        metavar="COL",
+        help="household-id column (default: the contract's): the report adds the household risk, the probability "
+        "that at least one member of a household is re-identified",
+    )
     fix = parser.add_argument_group("fix applied before release (at most one)")
     fix.add_argument("--recipe", type=Path, help="re-apply a saved JSON recipe (privdash anonymize --save-recipe)")
     fix.add_argument(
@@ -145,13 +151,20 @@ def _targets(args: argparse.Namespace) -> PrivacyTargets:
 
 
 def _contract(args: argparse.Namespace, data: pd.DataFrame) -> DataContract:
-    """The contract of --contract with the roles of --qi, --sensitive and --weights, or one inferred from the data
-    with those roles."""
+    """The contract of --contract with the roles of --qi, --sensitive, --weights and --household, or one inferred
+    from the data with those roles."""
     qis = split_columns(args.qi)
     sensitive = split_columns(args.sensitive)
-    unknown = [name for name in [*qis, *sensitive, *([args.weights] if args.weights else [])] if name not in data]
+    household = args.household
+    named = [*qis, *sensitive, *([args.weights] if args.weights else []), *([household] if household else [])]
+    unknown = [name for name in named if name not in data]
     if unknown:
         raise ColumnError(f"{args.file.name} has no column {', '.join(repr(name) for name in unknown)}.")
+    if household is not None:
+        others = (("quasi-identifier", qis), ("sensitive attribute", sensitive), ("weight column", [args.weights]))
+        for role, names in others:
+            if household in names:
+                raise ColumnError(f"The household column '{household}' cannot also be a {role}.")
     if args.contract is not None:
         contract = DataContract.load(args.contract)
         contract.validate(data)
@@ -164,9 +177,17 @@ def _contract(args: argparse.Namespace, data: pd.DataFrame) -> DataContract:
         roles |= dict.fromkeys(sensitive, ColumnRole.SENSITIVE)
         if args.weights:
             roles[args.weights] = ColumnRole.WEIGHT
+        if household:
+            if contract.household not in (None, household):
+                roles[str(contract.household)] = ColumnRole.INSENSITIVE
+            roles[household] = ColumnRole.HOUSEHOLD
         contract = contract.with_roles(roles)
+        if household and household not in contract:  # a column the contract does not list
+            contract = DataContract((*contract.fields, FieldMetadata(household, ColumnRole.HOUSEHOLD)))
     else:
-        contract = DataContract.for_columns(data, quasi_identifiers=qis, sensitive=sensitive, weight=args.weights)
+        contract = DataContract.for_columns(
+            data, quasi_identifiers=qis, sensitive=sensitive, weight=args.weights, household=household
+        )
     if not contract.quasi_identifiers:
         raise ColumnError("Give the quasi-identifiers with --qi (comma-separated), or a --contract that marks some.")
     overlap = sorted(set(contract.quasi_identifiers) & set(contract.sensitive))

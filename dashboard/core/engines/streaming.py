@@ -58,6 +58,8 @@ from dashboard.core.engines.aggregate import (
 )
 from dashboard.core.errors import DataReadError, ParameterError, check_columns
 from dashboard.core.measure.classes import EquivalenceClasses, MissingPolicy
+from dashboard.core.measure.household import HouseholdRisk, record_household_risk
+from dashboard.core.measure.risk import IndividualRisk
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.generalization import violating_combinations, without_combinations
 from dashboard.core.transform.hierarchy import Hierarchy
@@ -65,6 +67,8 @@ from dashboard.core.transform.steps import Recipe, Step, apply_step
 
 __all__ = [
     "CLASS_SIZE",
+    "HOUSEHOLD_RISK",
+    "INDIVIDUAL_RISK",
     "RECORD_RISK",
     "STREAMABLE_STEPS",
     "StreamedRecipe",
@@ -217,6 +221,8 @@ class StreamedRecords:
 
 #: Columns :func:`write_record_sizes` adds to every record.
 CLASS_SIZE, RECORD_RISK = "class_size", "prosecutor_risk"
+#: Columns it adds when given the individual risk and the household risk.
+INDIVIDUAL_RISK, HOUSEHOLD_RISK = "individual_risk", "household_risk"
 
 
 def write_record_sizes(
@@ -228,9 +234,16 @@ def write_record_sizes(
     memory_limit: str | None = None,
     temp_directory: str | os.PathLike[str] | None = None,
     escape_formulas_in_csv: bool = True,
+    individual: IndividualRisk | None = None,
+    households: HouseholdRisk | None = None,
+    household: str | None = None,
 ) -> StreamedRecords:
     """Write every record of ``source`` with two more columns: ``class_size`` (f, the size of its equivalence
     class in ``classes``) and ``prosecutor_risk`` (1/f), streamed through DuckDB into a Parquet, CSV or TSV file.
+    With ``individual`` (the individual risk of ``classes``), also ``individual_risk``, the record's class risk; with
+    ``households`` (measured on this source, e.g. ``diagnose(..., household=household).household_risk``) and the
+    ``household`` column, also ``household_risk``, its household's risk
+    (:func:`~dashboard.core.measure.household.record_household_risk`).
 
     ``classes`` must be the classes of this source (e.g. ``diagnose(source, ..., engine="duckdb").classes``, built
     from the engine's aggregate): each batch looks its records' QI values up among the classes' keys, so the
@@ -241,6 +254,7 @@ def write_record_sizes(
     """
     started = time.perf_counter()
     target, kind = _check_output(source, output, batch_rows)
+    _check_risks(individual, households, household)
     qis = list(classes.quasi_identifiers)
     find_class = _class_finder(classes.class_codes, [len(c) for c in classes.categories])
     sizes = np.append(classes.sizes.astype(np.float64), np.nan)
@@ -270,13 +284,16 @@ def write_record_sizes(
                 "counted. Diagnose it again."
             )
         size = sizes[np.where(unmatched, len(sizes) - 1, row_class)]
-        return _with_sizes(batch, size), [(int(unmatched.sum()), 0)]
+        extra = _record_risks(batch, np.where(unmatched, -1, row_class), individual, households, household)
+        return _with_sizes(batch, size, extra), [(int(unmatched.sum()), 0)]
 
     with _streamed(source, batch_rows, memory_limit, temp_directory) as reader:
-        taken = [name for name in (CLASS_SIZE, RECORD_RISK) if name in reader.names]
+        taken = [name for name in _added(individual, households) if name in reader.names]
         if taken:
             raise ParameterError(f"The source already has a column '{taken[0]}'; rename it to write record sizes.")
         check_columns(pd.DataFrame(columns=reader.names), qis, role="quasi-identifier")
+        if household is not None:
+            check_columns(pd.DataFrame(columns=reader.names), [household], role="household-id column")
         rows, _, batches, totals, _ = _write(reader, with_sizes, 1, target, kind, escape_formulas_in_csv, None)
     return StreamedRecords(target, rows, int(totals[0, 0]), batches, time.perf_counter() - started)
 
@@ -321,21 +338,71 @@ def _class_finder(class_codes: np.ndarray, n_categories: Sequence[int]) -> Calla
 _DENSE_KEYS = 2**24
 
 
-def with_record_sizes(data: pd.DataFrame, classes: EquivalenceClasses) -> pd.DataFrame:
+def with_record_sizes(
+    data: pd.DataFrame,
+    classes: EquivalenceClasses,
+    *,
+    individual: IndividualRisk | None = None,
+    households: HouseholdRisk | None = None,
+    household: str | None = None,
+) -> pd.DataFrame:
     """``data`` with the columns of :func:`write_record_sizes`, for classes built from these rows in memory."""
-    taken = [name for name in (CLASS_SIZE, RECORD_RISK) if name in data.columns]
+    _check_risks(individual, households, household)
+    taken = [name for name in _added(individual, households) if name in data.columns]
     if taken:
         raise ParameterError(f"The table already has a column '{taken[0]}'; rename it to add record sizes.")
+    if household is not None:
+        check_columns(data, [household], role="household-id column")
     size = classes.record_sizes().astype(np.float64)
     size[size == 0] = np.nan  # in no class (the drop policy)
-    return _with_sizes(data, size)
+    assert classes.record_class is not None  # record_sizes raised otherwise
+    extra = _record_risks(data, classes.record_class, individual, households, household)
+    return _with_sizes(data, size, extra)
 
 
-def _with_sizes(data: pd.DataFrame, size: np.ndarray) -> pd.DataFrame:
-    """``data`` and the two columns, from class sizes as floats (NaN: in no class)."""
+def _check_risks(individual: IndividualRisk | None, households: HouseholdRisk | None, household: str | None) -> None:
+    if (households is None) != (household is None):
+        raise ParameterError("Give the household risk and the household column together.")
+    if households is not None and individual is None:
+        raise ParameterError("The household risk of a record without a household is its individual risk: give it.")
+
+
+def _added(individual: IndividualRisk | None, households: HouseholdRisk | None) -> list[str]:
+    """The columns the record sizes add."""
+    return [
+        CLASS_SIZE,
+        RECORD_RISK,
+        *([INDIVIDUAL_RISK] if individual is not None else []),
+        *([HOUSEHOLD_RISK] if households is not None else []),
+    ]
+
+
+def _record_risks(
+    data: pd.DataFrame,
+    record_class: np.ndarray,
+    individual: IndividualRisk | None,
+    households: HouseholdRisk | None,
+    household: str | None,
+) -> dict[str, np.ndarray]:
+    """The individual and household risk of each record (NaN for records in no class), when asked for."""
+    out: dict[str, np.ndarray] = {}
+    if individual is None:
+        return out
+    record_class = np.asarray(record_class, dtype=np.int64)
+    class_risk = np.append(np.asarray(individual.class_risk, dtype=np.float64), np.nan)
+    out[INDIVIDUAL_RISK] = class_risk[np.where(record_class >= 0, record_class, len(class_risk) - 1)]
+    if households is not None and household is not None:
+        out[HOUSEHOLD_RISK] = record_household_risk(households, individual, data[household], record_class)
+    return out
+
+
+def _with_sizes(data: pd.DataFrame, size: np.ndarray, extra: Mapping[str, np.ndarray] | None = None) -> pd.DataFrame:
+    """``data`` and the added columns, from class sizes as floats (NaN: in no class)."""
     out = data.copy(deep=False)
     out[CLASS_SIZE] = pd.Series(size, index=data.index).astype("Int64")
     out[RECORD_RISK] = 1.0 / size
+    for name, values in (extra or {}).items():
+        out[name] = values
     return out
 
 

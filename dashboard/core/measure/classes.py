@@ -52,6 +52,7 @@ __all__ = [
     "class_size_frequencies",
     "equivalence_classes",
     "equivalence_classes_from_aggregate",
+    "equivalence_classes_from_aggregate_rows",
     "weight_sums_by_class",
 ]
 
@@ -324,8 +325,36 @@ def equivalence_classes_from_aggregate(
 
     This is the seam for other engines: run ``SELECT qi..., sa..., COUNT(*) AS count ... GROUP BY ALL`` in DuckDB
     or Spark and pass the (small) result here. The classes, sizes and distributions equal those of
-    :func:`equivalence_classes` on the raw rows; per-record outputs (``record_class``) are not available.
+    :func:`equivalence_classes` on the raw rows; per-record outputs (``record_class``) are not available
+    (:func:`equivalence_classes_from_aggregate_rows` also gives the class of each aggregate row).
     """
+    classes, _ = equivalence_classes_from_aggregate_rows(
+        aggregate,
+        quasi_identifiers,
+        count=count,
+        sensitive=sensitive,
+        missing=missing,
+        orders=orders,
+        ordered=ordered,
+        weights=weights,
+    )
+    return classes
+
+
+def equivalence_classes_from_aggregate_rows(
+    aggregate: pd.DataFrame,
+    quasi_identifiers: Sequence[str],
+    *,
+    count: str = "count",
+    sensitive: Sequence[str] = (),
+    missing: str | MissingPolicy = MissingPolicy.VALUE,
+    orders: Mapping[str, Sequence[Any]] | None = None,
+    ordered: Sequence[str] | None = None,
+    weights: str | None = None,
+) -> tuple[EquivalenceClasses, np.ndarray]:
+    """:func:`equivalence_classes_from_aggregate` and the class of each row of ``aggregate`` (``-1`` for rows of
+    zero records and rows the ``drop`` policy leaves out), for measures that need more than the class of a record,
+    e.g. the household of each record (the aggregate then also groups by the household column)."""
     check_columns(aggregate, [*quasi_identifiers, count], role="column")
     counts = pd.to_numeric(aggregate[count], errors="coerce")
     if counts.isna().any() or (counts < 0).any() or (counts % 1 != 0).any():
@@ -358,7 +387,9 @@ def equivalence_classes_from_aggregate(
         distributions[name] = _sensitive_distribution(
             name, column, row_class[kept], grouping.n_groups, is_ordered, kept, frequency[kept]
         )
-    return _finish(
+    aggregate_row_class = np.full(len(positive), -1, dtype=np.int64)
+    aggregate_row_class[positive] = row_class
+    classes = _finish(
         qis,
         policy,
         grouping.group_codes,
@@ -369,6 +400,7 @@ def equivalence_classes_from_aggregate(
         distributions,
         weight_sums,
     )
+    return classes, aggregate_row_class
 
 
 def _finish(

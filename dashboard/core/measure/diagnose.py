@@ -27,9 +27,10 @@ from dashboard.core.measure.classes import (
     EquivalenceClasses,
     MissingPolicy,
     equivalence_classes,
-    equivalence_classes_from_aggregate,
+    equivalence_classes_from_aggregate_rows,
 )
 from dashboard.core.measure.combinations import CombinationRisk, combination_risk
+from dashboard.core.measure.household import HouseholdRisk, household_risk_of_records
 from dashboard.core.measure.models import SensitiveModels, sensitive_models
 from dashboard.core.measure.population import (
     PopulationCounts,
@@ -84,6 +85,11 @@ class Diagnosis:
     warnings
         Plain sentences about roles that cannot do their job, e.g. a quasi-identifier missing in every record
         (it distinguishes no one, so k is as if it were not there).
+    household_risk
+        The household risk (:mod:`.household`), when a household column was given: from sdcMicro's individual risk
+        with the sampling weights (``F`` = sum of the weights, whatever ``population`` says), ``1 / f`` without.
+    household
+        The household-id column, if any.
     """
 
     rows: int
@@ -101,6 +107,8 @@ class Diagnosis:
     engine: str = "pandas"
     counting_seconds: float = 0.0
     warnings: tuple[str, ...] = ()
+    household_risk: HouseholdRisk | None = None
+    household: str | None = None
 
     @property
     def missing_policy(self) -> MissingPolicy:
@@ -175,6 +183,8 @@ class Diagnosis:
             },
             "sensitive": {name: _sensitive_dict(models) for name, models in self.sensitive_models.items()},
             "warnings": list(self.warnings),
+            "household": self.household,
+            "household_risk": self.household_risk.to_dict() if self.household_risk is not None else None,
         }
         if self.population_uniqueness is not None:
             uniqueness = self.population_uniqueness
@@ -254,6 +264,7 @@ def diagnose(
     population_count: str | None = None,
     sampling_fraction: float | None = None,
     weights: str | None = None,
+    household: str | None = None,
     max_risk: float = DEFAULT_MAX_RISK,
     recursive_l: int = 2,
     hierarchies: Mapping[str, Any] | None = None,
@@ -291,6 +302,10 @@ def diagnose(
     weights
         Sampling-weight column (default: the contract's weight column). Used for the population counts when no
         ``population`` is given, and for sdcMicro's individual risk.
+    household
+        Household-id column (default: the contract's household column): the household risk of
+        :mod:`dashboard.core.measure.household`, with sampling weights when there are some, ``1 / f`` without. It
+        cannot also be a quasi-identifier, sensitive or weight column.
     max_risk
         Highest acceptable per-record re-identification risk ``tau``; records at risk have risk ``> tau``.
     recursive_l
@@ -331,6 +346,9 @@ def diagnose(
         raise ColumnError("No quasi-identifier given: name them, or pass a contract that marks some as is_quasi_id.")
     sensitive_names = tuple(sensitive) if sensitive is not None else (contract.sensitive if contract else ())
     weight_column = weights if weights is not None else (contract.weight if contract else None)
+    household_column = household if household is not None else (contract.household if contract else None)
+    if household_column is not None:
+        _check_household(household_column, qis, sensitive_names, weight_column)
     max_risk = check_fraction(max_risk, "max_risk")
     recursive_l = check_positive_int(recursive_l, "recursive_l")
     ks = tuple(check_positive_int(k, "k") for k in k_values)
@@ -340,6 +358,8 @@ def diagnose(
         assert isinstance(data, pd.DataFrame)
         check_columns(data, qis, role="quasi-identifier")
         check_columns(data, sensitive_names, role="sensitive attribute", allow_empty=True)
+        if household_column is not None:
+            check_columns(data, [household_column], role="household-id column")
         started = time.perf_counter()
         classes = equivalence_classes(
             data,
@@ -355,7 +375,12 @@ def diagnose(
         overlap = sorted(set(qis) & set(sensitive_names))
         if overlap:
             raise ColumnError(f"A column cannot be both quasi-identifier and sensitive: {', '.join(overlap)}.")
-        columns = [*qis, *sensitive_names, *([weight_column] if weight_column else [])]
+        columns = [
+            *qis,
+            *sensitive_names,
+            *([weight_column] if weight_column else []),
+            *([household_column] if household_column else []),
+        ]
         aggregate = aggregate_table(
             data,
             columns,
@@ -364,7 +389,7 @@ def diagnose(
             temp_directory=temp_directory,
             spark_master=spark_master,
         )
-        classes = equivalence_classes_from_aggregate(
+        classes, aggregate_class = equivalence_classes_from_aggregate_rows(
             aggregate.frame,
             qis,
             count=COUNT,
@@ -389,6 +414,17 @@ def diagnose(
     }
     uniqueness = _uniqueness(classes, counts)
     individual = individual_risk(classes, counts) if classes.weight_sums is not None else None
+    households = None
+    if household_column is not None:
+        # sdcMicro measure_risk(hid=): F from the sampling weights (survey risk), without them 1 / f (survey = FALSE)
+        member_risk = individual_risk(classes)
+        if in_memory:
+            assert isinstance(data, pd.DataFrame) and classes.record_class is not None
+            households = household_risk_of_records(member_risk, data[household_column], classes.record_class)
+        else:
+            households = household_risk_of_records(
+                member_risk, aggregate.frame[household_column], aggregate_class, aggregate.frame[COUNT].to_numpy()
+            )
     combination = None
     if combinations:
         if in_memory:
@@ -412,7 +448,21 @@ def diagnose(
         engine=used.value,
         counting_seconds=seconds,
         warnings=_warnings(data, classes, qis, sensitive_names),
+        household_risk=households,
+        household=household_column,
     )
+
+
+def _check_household(name: str, qis: Sequence[str], sensitive: Sequence[str], weights: str | None) -> None:
+    """The household column has no other role: its ids single out no one by themselves, and a weight or QI column
+    grouping records into households would measure something else."""
+    for role, names in (
+        ("quasi-identifier", qis),
+        ("sensitive attribute", sensitive),
+        ("weight column", [weights] if weights else []),
+    ):
+        if name in names:
+            raise ColumnError(f"The household column '{name}' cannot also be a {role}.")
 
 
 def _warnings(data: Any, classes: EquivalenceClasses, qis: Sequence[str], sensitive: Sequence[str]) -> tuple[str, ...]:

@@ -285,3 +285,16 @@ def test_preview_is_the_first_rows_typed_like_the_reader(postgres_datasets: Data
         first = sample_rows(DatabaseSource(url, table=case), 7)
         pd.testing.assert_frame_equal(first, postgres_datasets.frames[case].head(7))
     assert sample_rows(DatabaseSource(url, query="SELECT age FROM adult WHERE false"), 3).shape == (0, 1)
+
+
+@pytest.mark.parametrize("weights", ["sampling_weight", None])
+def test_household_risk_in_postgresql_equals_pandas(postgres_datasets: Datasets, weights: str | None) -> None:
+    """The GROUP BY with the household column gives pandas' household risk to the last digit."""
+    _, qis, sensitive, _ = CASES["testdata"]
+    options = {"sensitive": sensitive, "weights": weights, "household": "ori_hid"}
+    memory = diagnose(read_table(postgres_datasets.paths["testdata"]), qis, **options, engine="pandas")
+    database = diagnose(DatabaseSource(postgres_datasets.server.url(), table="testdata"), qis, **options)
+    assert database.engine == "postgresql"
+    assert memory.household_risk is not None and database.household_risk is not None
+    assert same(_comparable(memory), _comparable(database)) == []
+    assert database.household_risk.household_risk.tolist() == memory.household_risk.household_risk.tolist()

@@ -265,3 +265,19 @@ def test_without_java_the_cli_says_so(tmp_path: Path) -> None:
     assert done.returncode == 2, done.stderr
     assert "needs a Java runtime, 17 or later" in done.stderr and "Traceback" not in done.stderr
     assert time.perf_counter() - started < 60
+
+
+@pytest.mark.parametrize("weights", ["sampling_weight", None])
+def test_household_risk_in_spark_equals_pandas(
+    spark: Any, data_dir: Path, frames: dict[str, pd.DataFrame], lakes: dict[str, Path], weights: str | None
+) -> None:
+    """The aggregate grouped by the QIs and the household column gives pandas' household risk to the last digit."""
+    relative, qis, sensitive, _ = CASES["testdata"]
+    options = {"sensitive": sensitive, "weights": weights, "household": "ori_hid"}
+    memory = diagnose(frames["testdata"], qis, **options, engine="pandas")
+    assert memory.household_risk is not None
+    for source in (data_dir / relative, str(lakes["testdata"] / "*.parquet")):
+        counted = diagnose(source, qis, **options, engine="spark")
+        assert counted.engine == "spark" and counted.household_risk is not None
+        assert same(_comparable(memory), _comparable(counted)) == []
+        assert counted.household_risk.household_risk.tolist() == memory.household_risk.household_risk.tolist()

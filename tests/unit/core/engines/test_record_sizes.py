@@ -122,10 +122,11 @@ def test_streamed_records_are_written_as_the_pandas_engine_writes_them(
             written[engine] = out.read_text(encoding="utf-8")
         assert written["duckdb"] == written["pandas"], source_name
     capsys.readouterr()
-    assert (tmp_path / "people-duckdb.csv").read_text().splitlines()[1] == "30,f,1.0,2,0.5"
+    # the CLI adds sdcMicro's individual risk, 1/f without weights
+    assert (tmp_path / "people-duckdb.csv").read_text().splitlines()[1] == "30,f,1.0,2,0.5,0.5"
     assert (tmp_path / "lake-duckdb.csv").read_text().splitlines()[:2] == [
-        "age,region,class_size,prosecutor_risk",
-        "30,n,2,0.5",
+        "age,region,class_size,prosecutor_risk,individual_risk",
+        "30,n,2,0.5,0.5",
     ]
 
 
