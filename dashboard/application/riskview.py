@@ -476,19 +476,9 @@ def survey_risk_rows(diagnosis: Diagnosis) -> list[RiskRow]:
                 "global-risk",
             )
         )
-    household = getattr(diagnosis, "household_risk", None)
+    household = household_headline(diagnosis)
     if household is not None:
-        column = getattr(diagnosis, "household", None) or "the household column"
-        rows.append(
-            RiskRow(
-                "Household risk",
-                fmt_share(household.global_risk, 2),
-                f"expected re-identifications {fmt_number(household.expected_reidentifications)} in "
-                f"{fmt_count(household.n_households)} households of '{column}'; highest household risk "
-                f"{fmt_share(household.highest, 1)} (1 - product of 1 - r over the members)",
-                "household-risk",
-            )
-        )
+        rows.append(RiskRow(household.label, household.value, household.detail, "household-risk"))
     for method, model in (getattr(diagnosis, "model_risk", None) or {}).items():
         rows.append(
             RiskRow(

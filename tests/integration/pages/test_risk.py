@@ -107,3 +107,30 @@ def test_the_page_opens_with_the_core_verdict(services: Services) -> None:
     assert verdict.sentence() in text.replace("\\u2265", "≥").replace("\\u2264", "≤")
     assert ("FAIL: Not safe to release" in text) is (not verdict.passed)
     assert f"counted by {diagnosis.engine}" in text
+
+
+def test_results_show_survey_and_household_risk_of_an_uploaded_survey(services: Services, data_dir: Path) -> None:
+    from dashboard.core.data.contract import ColumnRole
+
+    raw = (data_dir / "sdcmicro_testdata" / "testdata.csv").read_bytes()
+    info = services.ingest(raw, filename="testdata.csv", session="s" * 40)
+    loaded = services.dataset(info.id)
+    state = services.initial_state(loaded)
+    # the household id and the sampling weight are suggested by their names
+    assert state.roles["ori_hid"] == ColumnRole.HOUSEHOLD and state.roles["sampling_weight"] == ColumnRole.WEIGHT
+    keys = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+    state = state.with_quasi_identifiers(keys, [])
+    text = as_json(page.results(services, state))
+    assert "survey-risk-card" in text and "survey-global-risk" in text and "survey-household-risk" in text
+    result = diagnose(read_csv_like(data_dir), keys, weights="sampling_weight", household="ori_hid")
+    assert f"{100 * result.individual_risk.global_risk:.2f}%" in text
+    assert f"{100 * result.household_risk.global_risk:.2f}%" in text
+    # without the household role, the row goes; without the weight, sdcMicro's global risk goes too
+    plain = state.with_columns(roles={"ori_hid": ColumnRole.INSENSITIVE, "sampling_weight": ColumnRole.INSENSITIVE})
+    assert "survey-risk-card" not in as_json(page.results(services, plain))
+
+
+def read_csv_like(data_dir: Path) -> pd.DataFrame:
+    from dashboard.core.data.tables import read_table
+
+    return read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
