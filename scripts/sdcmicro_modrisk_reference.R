@@ -6,10 +6,10 @@
 # tests/unit/core/measure/test_model_risk.py holds as constants:
 #
 #   1. the 10-row sample_Data of sdcMicro's tests/testthat/test_modRisks.R (set.seed(123); runif), without and
-#      with missing key values, and gr1/gr2 of the five methods, bound Inf and 1.5;
-#      and with every weight 1;
+#      with missing key values, and gr1/gr2 of the five methods, bound Inf and 1.5; and with every weight 1;
 #   2. testdata.csv (sdcMicro's testdata) with keys urbrur, roof, walls, water, electcon, relat, sex and weights
-#      sampling_weight, every method, bound Inf and 2, and a model with the interaction water:electcon.
+#      sampling_weight (all 100), every method, bound Inf and 2, and a model with the interaction water:electcon;
+#      the same keys with the varying weights household_weights (bound 5).
 #
 # The keys are made factors first, as sdcMicro's createSdcObj() does for key variables.
 #
@@ -101,6 +101,15 @@ form <- as.formula(paste("~", paste(keys, collapse = " + ")))
 for (bound in c(Inf, 2)) for (m in methods) run("testdata", x, m, form, bound)
 form_interaction <- as.formula(paste("~", paste(keys, collapse = " + "), "+ water:electcon"))
 for (m in methods[1:4]) run("testdata+water:electcon", x, m, form_interaction)
+
+# testdata's sampling weights are all 100; household_weights (100 / household size) vary within cells. With them
+# some large cells have inclusion sums p far above 1, exp(-(1 - p) lambda) overflows to Inf there, and sdcMicro's
+# sum(as.numeric(freq == 1) * risk) is NaN (0 * Inf) with bound Inf: bound 5 keeps those cells out.
+xh <- x
+xh$weights <- testdata$household_weights
+run("testdata-household-weights", xh, "default", form)
+for (m in methods) run("testdata-household-weights", xh, m, form, bound = 5)
+run("testdata-household-weights+water:electcon", xh, "PML", form_interaction, bound = 5)
 
 # Per-cell values of one model on testdata: fitted lambda and risk1 of a few sample-unique cells.
 fr <- run("testdata", x, "default", form)

@@ -311,7 +311,7 @@ def model_risk(
         if len(observed) == 1:
             value = classes.categories[columns[index]][observed[0]]
             raise ParameterError(
-                f"Key variable '{name}' has one observed value ({value!r}): a log-linear model needs at least two "
+                f"Key variable '{name}' has one observed value ('{value}'): a log-linear model needs at least two "
                 "(sdcMicro's glm stops on it: contrasts need two levels). Leave it out of the keys."
             )
         levels.append(observed)
@@ -521,8 +521,11 @@ def _fit_poisson(response: np.ndarray, design: np.ndarray, offset: np.ndarray | 
     """Fitted means of a Poisson log-linear GLM (statsmodels IRLS), whether it converged, and its iterations."""
     from statsmodels.genmod.families import Poisson  # heavy import, only when a GLM is fitted
     from statsmodels.genmod.generalized_linear_model import GLM
+    from threadpoolctl import threadpool_limits  # with scikit-learn
 
-    with warnings.catch_warnings():
+    # One BLAS thread: the least-squares steps are on tall, narrow matrices, where threads gain little and, on a
+    # busy machine, a threaded OpenBLAS waiting for its threads is many times slower.
+    with warnings.catch_warnings(), threadpool_limits(limits=1, user_api="blas"):
         # Sample zeros make some parameters tend to -inf (R: "fitted rates numerically 0 occurred") and a
         # saturated model fits exactly; neither changes the fitted values of the cells the risk reads.
         warnings.simplefilter("ignore")
