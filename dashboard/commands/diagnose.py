@@ -16,6 +16,7 @@ from dashboard.core.engines.database import redact_url
 from dashboard.core.engines.streaming import with_record_sizes, write_record_sizes
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from dashboard.core.measure.model_risk import MODEL_RISK_METHODS
 from dashboard.core.measure.risk import DEFAULT_MAX_RISK, individual_risk
 from dashboard.core.measure.verdict import Verdict
 from dashboard.core.targets import parse_targets
@@ -100,6 +101,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--combinations", action="store_true", help="also analyse every subset of the QIs")
     parser.add_argument(
+        "--model-risk",
+        metavar="METHODS",
+        help="also estimate sdcMicro's model-based risk (modRisk, log-linear models of the QI table) with these "
+        f"methods, comma-separated: {', '.join(MODEL_RISK_METHODS)}",
+    )
+    parser.add_argument(
+        "--model-interactions",
+        metavar="A:B,...",
+        help="two-way interactions of QIs in the --model-risk models, e.g. sex:age,sex:region (not with IPF)",
+    )
+    parser.add_argument(
         "--record-risk",
         type=Path,
         metavar="OUT",
@@ -167,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
         recursive_l=args.recursive_l,
         t_distance=args.t_distance,
         combinations=args.combinations,
+        model_risk=split_columns(args.model_risk),
+        model_interactions=_interactions(args.model_interactions),
         engine=engine,
         memory_limit=args.memory_limit,
         temp_directory=args.temp_dir,
@@ -250,6 +264,17 @@ def render_verdict(verdict: Verdict) -> str:
     return f"verdict: {verdict.status.upper()}\n{verdict.sentence()}\n\n{table}"
 
 
+def _interactions(text: str | None) -> list[tuple[str, str]]:
+    """``--model-interactions sex:age,sex:region`` as pairs of column names."""
+    pairs = []
+    for part in split_columns(text):
+        names = [name.strip() for name in part.split(":")]
+        if len(names) != 2 or not all(names):
+            raise ParameterError(f"--model-interactions takes pairs of QIs such as sex:age, got '{part}'.")
+        pairs.append((names[0], names[1]))
+    return pairs
+
+
 def _database_source(args: argparse.Namespace) -> DatabaseSource:
     """The table or query of a postgresql:// source; nothing of it is read with pandas."""
     shown = redact_url(args.file)
@@ -285,6 +310,10 @@ def _population_argument(text: str) -> Any:
     if not math.isfinite(number) or number <= 0:
         raise ParameterError(f"--population must be a positive number of people, got {text}.")
     return number
+
+
+def _share(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.4f} ({100 * value:.2f}%)"
 
 
 def _percent(part: float, whole: float) -> str:
@@ -359,6 +388,24 @@ def render_text(result: Diagnosis, name: str) -> str:
     household = household_line(result)
     if household is not None:
         lines.append(f"{household} (column '{result.household}')")
+    if result.model_risk:
+        lines += ["", "Model-based risk (sdcMicro modRisk, log-linear models of the QI table)"]
+        lines.append(
+            format_table(
+                ["method", "risk1", "risk2", "model"],
+                [
+                    [method, _share(model.risk1), _share(model.risk2), model.model]
+                    for method, model in result.model_risk.items()
+                ],
+                align="lrrl",
+            )
+        )
+        lines.append(
+            "risk1 = sum of P(F=1 | f=1) over the sample uniques / m, risk2 = sum of E(1/F | f=1) / m; m: cells with "
+            "0 < f <= bound"
+        )
+        notes = dict.fromkeys(note for model in result.model_risk.values() for note in model.warnings)
+        lines += [f"note: {note}" for note in notes]
     for attribute, models in result.sensitive_models.items():
         summary = models.summary()
         lines += ["", f"sensitive attribute '{attribute}'"]

@@ -109,6 +109,7 @@ from dashboard.core.measure.combinations import (
     minimal_sample_uniques,
 )
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from dashboard.core.measure.model_risk import MODEL_RISK_METHODS, ModelRisk, model_risk
 from dashboard.core.measure.models import SensitiveModels, sensitive_models
 from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
 from dashboard.core.measure.population import PopulationCounts, PopulationSource
@@ -239,6 +240,7 @@ __all__ = [
     "KEY_ENV",
     "MIN_KEY_BYTES",
     "MISSING_LABEL",
+    "MODEL_RISK_METHODS",
     "NOISE_METHODS",
     "NUMERICAL_PERTURBATIONS",
     "PERTURBATIVE_STEPS",
@@ -282,6 +284,7 @@ __all__ = [
     "Metric",
     "MinimalSampleUniques",
     "MissingPolicy",
+    "ModelRisk",
     "Neighbours",
     "ParameterError",
     "PerturbationRisk",
@@ -374,6 +377,7 @@ __all__ = [
     "microaggregate",
     "microaggregate_with_contract",
     "minimal_sample_uniques",
+    "model_risk",
     "neighbours_from_doogal",
     "optimal_generalization",
     "parse_estimate",

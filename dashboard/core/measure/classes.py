@@ -148,6 +148,11 @@ class EquivalenceClasses:
         Per sensitive attribute, its value distribution per class.
     weight_sums
         Per class, the sum of the sampling weights of its (compatible) records, when a weight column was given.
+    pattern_weight_sums, inverse_weight_sums
+        Per class, the sum of the weights ``w`` and of the inclusion probabilities ``1/w`` of the records that have
+        the class's own QI values (the records of ``counts``), when a weight column was given; under ``wildcard``
+        ``pattern_weight_sums`` differs from ``weight_sums``, which adds the compatible records. sdcMicro's
+        model-based risk (:mod:`.model_risk`) reads these.
     """
 
     quasi_identifiers: tuple[str, ...]
@@ -160,6 +165,8 @@ class EquivalenceClasses:
     record_class: np.ndarray | None = None
     sensitive: Mapping[str, SensitiveDistribution] = field(default_factory=dict)
     weight_sums: np.ndarray | None = None
+    pattern_weight_sums: np.ndarray | None = None
+    inverse_weight_sums: np.ndarray | None = None
 
     @property
     def n_classes(self) -> int:
@@ -273,11 +280,11 @@ def equivalence_classes(
         distributions[name] = _sensitive_distribution(
             name, column, record_class[kept], grouping.n_groups, is_ordered, kept
         )
-    weight_sums = (
-        weight_sums_by_class(record_class[kept], weight_values[kept], None, grouping.n_groups)
-        if weight_values is not None
-        else None
-    )
+    weight_sums = inverse_sums = None
+    if weight_values is not None:
+        weight_sums, inverse_sums = _weight_and_inverse_sums(
+            record_class[kept], weight_values[kept], None, grouping.n_groups
+        )
     return _finish(
         qis,
         policy,
@@ -288,6 +295,7 @@ def equivalence_classes(
         record_class,
         distributions,
         weight_sums,
+        inverse_sums,
     )
 
 
@@ -376,10 +384,12 @@ def equivalence_classes_from_aggregate_rows(
     row_class = grouping.row_group
     kept = row_class >= 0
     sizes = np.bincount(row_class[kept], weights=frequency[kept], minlength=grouping.n_groups).astype(np.int64)
-    weight_sums = None
+    weight_sums = inverse_sums = None
     if weights is not None:
         weight_values = _weights(table, weights)
-        weight_sums = weight_sums_by_class(row_class[kept], weight_values[kept], frequency[kept], grouping.n_groups)
+        weight_sums, inverse_sums = _weight_and_inverse_sums(
+            row_class[kept], weight_values[kept], frequency[kept], grouping.n_groups
+        )
     distributions = {}
     for name in check_columns(table, sensitive, role="sensitive attribute", allow_empty=True):
         is_ordered = _is_ordered(table[name], name, orders, ordered)
@@ -399,6 +409,7 @@ def equivalence_classes_from_aggregate_rows(
         None,
         distributions,
         weight_sums,
+        inverse_sums,
     )
     return classes, aggregate_row_class
 
@@ -413,8 +424,10 @@ def _finish(
     record_class: np.ndarray | None,
     distributions: dict[str, SensitiveDistribution],
     weight_sums: np.ndarray | None,
+    inverse_sums: np.ndarray | None = None,
 ) -> EquivalenceClasses:
     sizes = counts
+    pattern_weight_sums = weight_sums
     if policy == MissingPolicy.WILDCARD and (class_codes < 0).any():
         ids, zeros = np.arange(len(counts)), np.zeros(len(counts), np.int64)
         sizes = _sum_by_class(compatible_sums(class_codes, ids, zeros, counts), len(counts)).astype(np.int64)
@@ -432,6 +445,8 @@ def _finish(
         record_class=record_class,
         sensitive=distributions,
         weight_sums=weight_sums,
+        pattern_weight_sums=pattern_weight_sums,
+        inverse_weight_sums=inverse_sums,
     )
 
 
@@ -445,13 +460,23 @@ def weight_sums_by_class(
     ascending order: the result depends only on the multiset of (class, weight) pairs, so raw rows and any engine's
     aggregate give the same floating-point sums to the last digit.
     """
+    return _weight_and_inverse_sums(class_index, weights, counts, n_classes)[0]
+
+
+def _weight_and_inverse_sums(
+    class_index: np.ndarray, weights: np.ndarray, counts: np.ndarray | None, n_classes: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per class, the sums of ``w`` (:func:`weight_sums_by_class`) and of ``1/w``, from one sort and in the same
+    engine-independent order."""
     ones = np.ones(len(class_index), dtype=np.float64) if counts is None else np.asarray(counts, dtype=np.float64)
     order = np.lexsort((weights, class_index))
     cls, weight, count = class_index[order], weights[order], ones[order]
     starts = np.r_[True, (cls[1:] != cls[:-1]) | (weight[1:] != weight[:-1])] if len(cls) else np.zeros(0, bool)
     run = np.cumsum(starts) - 1
     run_counts = np.bincount(run, weights=count) if len(run) else np.zeros(0)
-    return np.bincount(cls[starts], weights=run_counts * weight[starts], minlength=n_classes)
+    sums = np.bincount(cls[starts], weights=run_counts * weight[starts], minlength=n_classes)
+    inverse = np.bincount(cls[starts], weights=run_counts / weight[starts], minlength=n_classes)
+    return sums, inverse
 
 
 def _weights(data: pd.DataFrame, name: str) -> np.ndarray:

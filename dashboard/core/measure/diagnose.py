@@ -31,6 +31,8 @@ from dashboard.core.measure.classes import (
 )
 from dashboard.core.measure.combinations import CombinationRisk, combination_risk
 from dashboard.core.measure.household import HouseholdRisk, household_risk_of_records
+from dashboard.core.measure.model_risk import ModelRisk, check_model_request
+from dashboard.core.measure.model_risk import model_risk as _model_risk
 from dashboard.core.measure.models import SensitiveModels, sensitive_models
 from dashboard.core.measure.population import (
     PopulationCounts,
@@ -76,6 +78,8 @@ class Diagnosis:
         sdcMicro's individual risk, when sampling weights were given.
     combinations
         The QI-combination analysis, when requested.
+    model_risk
+        Per requested method, sdcMicro's model-based risk (``modRisk``) of the quasi-identifiers as keys.
     k_values
         The k for which ``records_below_k`` is reported.
     identifiers
@@ -102,6 +106,7 @@ class Diagnosis:
     population_uniqueness: PopulationUniqueness | None = None
     individual_risk: IndividualRisk | None = None
     combinations: CombinationRisk | None = None
+    model_risk: Mapping[str, ModelRisk] = field(default_factory=dict)
     k_values: tuple[int, ...] = DEFAULT_K_VALUES
     identifiers: tuple[str, ...] = ()
     engine: str = "pandas"
@@ -224,6 +229,8 @@ class Diagnosis:
                     strict=True,
                 )
             ]
+        if self.model_risk:
+            out["model_risk"] = {method: result.to_dict() for method, result in self.model_risk.items()}
         return out
 
 
@@ -271,6 +278,8 @@ def diagnose(
     t_distance: str | None = None,
     k_values: Sequence[int] = DEFAULT_K_VALUES,
     combinations: bool = False,
+    model_risk: Sequence[str] = (),
+    model_interactions: Sequence[tuple[str, str]] = (),
     engine: str | Engine = Engine.AUTO,
     memory_limit: str | None = None,
     temp_directory: str | os.PathLike[str] | None = None,
@@ -320,6 +329,10 @@ def diagnose(
         The k for which records in classes smaller than k are counted.
     combinations
         Also run the QI-combination analysis (distinction and separation of every QI subset).
+    model_risk, model_interactions
+        Methods of sdcMicro's model-based risk to compute (``default``, ``CE``, ``PML``, ``weightedLLM``,
+        ``IPF``; :mod:`.model_risk`), with the quasi-identifiers as keys and these two-way interactions. From the
+        classes' counts, weight sums and sums of ``1/w``; records with a missing QI are left out of the models.
 
     Notes
     -----
@@ -352,6 +365,7 @@ def diagnose(
     max_risk = check_fraction(max_risk, "max_risk")
     recursive_l = check_positive_int(recursive_l, "recursive_l")
     ks = tuple(check_positive_int(k, "k") for k in k_values)
+    model_methods, model_pairs = check_model_request(model_risk, model_interactions, qis)
     orders = contract.ordinal_orders() if contract else {}
     ordered = _ordered_sensitive(contract, sensitive_names) if contract else None
     if in_memory:
@@ -432,6 +446,7 @@ def diagnose(
             combination = combination_risk(data, qis, missing=classes.missing_policy)
         else:  # from the engine's aggregate: every subset's classes counted in records
             combination = combination_risk(aggregate.frame, qis, missing=classes.missing_policy, counts=COUNT)
+    models_of_risk = {method: _model_risk(classes, method=method, interactions=model_pairs) for method in model_methods}
     return Diagnosis(
         rows=rows,
         quasi_identifiers=qis,
@@ -443,6 +458,7 @@ def diagnose(
         population_uniqueness=uniqueness,
         individual_risk=individual,
         combinations=combination,
+        model_risk=models_of_risk,
         k_values=ks,
         identifiers=contract.identifiers if contract else (),
         engine=used.value,
