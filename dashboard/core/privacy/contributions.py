@@ -14,7 +14,7 @@ and every measurement is calibrated by OpenDP at d_in = c (its sensitivity is c 
 histograms, and OpenDP's map of the query at c rows for sums).
 
 The choice is a function of each person's own rows and of a seed only: every row's rank is the keyed hash
-(SipHash, ``pandas.util.hash_pandas_object``, key derived from the seed) of its person id (as category text, so
+(SipHash, ``pandas.util.hash_pandas_object``, key derived from the seed) of its person id (as canonical text, so
 ``30`` and ``30.0`` are one person) and of its occurrence number among that person's rows in table order; each
 person keeps its c rows of smallest rank. Adding or removing one person changes no other person's kept rows, so the
 truncation itself is stable with distance c between neighbours, whether the seed is public or not. With
@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.core.errors import ColumnError, ParameterError, check_columns
+from dashboard.core.transform.hierarchy import canonical_text
 
 __all__ = ["ContributionBound", "bound_contributions", "check_max_rows", "most_rows_per_person"]
 
@@ -98,8 +99,6 @@ def check_max_rows(value: Any) -> int:
 
 def _person_codes(data: pd.DataFrame, entity: str) -> tuple[str, np.ndarray, pd.Series]:
     """The checked person-id column: its name, one integer code per row (one per person) and each row's id text."""
-    from dashboard.core.privacy.release import category_text  # the same category rule as keys and domains
-
     (name,) = check_columns(data, [entity], role="person-id")
     ids = data[name]
     missing = int(ids.isna().sum())
@@ -109,8 +108,10 @@ def _person_codes(data: pd.DataFrame, entity: str) -> tuple[str, np.ndarray, pd.
             "(fill in or drop those rows) so that its contribution can be bounded."
         )
     codes, uniques = pd.factorize(ids, use_na_sentinel=True)
-    texts = np.asarray(category_text(pd.Index(uniques)), dtype=object)
-    # Ids that are one value as category text (30 and 30.0) are one person.
+    if uniques.dtype.kind == "f" and (np.abs(uniques) < 2**53).all() and (uniques == np.round(uniques)).all():
+        uniques = pd.Index(np.asarray(uniques, dtype=np.int64))  # 30.0 is the id 30 (and the fast path of the text)
+    texts = np.asarray(canonical_text(pd.Index(uniques)), dtype=object)
+    # Ids that are one value as canonical text (30 and 30.0) are one person.
     merged, _ = pd.factorize(texts)
     person = merged[codes]
     return name, np.asarray(person, dtype=np.int64), pd.Series(texts[codes], index=ids.index, dtype=object)

@@ -29,6 +29,7 @@ FORM = {
     "dp-mechanism": "laplace",
     "dp-identity": None,
     "dp-distinct": False,
+    "dp-max-rows": None,
 }
 
 
