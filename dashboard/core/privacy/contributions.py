@@ -99,7 +99,7 @@ def check_max_rows(value: Any) -> int:
 
 def _person_codes(data: pd.DataFrame, entity: str) -> tuple[str, np.ndarray, pd.Series]:
     """The checked person-id column: its name, one integer code per row (one per person) and each row's id text."""
-    (name,) = check_columns(data, [entity], role="person-id")
+    (name,) = check_columns(data, [entity], role="person-id column")
     ids = data[name]
     missing = int(ids.isna().sum())
     if missing:

@@ -497,8 +497,9 @@ def _key_selection(
     exact = key_selection_delta(scale, threshold, d_in)
     # One row per person: OpenDP 0.16's map charges P[Z > τ - 1], a factor e^ε below the chance that a one-person
     # key is kept (opendp/opendp#2922); the charge is the exact δ, or OpenDP's if a later version proves more.
-    # Several rows: OpenDP's map is Δ₀ · P[Z > τ - Δ∞], a union bound over c keys each holding all c rows, which no
-    # person can do at once (Δ₁ = c); the charge is the exact δ over the ways c rows can be spread over keys.
+    # Several rows: OpenDP's map is 1 - (1 - P[Z > τ - Δ∞])^Δ₀, as if c keys each held c rows (which no person can
+    # do, Δ₁ = c), with the same off-by-one: above the exact δ for some (ε, c), below it for others (c rows on one
+    # key at ε = 2, c = 2). The charge is the exact δ over the ways c rows can be spread over keys.
     cost = PrivacyBudget(proven.epsilon, max(exact, proven.delta) if d_in == 1 else exact)
     with out_of_range(f"DP key selection at ε = {budget.epsilon:g}, δ = {budget.delta:g}"):
         released: dict[str, int] = measurement(keys.tolist())
