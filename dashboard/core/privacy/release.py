@@ -567,7 +567,7 @@ def key_selection_delta(scale: float, threshold: int, max_rows_per_person: int =
     log_near = math.log1p(math.exp(-rate))  # ln(1 + r)
     steps = threshold - np.arange(1, c + 1, dtype=float)  # τ - a for a = 1..c
     # ln(1 - p(a)): ln(1 - r^(τ-a)/(1 + r)) for τ - a >= 0, else ln(r^(a-τ+1)/(1 + r)).
-    with np.errstate(under="ignore"):
+    with np.errstate(under="ignore", divide="ignore"):  # p(a) = 1 (tiny scale): ln 0 = -inf, δ = 1
         keep_out = np.where(
             steps >= 0,
             np.log1p(-np.exp(-np.maximum(steps, 0) * rate - log_near)),
@@ -576,7 +576,7 @@ def key_selection_delta(scale: float, threshold: int, max_rows_per_person: int =
     best = np.zeros(c + 1)
     for n in range(1, c + 1):  # over the bound c, never over rows: c² / 2 additions in all
         best[n] = np.min(best[n - 1 :: -1] + keep_out[:n]) if n > 1 else keep_out[0]
-    return float(-math.expm1(best[c])) * (1 + _DELTA_ROUNDING)
+    return min(1.0, max(0.0, float(-math.expm1(best[c])) * (1 + _DELTA_ROUNDING)))
 
 
 def key_selection_threshold(scale: float, delta: float, max_rows_per_person: int = 1) -> int:
