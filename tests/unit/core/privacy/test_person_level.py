@@ -11,6 +11,7 @@ released?" per person; the charge must lie in the exact binomial interval of the
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Iterator
 
 import numpy as np
@@ -260,3 +261,10 @@ def test_the_charged_delta_is_the_measured_rate_of_the_worst_case(epsilon: float
     else:
         # Two keys of one row each: OpenDP's map happens to be this case's exact δ.
         assert openDP_delta == pytest.approx(release.delta, rel=1e-9)
+
+
+def test_tiny_noise_gives_a_delta_of_one_or_zero_without_warnings() -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert key_selection_delta(1e-6, 2, 2) == 1.0  # a key holding both rows is kept for sure
+        assert key_selection_delta(1e-6, 3, 2) == 0.0
