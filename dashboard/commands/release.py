@@ -430,7 +430,10 @@ def render_text(release: DPRelease, *, show_true: bool = False) -> str:
             f"{contribution.people:,} people, {contribution.rows_dropped:,} of {contribution.rows:,} rows dropped by "
             f"the truncation (largest: {contribution.most_rows:,} rows per person; exact counts, data owner only)"
         )
-    lines.append(f"± is the half-width of the {percent} interval of the noise; {release.contribution_text}")
+    unit = "each person contributes one row"
+    if contribution is not None:
+        unit = f"each person contributes at most {contribution.max_rows_per_person} row(s) of the table"
+    lines.append(f"± is the half-width of the {percent} interval of the noise; {unit}")
     frame = release.to_frame(include_true=show_true)
     keys = [c for c in frame.columns if c not in ("dp_value", "error", "true_value")]
     headers = [*keys, "DP value", f"± ({percent})", *(["true value (owner only)"] if show_true else [])]

@@ -73,7 +73,8 @@ def test_text_names_the_privacy_unit(capsys: pytest.CaptureFixture[str], testdat
     dropped = 4580 - kept_rows(testdata, 2)
     assert "sensitivity = 2, noise scale = 2" in out
     assert f"1,000 people, {dropped:,} of 4,580 rows dropped by the truncation" in out
-    assert "largest: 12 rows per person" in out and "at most 2 rows per person (person id 'ori_hid')" in out
+    assert "largest: 12 rows per person" in out and "a person of 'ori_hid', at most 2 row(s) each" in out
+    assert "each person contributes at most 2 row(s) of the table" in out
 
 
 def test_the_seed_reproduces_the_truncation(capsys: pytest.CaptureFixture[str], testdata: Path) -> None:
