@@ -4,7 +4,10 @@ to the dataset's privacy-budget ledger.
 The queries, noise, sensitivities and error bars are the core's (:mod:`dashboard.core.privacy`): a count, a
 histogram of one column, and the sum and mean of a numeric column clamped into declared bounds [L, U], with
 Laplace, geometric (discrete Laplace) or Gaussian noise at a privacy loss (ε, δ). Every person must contribute one
-row. The categories of a histogram are a public domain the user types, or, with δ > 0, chosen by DP key selection;
+row, unless the dataset's contract marks a person-id column (``is_entity_id``): then the user declares the most rows
+one person may contribute (c), each person keeps at most c rows chosen at random, and every measurement is calibrated
+to c rows (:mod:`dashboard.core.privacy.contributions`); the ledger is charged the person-level (ε, δ). The
+categories of a histogram are a public domain the user types, or, with δ > 0, chosen by DP key selection;
 never the data's own values (a rare value shown as a category would reveal its holder).
 
 The ledger
@@ -54,16 +57,19 @@ from dashboard.core.privacy import (
     PrivacyBudget,
     TableFingerprint,
     check_identity,
+    check_max_rows,
     dp_count,
     dp_histogram,
     dp_mean,
     dp_sum,
     frame_sha256,
+    most_rows_per_person,
 )
 from dashboard.core.privacy.release import DP_ERROR, DP_TRUE_VALUE, DP_VALUE
 
 __all__ = [
     "CATEGORY_SOURCES",
+    "MAX_ROWS_FIELD",
     "QUERIES",
     "ReleaseLedger",
     "ReleaseOutcome",
@@ -97,6 +103,8 @@ LEDGER_FOLDER, LEDGER_FILE = "privacy", "ledger.json"
 _THREAD_LOCK = threading.Lock()
 #: How the form's fields are named in the ledger's messages.
 IDENTITY_FIELD, DISTINCT_BOX = "the Population field", "the box 'Other people than the similar table'"
+#: The form's field of the bound on rows per person.
+MAX_ROWS_FIELD = "Most rows per person"
 
 
 def parse_domain(text: str | None) -> tuple[str, ...]:
@@ -119,7 +127,8 @@ def _number(value: Any, what: str, example: str) -> float:
 @dataclass(frozen=True)
 class ReleaseRequest:
     """One release as the form describes it, checked: the query, its column, the declared domain (None: DP key
-    selection) or bounds, the privacy loss (ε, δ) and the mechanism."""
+    selection) or bounds, the privacy loss (ε, δ) and the mechanism; with a person-id column (``entity``, from the
+    dataset's contract), the declared bound on rows per person (None until the user gives it)."""
 
     query: str
     epsilon: float
@@ -130,6 +139,8 @@ class ReleaseRequest:
     bounds: tuple[float, float] | None = None
     identity: str | None = None
     distinct: bool = False
+    entity: str | None = None
+    max_rows_per_person: int | None = None
 
     @classmethod
     def from_form(
@@ -147,13 +158,35 @@ class ReleaseRequest:
         high: Any = None,
         identity: Any = None,
         distinct: Any = False,
+        entity: str | None = None,
+        max_rows: Any = None,
     ) -> ReleaseRequest:
         """Check the form's values against the dataset's ``columns``; :class:`ParameterError` (or
         :class:`ColumnError`) with a message that names the field to correct. An empty ``identity`` is None (the
-        ledger recognises the table, or uses its name); ``distinct`` confirms other people than a near copy."""
+        ledger recognises the table, or uses its name); ``distinct`` confirms other people than a near copy.
+        ``entity`` is the contract's person-id column (None: one row per person) and ``max_rows`` the declared
+        bound on rows per person (empty: asked for when the release runs, with the table's largest number)."""
         population = check_identity(identity) if identity is not None and str(identity).strip() else None
         request = cls._checked(columns, query, epsilon, delta, mechanism, column, categories, domain, low, high)
-        return replace(request, identity=population, distinct=bool(distinct))
+        request = replace(request, identity=population, distinct=bool(distinct))
+        if entity is None:
+            return request
+        if entity not in columns:
+            raise ColumnError(f"The person-id column '{entity}' of the contract is not in the dataset.")
+        if request.column == entity:
+            raise ParameterError(
+                f"'{entity}' is the person-id column: releasing it would publish the ids. Choose another column."
+            )
+        bound = None
+        if max_rows is not None and str(max_rows).strip():
+            try:
+                bound = check_max_rows(max_rows)
+            except ParameterError:
+                raise ParameterError(
+                    f"{MAX_ROWS_FIELD} must be a whole number of at least 1, got {max_rows!r}: the most rows one "
+                    "person may contribute."
+                ) from None
+        return replace(request, entity=entity, max_rows_per_person=bound)
 
     @classmethod
     def _checked(
@@ -221,7 +254,15 @@ class ReleaseRequest:
             "delta": self.delta,
             "mechanism": self.mechanism,
             "include_true": True,
+            "entity": self.entity,
+            "max_rows_per_person": self.max_rows_per_person,
         }
+        if self.entity is not None and self.max_rows_per_person is None:
+            most = most_rows_per_person(data, self.entity)
+            raise ParameterError(
+                f"Give the {MAX_ROWS_FIELD.lower()}: in this table a person of '{self.entity}' has up to {most:,} "
+                "row(s). Each person keeps at most that many (chosen at random) and the noise grows with it."
+            )
         if self.query == "count":
             return dp_count(data, **common)
         if self.column is None:  # from_form never makes one; a hand-made request may
@@ -398,6 +439,12 @@ def describe(release: DPRelease) -> str:
         parts.append(f"{release.domain_size:,} declared categories")
     if release.threshold is not None:
         parts.append(f"categories by DP key selection: only noisy counts ≥ {release.threshold:g} are released")
+    bound = release.contribution
+    if bound is not None:
+        parts.append(
+            f"privacy unit: a person of '{bound.entity}', at most {bound.max_rows_per_person} row(s) each "
+            f"({bound.people:,} people; {bound.rows_dropped:,} of {bound.rows:,} rows dropped at random)"
+        )
     return "; ".join(parts) + "."
 
 

@@ -1,9 +1,12 @@
 """``privdash release``: a differentially private count, histogram (or class-size table), sum or mean of a table,
 with its error bar, charged to the privacy budget of the population it describes, in a ledger.
 
-Each person must contribute one row. The release is refused, and nothing is written (neither the output nor the
-ledger), when an input is wrong or the release would exceed the budget. True values are printed only with
-``--show-true`` (for the data owner) and never go to the output file.
+Each person must contribute one row, unless ``--entity`` names the person-id column and ``--max-rows-per-person``
+declares the most rows a person may contribute: each person's rows are then truncated at random to that bound and
+every measurement is calibrated to it (see :mod:`dashboard.core.privacy.contributions`). The release is refused,
+and nothing is written (neither the output nor the ledger), when an input is wrong or the release would exceed the
+budget. True values, and the exact counts of people and of rows dropped by the truncation, are printed only on the
+terminal (for the data owner; true values only with ``--show-true``) and never go to the output file.
 
 The ledger's accounts are keyed by the dataset identity the data owner declares (``--dataset-identity``, asked for
 at the first release of a table); a copy of a released table, in any row order, is recognised and charged to the
@@ -32,6 +35,7 @@ from dashboard.core import (
     Mechanism,
     ParameterError,
     PrivacyBudget,
+    check_max_rows,
     dp_class_sizes,
     dp_count,
     dp_histogram,
@@ -58,12 +62,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="differentially private counts, histograms, class-size tables, sums and means (OpenDP)",
         description="Release an aggregate of a table with differential privacy: noise from OpenDP (Laplace, "
         "geometric or Gaussian) calibrated to ε (and δ), with the 95% error bar of each value. Each person must "
-        "contribute exactly one row. Histogram categories come from a declared public domain (--domain, "
+        "contribute exactly one row, or name the person-id column (--entity) and bound each person's rows "
+        "(--max-rows-per-person). Histogram categories come from a declared public domain (--domain, "
         "--hierarchies) or, with --delta > 0, from DP key selection (noisy counts above a threshold); never from "
         "the data's own values. With --ledger, the release is charged to the dataset's total --budget (basic "
         "sequential composition) and refused when it would exceed it.",
     )
-    parser.add_argument("file", help="CSV, Excel, Parquet, SPSS, Stata or SAS table (one row per person)")
+    parser.add_argument(
+        "file", help="CSV, Excel, Parquet, SPSS, Stata or SAS table (one row per person, or see --entity)"
+    )
     parser.add_argument("--sheet", metavar="NAME", help="the sheet of an Excel workbook to read")
     parser.add_argument("--query", required=True, choices=_QUERIES, help="the aggregate to release")
     parser.add_argument("--epsilon", required=True, type=float, metavar="E", help="privacy loss ε of this release")
@@ -93,6 +100,24 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         metavar="DIR",
         help="for --qi: a folder of hierarchy files whose leaves are the domains of the QIs without --domain",
+    )
+    parser.add_argument(
+        "--entity",
+        metavar="COL",
+        help="the person-id column when a person may have several rows: the privacy unit is then the person, "
+        "with at most --max-rows-per-person rows each",
+    )
+    parser.add_argument(
+        "--max-rows-per-person",
+        metavar="N",
+        help="with --entity: the most rows one person may contribute (a whole number >= 1, declared, not taken "
+        "from the data); a person's extra rows are dropped at random and the noise grows N times",
+    )
+    parser.add_argument(
+        "--truncation-seed",
+        type=int,
+        metavar="N",
+        help="with --entity: seed of the random choice of the rows kept per person (reproducible; default: fresh)",
     )
     parser.add_argument(
         "--confidence", type=float, default=0.95, help="coverage of the error bars (default 0.95: 95%% intervals)"
@@ -136,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
             "file with --ledger."
         )
     identity = check_identity(args.dataset_identity) if args.dataset_identity is not None else None
+    args.max_rows_per_person = _check_entity_arguments(args)
     _check_output(args)
     _check_query_arguments(args)
     if args.ledger is not None:
@@ -182,7 +208,7 @@ def run(args: argparse.Namespace) -> int:
         _write(release, args.output, Path(args.file))
         print(f"privdash release: wrote {len(release.table):,} value(s) to {args.output}", file=sys.stderr)
     if args.json:
-        payload = release.to_dict(include_true=args.show_true)
+        payload = release.to_dict(include_true=args.show_true, include_counts=True)
         if account is not None and resolution is not None:
             payload["ledger"] = _ledger_json(dataset, resolution.how, account)
         print_json(payload)
@@ -239,6 +265,34 @@ def _check_output(args: argparse.Namespace) -> None:
         raise ParameterError("The output file and the ledger must be different files.")
 
 
+def _check_entity_arguments(args: argparse.Namespace) -> int | None:
+    """The bound on rows per person, checked before the data is read; the person-id column is checked against
+    the table by the core (unknown, rows without an id, also a released column)."""
+    if args.entity is None:
+        if args.max_rows_per_person is not None or args.truncation_seed is not None:
+            raise ParameterError(
+                "--max-rows-per-person and --truncation-seed bound the rows of each person: name the person-id "
+                "column with --entity."
+            )
+        return None
+    if not str(args.entity).strip():
+        raise ParameterError("--entity needs the name of the person-id column.")
+    if args.entity == args.column or args.entity in split_columns(args.qi or ""):
+        raise ParameterError(
+            f"--entity '{args.entity}' is the person-id column: it cannot also be released (--column, --qi); "
+            "choose another column."
+        )
+    if args.max_rows_per_person is None:
+        return None  # the core's message gives the table's largest number of rows per person
+    try:
+        return check_max_rows(args.max_rows_per_person)
+    except ParameterError:
+        raise ParameterError(
+            "--max-rows-per-person takes a whole number of at least 1 (the most rows one person may contribute), "
+            f"got '{args.max_rows_per_person}'."
+        ) from None
+
+
 def _check_query_arguments(args: argparse.Namespace) -> None:
     query = args.query
     if query == "count" and (args.column or args.qi or args.bounds or args.domain or args.hierarchies):
@@ -268,6 +322,9 @@ def _compute(args: argparse.Namespace, data: Any, mechanism: Mechanism) -> DPRel
         "mechanism": mechanism,
         "confidence": args.confidence,
         "include_true": args.show_true,
+        "entity": args.entity,
+        "max_rows_per_person": args.max_rows_per_person,
+        "seed": args.truncation_seed,
     }
     if args.query == "count":
         return dp_count(data, **common)
@@ -365,7 +422,18 @@ def render_text(release: DPRelease, *, show_true: bool = False) -> str:
         lines.append(f"values clamped into [{release.bounds[0]:g}, {release.bounds[1]:g}]")
     if release.threshold is not None:
         lines.append(f"categories by DP key selection: only noisy counts >= {release.threshold:g} are released")
-    lines.append(f"± is the half-width of the {percent} interval of the noise; each person contributes one row")
+    contribution = release.contribution
+    if contribution is not None:
+        c = contribution.max_rows_per_person
+        lines.append(
+            f"privacy unit: a person of '{contribution.entity}', at most {c} row(s) each (noise for {c} rows); "
+            f"{contribution.people:,} people, {contribution.rows_dropped:,} of {contribution.rows:,} rows dropped by "
+            f"the truncation (largest: {contribution.most_rows:,} rows per person; exact counts, data owner only)"
+        )
+    unit = "each person contributes one row"
+    if contribution is not None:
+        unit = f"each person contributes at most {contribution.max_rows_per_person} row(s) of the table"
+    lines.append(f"± is the half-width of the {percent} interval of the noise; {unit}")
     frame = release.to_frame(include_true=show_true)
     keys = [c for c in frame.columns if c not in ("dp_value", "error", "true_value")]
     headers = [*keys, "DP value", f"± ({percent})", *(["true value (owner only)"] if show_true else [])]

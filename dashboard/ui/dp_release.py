@@ -5,7 +5,9 @@ A thin adapter over :mod:`dashboard.application.dp_release`: the form is checked
 the core and charged to the dataset's ledger (kept on the server, in the store folder). Nothing is computed when
 the page loads: the card reads the ledger to show what was spent. Pressing "Release" shows each DP value with its
 95% error bar (table and chart) and, beside it, the true value in a column for the data owner only; the download
-(CSV) holds the DP values and error bars, never the true values. Ids start with ``dp-``.
+(CSV) holds the DP values and error bars, never the true values. When the dataset's contract marks a person-id
+column, the form asks for the most rows one person may contribute (``dp-max-rows``) and the release protects people,
+not rows (the field is always in the layout, hidden without a person-id column). Ids start with ``dp-``.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from dashboard.application.dp_release import (
     CATEGORY_SOURCES,
+    MAX_ROWS_FIELD,
     QUERIES,
     ReleaseOutcome,
     ReleaseRequest,
@@ -72,6 +75,7 @@ def card(loaded: LoadedDataset, state: ViewState, services: Services) -> Any:
             mt="md",
             id="dp-card",
         )
+    entity = person_id(loaded, state, services)
     try:
         known = ledger_for(services).known(table_keys(services, loaded))
         if known is None:
@@ -82,17 +86,32 @@ def card(loaded: LoadedDataset, state: ViewState, services: Services) -> Any:
         ledger = error_alert(str(exc), title="The budget ledger cannot be read", alert_id="dp-ledger-error")
     return card_box(
         title,
-        form(loaded),
+        form(loaded, entity),
         dcc.Loading(html.Div(id="dp-result"), delay_show=300, type="dot"),
         html.Div(ledger, id="dp-ledger"),
         dcc.Store(id="dp-csv", data=None),
         dcc.Download(id="dp-download"),
         description="Publish a count, a histogram, a sum or a mean with calibrated noise (OpenDP) instead of the "
-        "records. Each person must contribute one row. Every release spends part of the dataset's privacy budget; "
+        "records. "
+        + (
+            f"A person may have several rows (person id '{entity}'): declare the most rows per person below. "
+            if entity is not None
+            else "Each person must contribute one row (mark a person-id column on the Data page otherwise). "
+        )
+        + "Every release spends part of the dataset's privacy budget; "
         "a release that would exceed it is refused.",
         mt="md",
         id="dp-card",
     )
+
+
+def person_id(loaded: LoadedDataset, state: ViewState, services: Services) -> str | None:
+    """The person-id column of the dataset's contract as the view state describes it (None: one row per person,
+    or a contract that does not fit, which the release reports)."""
+    try:
+        return services.contract(loaded, state).entity
+    except PrivdashError:
+        return None
 
 
 def visibility(query: str | None, categories: str | None) -> tuple[dict[str, str], ...]:
@@ -106,9 +125,9 @@ def visibility(query: str | None, categories: str | None) -> tuple[dict[str, str
     )
 
 
-def form(loaded: LoadedDataset) -> Any:
+def form(loaded: LoadedDataset, entity: str | None = None) -> Any:
     """The release's controls and the Release button (the column, domain and bounds show for the queries that use
-    them)."""
+    them; the bound on rows per person when the contract has a person-id column ``entity``)."""
     column_style, histogram_style, domain_style, bounds_style = visibility("count", "domain")
     decimal = {"inputMode": "decimal"}
     return dmc.Stack(
@@ -199,6 +218,24 @@ def form(loaded: LoadedDataset) -> Any:
                 ),
                 id="dp-bounds-box",
                 style=bounds_style,
+            ),
+            html.Div(
+                dmc.NumberInput(
+                    id="dp-max-rows",
+                    label=MAX_ROWS_FIELD,
+                    description=f"'{entity}' identifies people, who may have several rows. Each person keeps at most "
+                    "this many rows (chosen at random, the others are dropped) and the noise is scaled to it, so the "
+                    "privacy loss is per person. Declare a public bound: a larger one drops fewer rows but adds more "
+                    "noise.",
+                    min=1,
+                    step=1,
+                    allowDecimal=False,
+                    allowNegative=False,
+                    placeholder="e.g. 3",
+                    maw=640,
+                ),
+                id="dp-max-rows-box",
+                style=_SHOWN if entity is not None else _HIDDEN,
             ),
             dmc.Group(
                 [
@@ -455,6 +492,7 @@ def register(app: Dash, services: Services) -> None:
         State("dp-mechanism", "value"),
         State("dp-identity", "value"),
         State("dp-distinct", "checked"),
+        State("dp-max-rows", "value"),
         State(PAGE_STATE, "data"),
         running=[(Output("dp-release", "disabled"), True, False)],  # one release per press: no double charge
         prevent_initial_call=True,
@@ -472,6 +510,7 @@ def register(app: Dash, services: Services) -> None:
         mechanism: Any,
         identity: Any,
         distinct: Any,
+        max_rows: Any,
         data: Any,
     ) -> tuple[Any, Any, Any]:
         if not clicks:
@@ -480,6 +519,7 @@ def register(app: Dash, services: Services) -> None:
             state = state_from_store(data)
             loaded = services.dataset(state.dataset or "")
             loaded.require_rows("A differentially private release")
+            entity = services.contract(loaded, state).entity  # a contract with two person ids is refused here
             request = ReleaseRequest.from_form(
                 loaded.columns,
                 query=query,
@@ -493,6 +533,8 @@ def register(app: Dash, services: Services) -> None:
                 mechanism=mechanism,
                 identity=identity,
                 distinct=distinct,
+                entity=entity,
+                max_rows=max_rows,
             )
             outcome = ledger.release(loaded.frame, table_keys(services, loaded), request)
         except BudgetExceededError as exc:

@@ -1,7 +1,14 @@
 """Differential privacy for releases of aggregates (counts, histograms, sums, means) through OpenDP, with a
 privacy-budget ledger per dataset. See :mod:`.mechanisms` (definitions and noise), :mod:`.release` (queries,
-contribution bounds, the domain rule, error bars) and :mod:`.ledger` (sequential composition)."""
+contribution bounds, the domain rule, error bars), :mod:`.contributions` (people with several rows: the bound on rows
+per person and the truncation to it) and :mod:`.ledger` (sequential composition)."""
 
+from dashboard.core.privacy.contributions import (
+    ContributionBound,
+    bound_contributions,
+    check_max_rows,
+    most_rows_per_person,
+)
 from dashboard.core.privacy.ledger import (
     NEAR_COPY,
     BudgetExceededError,
@@ -45,6 +52,7 @@ __all__ = [
     "BudgetExceededError",
     "BudgetLedger",
     "Calibrated",
+    "ContributionBound",
     "DPRelease",
     "DatasetAccount",
     "IdentityResolution",
@@ -53,8 +61,10 @@ __all__ = [
     "PrivacyBudget",
     "TableFingerprint",
     "accuracy",
+    "bound_contributions",
     "calibrate",
     "check_identity",
+    "check_max_rows",
     "dp_class_sizes",
     "dp_count",
     "dp_histogram",
@@ -65,6 +75,7 @@ __all__ = [
     "is_read_only",
     "key_selection_delta",
     "key_selection_threshold",
+    "most_rows_per_person",
     "out_of_range",
     "read_domain_file",
     "sum_measurement",

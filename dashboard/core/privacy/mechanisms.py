@@ -1,8 +1,10 @@
 """Noise mechanisms of differential privacy, calibrated and run by OpenDP.
 
 Definitions (Dwork, McSherry, Nissim and Smith 2006, "Calibrating noise to sensitivity in private data analysis"):
-two tables are *neighbours* when one is the other with one person's row added or removed. Every person contributes
-at most one row (the unit of privacy is the row), so OpenDP's symmetric distance between neighbours is 1. A
+two tables are *neighbours* when one is the other with one person's rows added or removed. By default every person
+contributes at most one row, so OpenDP's symmetric distance between neighbours is d_in = 1; with a person-id column
+and a declared bound of c rows per person (:mod:`dashboard.core.privacy.contributions`, which truncates to it), it
+is d_in = c and every measurement is calibrated by OpenDP's maps at c. A
 randomised release M is (ε, δ)-differentially private when P[M(x) ∈ S] <= e^ε P[M(x') ∈ S] + δ for all neighbours
 x, x' and every set of outputs S. The *sensitivity* Δ of a query is the largest change of its value between
 neighbours (the L1 norm for Laplace noise, the L2 norm for Gaussian noise):
@@ -53,7 +55,7 @@ dp.enable_features("contrib")
 #: The probability that an error bar holds the noise (the 95% accuracy interval).
 DEFAULT_CONFIDENCE = 0.95
 
-#: One person adds or removes one row: the symmetric distance between neighbouring tables.
+#: One person adds or removes one row: the symmetric distance between neighbouring tables (c with c rows per person).
 D_IN = 1
 
 
@@ -136,15 +138,16 @@ def out_of_range(parameter: str) -> Iterator[None]:
         raise ParameterError(f"Out of the range OpenDP can compute with: {parameter} ({reason}).") from None
 
 
-def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget) -> Calibrated:
+def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget, d_in: int = D_IN) -> Calibrated:
     """Chain ``transformation`` (a query whose output is a number or a vector of numbers) with the noise of
-    ``mechanism`` at the smallest scale whose privacy loss for one person (OpenDP's privacy map) fits ``budget``.
+    ``mechanism`` at the smallest scale whose privacy loss for one person (OpenDP's privacy map at ``d_in``, the
+    rows one person adds or removes: 1, or the bound c on rows per person) fits ``budget``.
 
     For Laplace and geometric noise the scale is Δ/ε (Δ from OpenDP's stability map) and δ = 0; for Gaussian noise
     the scale is found by OpenDP's binary search over the zCDP measurement converted to (ε, δ) at ``budget.delta``.
     """
     with out_of_range(f"ε = {budget.epsilon:g}" + (f", δ = {budget.delta:g}" if budget.delta else "")):
-        calibrated = _calibrate(transformation, mechanism, budget)
+        calibrated = _calibrate(transformation, mechanism, budget, d_in)
     # A scale so large (tiny ε) or so small (huge ε) that the noise or its error bar is not a finite number.
     try:
         error = accuracy(mechanism, calibrated.scale)
@@ -159,8 +162,8 @@ def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget) 
     return calibrated
 
 
-def _calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget) -> Calibrated:
-    sensitivity = float(transformation.map(D_IN))
+def _calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget, d_in: int) -> Calibrated:
+    sensitivity = float(transformation.map(d_in))
     if not math.isfinite(sensitivity):
         raise OverflowError(f"the sensitivity is {sensitivity:g}")
     if mechanism is Mechanism.GAUSSIAN:
@@ -171,9 +174,9 @@ def _calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget)
             noisy = transformation >> dp.m.then_gaussian(scale)
             return dp.c.make_fix_delta(dp.c.make_zCDP_to_approxDP(noisy), budget.delta)
 
-        scale = float(dp.binary_search_param(gaussian, d_in=D_IN, d_out=(budget.epsilon, budget.delta)))
+        scale = float(dp.binary_search_param(gaussian, d_in=d_in, d_out=(budget.epsilon, budget.delta)))
         measurement = gaussian(scale)
-        epsilon, delta = (float(v) for v in measurement.map(D_IN))
+        epsilon, delta = (float(v) for v in measurement.map(d_in))
         if not (0 < epsilon < math.inf and 0 <= delta < 1):
             raise OverflowError(f"the proven loss is ε = {epsilon:g}, δ = {delta:g}")
         return Calibrated(measurement, scale, sensitivity, PrivacyBudget(epsilon, delta))
@@ -181,10 +184,10 @@ def _calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget)
     scale = sensitivity / budget.epsilon
     measurement = transformation >> dp.m.then_laplace(scale)
     # Δ/ε may round to a scale whose proven loss is one ulp above ε: step up until OpenDP's map agrees.
-    while float(measurement.map(D_IN)) > budget.epsilon:
+    while float(measurement.map(d_in)) > budget.epsilon:
         scale = math.nextafter(scale, math.inf)
         measurement = transformation >> dp.m.then_laplace(scale)
-    return Calibrated(measurement, scale, sensitivity, PrivacyBudget(float(measurement.map(D_IN)), 0.0))
+    return Calibrated(measurement, scale, sensitivity, PrivacyBudget(float(measurement.map(d_in)), 0.0))
 
 
 def accuracy(mechanism: Mechanism, scale: float, confidence: float = DEFAULT_CONFIDENCE) -> float:

@@ -11,10 +11,13 @@ from typing import Any
 
 import pytest
 from dash import Dash
+from plotly.utils import PlotlyJSONEncoder
 
 from dashboard.application.dp_release import LEDGER_FILE, LEDGER_FOLDER
+from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
+from dashboard.ui import dp_release
 from dashboard.ui.app import create_app
 
 FORM = {
@@ -29,6 +32,7 @@ FORM = {
     "dp-mechanism": "laplace",
     "dp-identity": None,
     "dp-distinct": False,
+    "dp-max-rows": None,
 }
 
 
@@ -37,11 +41,13 @@ def app(tmp_path: Path, data_dir: Path) -> Dash:
     return create_app(Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache", data_dir=data_dir))
 
 
-def press_release(app: Dash, **fields: Any) -> dict[str, Any]:
-    """Press "Release" with the form's ``fields``: the callback's answer (its outputs by component id)."""
+def press_release(app: Dash, state: ViewState | None = None, **fields: Any) -> dict[str, Any]:
+    """Press "Release" with the form's ``fields`` (on the demo's view ``state``): the callback's answer (its outputs
+    by component id)."""
     client = app.server.test_client()
     (dep,) = [d for d in client.get("/_dash-dependencies").get_json() if "dp-result.children" in d["output"]]
-    values = {**FORM, **fields, "dp-release": 1, "page-state": ViewState(dataset="demo:people").to_dict()}
+    page_state = (state or ViewState(dataset="demo:people")).to_dict()
+    values = {**FORM, **fields, "dp-release": 1, "page-state": page_state}
     items = dep["inputs"] + dep["state"]
     assert {item["id"] for item in items} <= set(values), "the form has fields this test does not fill"
     payload = {
@@ -95,3 +101,51 @@ def test_out_of_range_parameters_are_a_message_in_the_section(
     shown = text(answer["dp-result"])
     assert "Nothing was released" in shown and message in shown and "Traceback" not in shown
     assert not (tmp_path / "store" / LEDGER_FOLDER / LEDGER_FILE).exists()
+
+
+#: The demo with its customers' names as the person id: several rows per name.
+BY_NAME = ViewState(dataset="demo:people").with_columns(roles={"name": "entity"})
+
+
+def find(node: Any, component_id: str) -> dict[str, Any] | None:
+    """The component of ``component_id`` in a Dash layout serialised to JSON (None when absent)."""
+    if isinstance(node, dict):
+        if node.get("props", {}).get("id") == component_id:
+            return node
+        children = list(node.get("props", {}).values()) if "props" in node else list(node.values())
+    elif isinstance(node, list):
+        children = node
+    else:
+        return None
+    for child in children:
+        found = find(child, component_id)
+        if found is not None:
+            return found
+    return None
+
+
+def test_the_bound_on_rows_per_person_shows_only_with_a_person_id(app: Dash, data_dir: Path, tmp_path: Path) -> None:
+    services = Services(Settings(store_dir=tmp_path / "s", cache_dir=tmp_path / "c", data_dir=data_dir))
+    loaded = services.dataset("demo:people")
+    for state, shown in ((ViewState(dataset="demo:people"), False), (BY_NAME, True)):
+        layout = json.loads(json.dumps(dp_release.card(loaded, state, services), cls=PlotlyJSONEncoder))
+        box = find(layout, "dp-max-rows-box")
+        assert box is not None  # always in the layout: the release callback reads it
+        assert (box["props"]["style"] == {"display": "block"}) is shown
+        assert ("A person may have several rows (person id 'name')" in text(layout)) is shown
+
+
+def test_a_person_level_release_through_the_page(app: Dash, tmp_path: Path) -> None:
+    answer = press_release(app, BY_NAME)
+    shown = text(answer["dp-result"])
+    assert "Nothing was released" in shown and "Give the most rows per person" in shown and "has up to" in shown
+    assert not (tmp_path / "store" / LEDGER_FOLDER / LEDGER_FILE).exists()
+    answer = press_release(app, BY_NAME, **{"dp-max-rows": 2})
+    shown = text(answer["dp-result"])
+    assert "Released: ε = 0.1" in shown and "privacy unit: a person of 'name', at most 2 row(s) each" in shown
+    assert "noise scale 20" in shown  # Laplace b = c/ε = 2/0.1
+    ledger = json.loads((tmp_path / "store" / LEDGER_FOLDER / LEDGER_FILE).read_text(encoding="utf-8"))
+    (account,) = ledger["datasets"].values()
+    assert [(r["query"], r["epsilon"], r["delta"]) for r in account["releases"]] == [("count", 0.1, 0.0)]
+    answer = press_release(app, BY_NAME, **{"dp-max-rows": 0})
+    assert "Most rows per person must be a whole number of at least 1" in text(answer["dp-result"])

@@ -15,6 +15,7 @@ from dashboard.application.dp_release import (
     ReleaseLedger,
     ReleaseRequest,
     TableKeys,
+    describe,
     display_digits,
     ledger_for,
     parse_domain,
@@ -252,3 +253,45 @@ def test_out_of_range_input_is_refused_and_spends_nothing(
     with pytest.raises(ParameterError, match=re.escape(message)):
         ledger.release(TABLE, KEY, request(**form))
     assert not ledger.path.exists()
+
+
+# --- people with several rows (the contract's person-id column) ---------------------------------------------------
+
+PEOPLE = TABLE.assign(pid=["a", "a", "a", "b", "b", "c", "d", "e", "f", "g"])
+PEOPLE_KEY = TableKeys.of(PEOPLE, "visits")
+
+
+def person_request(**form: object) -> ReleaseRequest:
+    return ReleaseRequest.from_form(list(PEOPLE.columns), entity="pid", **form)
+
+
+def test_the_bound_on_rows_per_person_from_the_form() -> None:
+    assert person_request(**COUNT, max_rows="2").max_rows_per_person == 2
+    assert person_request(**COUNT, max_rows=3).entity == "pid"
+    assert person_request(**COUNT, max_rows="").max_rows_per_person is None  # asked for when the release runs
+    assert request(**COUNT).entity is None and request(**COUNT).max_rows_per_person is None
+    for bad in (0, -1, 1.5, "two"):
+        with pytest.raises(ParameterError, match="Most rows per person must be a whole number of at least 1"):
+            person_request(**COUNT, max_rows=bad)
+    with pytest.raises(ParameterError, match="'pid' is the person-id column"):
+        person_request(query="histogram", column="pid", domain="a, b", epsilon="1", max_rows=2)
+    with pytest.raises(ColumnError, match="person-id column 'who'"):
+        ReleaseRequest.from_form(list(PEOPLE.columns), entity="who", **COUNT)
+
+
+def test_a_person_level_release_is_charged_like_a_one_row_release(tmp_path: Path) -> None:
+    ledger = ReleaseLedger(tmp_path / "privacy", PrivacyBudget(1.0, 0.0))
+    with pytest.raises(ParameterError, match=r"most rows per person: in this table a person of 'pid' has up to 3"):
+        ledger.release(PEOPLE, PEOPLE_KEY, person_request(**COUNT))
+    assert not ledger.path.exists()  # refused before anything was charged
+    outcome = ledger.release(PEOPLE, PEOPLE_KEY, person_request(**COUNT, max_rows=2))
+    release = outcome.release
+    assert release.contribution is not None and release.contribution.rows_dropped == 1
+    assert release.true_value == 9 and release.sensitivity == 2 and release.scale == 8.0
+    one_row = ledger.release(TABLE, KEY, request(**COUNT))
+    entries = [ledger.account(name).entries for name in ("visits", "people")]
+    assert [(e.query, e.mechanism, e.epsilon, e.delta) for e in entries[0]] == [("count", "laplace", 0.25, 0.0)]
+    assert [(e.query, e.mechanism, e.epsilon, e.delta) for e in entries[1]] == [("count", "laplace", 0.25, 0.0)]
+    assert outcome.account.spent == one_row.account.spent == (0.25, 0.0)
+    text = describe(release)
+    assert "privacy unit: a person of 'pid', at most 2 row(s) each (7 people; 1 of 10 rows dropped at random)" in text
