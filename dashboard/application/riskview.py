@@ -479,13 +479,14 @@ def survey_risk_rows(diagnosis: Diagnosis) -> list[RiskRow]:
     household = household_headline(diagnosis)
     if household is not None:
         rows.append(RiskRow(household.label, household.value, household.detail, "household-risk"))
-    for method, model in (getattr(diagnosis, "model_risk", None) or {}).items():
+    for method, model in diagnosis.model_risk.items():
+        notes = f"; {' '.join(model.warnings)}" if model.warnings else ""
         rows.append(
             RiskRow(
                 f"Model-based risk ({method})",
-                fmt_number(model.risk1),
-                f"expected sample uniques that are population uniques per cell (sdcMicro modRisk gr1); "
-                f"expected correct matches {fmt_number(model.risk2)} (gr2)",
+                fmt_share(model.risk1, 2),
+                f"share of the sample-unique cells estimated population-unique (sdcMicro modRisk risk1, "
+                f"{model.model}); expected correct matches {fmt_share(model.risk2, 2)} (risk2){notes}",
                 f"model-{method}",
             )
         )

@@ -322,7 +322,12 @@ class Services:
             if loaded.source is not None:  # counted where the source lives; only the aggregate comes back
                 return self._source_diagnosis(key, loaded.source, contract, state, ks)
             return diagnose(
-                loaded.frame, contract=contract, missing=state.missing, max_risk=state.max_risk, k_values=ks
+                loaded.frame,
+                contract=contract,
+                missing=state.missing,
+                max_risk=state.max_risk,
+                k_values=ks,
+                model_risk=state.model_risk,
             )
 
         result: Diagnosis = self.cache.get_or_build(key, build)
@@ -367,6 +372,7 @@ class Services:
             missing=state.missing,
             max_risk=state.max_risk,
             k_values=ks,
+            model_risk=state.model_risk,
             **source.engine_options(),
         )
         self._source_disk.set(disk_key, result, expire=self.settings.store_ttl)
@@ -384,6 +390,7 @@ class Services:
             state.missing.value,
             state.max_risk,
             ks,
+            state.model_risk,
         )
 
     # --- state <-> contract -----------------------------------------------------------------------------------

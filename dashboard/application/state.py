@@ -26,6 +26,7 @@ from urllib.parse import parse_qs, urlencode
 from dashboard.core.data.contract import ColumnRole, ColumnsByRole, StatisticalType
 from dashboard.core.errors import PrivdashError
 from dashboard.core.measure.classes import MissingPolicy
+from dashboard.core.measure.model_risk import parse_model_risk_methods
 from dashboard.core.targets import PrivacyTargets
 
 __all__ = [
@@ -126,6 +127,9 @@ class ViewState(ColumnsByRole):
     geo
         The Postcodes page's settings (population table, level, strategy, threshold ...), a compact JSON object
         whose meaning is defined in :mod:`dashboard.application.postcodes`.
+    model_risk
+        The model-based risk methods (sdcMicro ``modRisk``) the Risk page fits, in sdcMicro's spelling; empty: none
+        (they fit a log-linear model, so they run on request). Wire key ``mr``.
     hierarchies
         The id of the dataset's generalization hierarchies kept on the server with an upload
         (:mod:`dashboard.application.hierarchies`): a digest of the stored set, never one of its values.
@@ -144,6 +148,7 @@ class ViewState(ColumnsByRole):
     fix: tuple[Mapping[str, Any], ...] = ()
     geo: Mapping[str, Any] = field(default_factory=dict)
     hierarchies: str | None = None
+    model_risk: tuple[str, ...] = ()
 
     # --- derived views ------------------------------------------------------------------------------------------
 
@@ -225,6 +230,7 @@ class ViewState(ColumnsByRole):
             ("f", [dict(step) for step in self.fix] if self.fix else None),
             ("g", dict(self.geo) if self.geo else None),
             ("h", self.hierarchies),
+            ("mr", list(self.model_risk) if self.model_risk else None),
         ):
             if value is not None:
                 out[key] = value
@@ -276,6 +282,7 @@ class ViewState(ColumnsByRole):
                 fix=tuple(obj.get("f", ())),
                 geo=dict(obj.get("g", {})),
                 hierarchies=_optional_str(obj.get("h")),
+                model_risk=tuple(obj.get("mr", ())),
             )
         except StateError:
             raise
@@ -440,6 +447,7 @@ def _validated(state: ViewState) -> ViewState:
             violating=bool(state.violating),
             fix=tuple(_json_object(step, "fix step") for step in state.fix),
             geo=_json_object(state.geo, "postcode settings"),
+            model_risk=parse_model_risk_methods(list(state.model_risk)) if state.model_risk else (),
         )
     except StateError:
         raise

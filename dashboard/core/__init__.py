@@ -109,7 +109,7 @@ from dashboard.core.measure.combinations import (
     minimal_sample_uniques,
 )
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
-from dashboard.core.measure.model_risk import MODEL_RISK_METHODS, ModelRisk, model_risk
+from dashboard.core.measure.model_risk import MODEL_RISK_METHODS, ModelRisk, model_risk, parse_model_risk_methods
 from dashboard.core.measure.models import SensitiveModels, sensitive_models
 from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
 from dashboard.core.measure.population import PopulationCounts, PopulationSource
@@ -389,6 +389,7 @@ __all__ = [
     "neighbours_from_doogal",
     "optimal_generalization",
     "parse_estimate",
+    "parse_model_risk_methods",
     "parse_postcodes",
     "parse_targets",
     "people_contract",

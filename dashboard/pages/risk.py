@@ -40,6 +40,7 @@ from dashboard.core.errors import PrivdashError
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.measure.combinations import CombinationRisk, MinimalSampleUniques
 from dashboard.core.measure.diagnose import Diagnosis
+from dashboard.core.measure.model_risk import MODEL_RISK_METHODS
 from dashboard.core.measure.risk import records_at_risk_by_k
 from dashboard.ui.charts import SIZE_COLUMNS, chart, size_histogram
 from dashboard.ui.components import (
@@ -67,6 +68,14 @@ POLICY_OPTIONS = (
     (MissingPolicy.WILDCARD, "Missing matches anything"),
     (MissingPolicy.DROP, "Drop records with missing"),
 )
+MODEL_RISK_LABELS = {
+    "default": "Standard log-linear model",
+    "CE": "Clogg-Eliason (weights as offset)",
+    "PML": "Pseudo maximum likelihood",
+    "weightedLLM": "Weighted log-linear model",
+    "IPF": "Iterative proportional fitting",
+}
+
 POLICY_HELP = {
     MissingPolicy.VALUE: "A missing QI value is a category of its own, as an attacker sees it in the released table.",
     MissingPolicy.WILDCARD: "A missing QI value matches every value (cells suppressed by the publisher): records "
@@ -365,6 +374,18 @@ def controls(loaded_columns: Sequence[str], state: ViewState) -> Any:
                     span={"base": 12, "md": 6},
                 ),
                 dmc.GridCol(target_inputs("target-", state), span={"base": 12, "md": 6}),
+                dmc.GridCol(
+                    dmc.MultiSelect(
+                        id="risk-model",
+                        label="Model-based risk (sdcMicro modRisk)",
+                        description="Fit a log-linear model of the QI table and estimate how many sample uniques "
+                        "are population uniques; the weight column's sampling weights are used.",
+                        data=[{"value": method, "label": MODEL_RISK_LABELS[method]} for method in MODEL_RISK_METHODS],
+                        value=list(state.model_risk),
+                        clearable=True,
+                    ),
+                    span={"base": 12, "md": 6},
+                ),
             ],
             gutter="md",
         ),
@@ -551,11 +572,20 @@ def layout(services: Services, **query: Any) -> Any:
 
 
 def controls_state(
-    state: ViewState, qis: list[str] | None, sas: list[str] | None, missing: str, *targets: Any
+    state: ViewState,
+    qis: list[str] | None,
+    sas: list[str] | None,
+    missing: str,
+    models: list[str] | None,
+    *targets: Any,
 ) -> ViewState:
-    """The state the controls describe: roles, missing-value policy and the targets k, l, t, risk (in that order).
-    Raises :class:`StateError` or ``PrivdashError`` for settings that are not valid."""
-    chosen = state.with_quasi_identifiers(qis or [], sas or []).updated(missing=MissingPolicy.parse(missing))
+    """The state the controls describe: roles, missing-value policy, model-based risk methods and the targets k, l,
+    t, risk (in that order). Raises :class:`StateError` or ``PrivdashError`` for settings that are not valid."""
+    if models is not None and not isinstance(models, list):
+        raise StateError("The model-based risk methods must be a list.")
+    chosen = state.with_quasi_identifiers(qis or [], sas or []).updated(
+        missing=MissingPolicy.parse(missing), model_risk=tuple(models or ())
+    )
     return with_targets(chosen, *targets)
 
 
@@ -576,17 +606,20 @@ def register(app: Dash, services: Services) -> None:
         Input("risk-qis", "value"),
         Input("risk-sas", "value"),
         Input("risk-missing", "value"),
+        Input("risk-model", "value"),
         *[Input(target, "value") for target in target_ids("target-")],
         State(PAGE_STATE, "data"),
         State("combo-request", "data"),
         State("risk-slow-request", "data"),
         prevent_initial_call=True,
     )
-    def update_risk(qis: list[str] | None, sas: list[str] | None, missing: str, *rest: Any) -> tuple[Any, ...]:
+    def update_risk(
+        qis: list[str] | None, sas: list[str] | None, missing: str, models: list[str] | None, *rest: Any
+    ) -> tuple[Any, ...]:
         *targets, data, previous_request, previous_slow = rest
         try:
             current = state_from_store(data)
-            new_state = controls_state(current, qis, sas, missing, *targets)
+            new_state = controls_state(current, qis, sas, missing, models, *targets)
         except (StateError, PrivdashError, ValueError) as exc:
             alert = error_alert(str(exc), title="These settings are not valid")
             return (no_update, alert, None, no_update, no_update, no_update, no_update)

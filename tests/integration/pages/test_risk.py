@@ -134,3 +134,23 @@ def read_csv_like(data_dir: Path) -> pd.DataFrame:
     from dashboard.core.data.tables import read_table
 
     return read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
+
+
+def test_model_based_risk_is_fitted_on_request_and_shown(services: Services, data_dir: Path) -> None:
+    raw = (data_dir / "sdcmicro_testdata" / "testdata.csv").read_bytes()
+    loaded = services.dataset(services.ingest(raw, filename="testdata.csv", session="s" * 40).id)
+    keys = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+    state = services.initial_state(loaded).with_quasi_identifiers(keys, [])
+    assert "survey-model-" not in as_json(page.results(services, state))
+    chosen = page.controls_state(state, keys, [], "value", ["IPF", "default"], *([None] * 4))
+    assert chosen.model_risk == ("IPF", "default")
+    text = as_json(page.results(services, chosen))
+    expected = diagnose(
+        read_csv_like(data_dir), keys, weights="sampling_weight", household="ori_hid", model_risk=["IPF", "default"]
+    )
+    for method in ("IPF", "default"):
+        assert f"survey-model-{method}" in text
+        assert f"{100 * expected.model_risk[method].risk1:.2f}%" in text
+    assert '"risk-model"' in as_json(page.controls(list(loaded.frame.columns), chosen))
+    with pytest.raises(Exception, match="CE, PML"):
+        page.controls_state(state, keys, [], "value", ["poisson"], *([None] * 4))

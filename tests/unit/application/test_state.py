@@ -197,3 +197,16 @@ def test_a_hierarchy_in_a_link_has_at_most_a_hundred_levels() -> None:
         ViewState().updated(fix=({"kind": "generalize", "column": "age", "rule": rule, "level": 1},))
     rule["widths"] = list(range(1, 101))
     assert ViewState().updated(fix=({"kind": "generalize", "column": "age", "rule": rule, "level": 1},)).fix
+
+
+def test_model_risk_methods_round_trip_in_sdcmicro_spelling() -> None:
+    state = ViewState(dataset="demo:people").updated(model_risk=("ipf", "Default", "IPF"))
+    assert state.model_risk == ("IPF", "default")
+    again = ViewState.decode(state.encode())
+    assert again.model_risk == ("IPF", "default") and again.to_dict()["mr"] == ["IPF", "default"]
+    assert "mr" not in ViewState(dataset="demo:people").to_dict()
+    with pytest.raises(StateError, match="CE, PML"):
+        state.updated(model_risk=("poisson",))
+    broken = dict(state.to_dict(), mr="default")  # a string, not a list: read letter by letter, refused
+    with pytest.raises(StateError):
+        ViewState.from_dict(broken)
