@@ -718,6 +718,7 @@ def build_report(
     parameters: Sequence[tuple[str, str]] = (),
     progress: Progress | None = None,
     estimates: Sequence[Estimate | str] = (),
+    model_risk: Sequence[str] = (),
 ) -> ReleaseReport:
     """Assemble the release report of ``data`` (the input) with the roles and types of ``contract``.
 
@@ -728,7 +729,8 @@ def build_report(
     gives the census populations of the postcode units, ``postcode_polygons`` their shapes for the map
     (``{"district": GeoDataFrame, "area": GeoDataFrame}`` indexed by code, as the Postcodes page's layers).
     ``progress(percent, text)`` is called at each stage. ``estimates`` (with a fix): the steward's estimates,
-    shown before and after the fix, weighted by the contract's weight column.
+    shown before and after the fix, weighted by the contract's weight column. ``model_risk``: the model-based risk
+    methods (sdcMicro ``modRisk``) fitted to the released table.
     """
     report_progress = progress or (lambda _percent, _text: None)
     policy = MissingPolicy.parse(missing)
@@ -749,7 +751,8 @@ def build_report(
         "k_values": ks,
     }
     report_progress(5, "Diagnosing the table ...")
-    before = diagnose(data, contract=contract, missing=policy, **options)
+    # the models are fitted to the table released: the input's when there is no fix
+    before = diagnose(data, contract=contract, missing=policy, model_risk=() if fix else model_risk, **options)
     released, released_contract = data, contract
     diagnosis = before
     if fix is not None:
@@ -761,6 +764,7 @@ def build_report(
             released,
             contract=released_contract,
             missing=MissingPolicy.WILDCARD if fix.wildcard else policy,
+            model_risk=model_risk,
             **options,
         )
     verdict = diagnosis.check(targets)
@@ -1121,6 +1125,7 @@ def report_for_state(
         parameters=parameters,
         progress=report_progress,
         estimates=estimates,
+        model_risk=state.model_risk,
     )
 
 

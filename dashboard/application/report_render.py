@@ -642,6 +642,15 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
                 else None
             ),
             "household": _household(report),
+            "model_risk": [
+                {
+                    "method": method,
+                    "model": model.model,
+                    "risk1": fmt_share(model.risk1, 2),
+                    "risk2": fmt_share(model.risk2, 2),
+                }
+                for method, model in report.diagnosis.model_risk.items()
+            ],
             "below_k": [
                 {"k": k, "records": fmt_count(records), "share": _share(records, n)}
                 for k, records in diagnosis.records_below_k().items()

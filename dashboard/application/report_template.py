@@ -223,6 +223,20 @@ TEMPLATE = """<!DOCTYPE html>
     </tbody>
   </table>
   {% endif %}
+  {% if risk.model_risk %}
+  <h3 id="model-risk">Model-based risk</h3>
+  <p>Log-linear models of the table of key-variable combinations (sdcMicro modRisk; Skinner and Holmes 1998): risk 1
+    is the share of the sample-unique cells estimated to be population-unique, risk 2 the expected share of correct
+    matches of the sample uniques, each over the cells with records.</p>
+  <table>
+    <thead><tr><th>method</th><th>model</th><th class="num">risk 1</th><th class="num">risk 2</th></tr></thead>
+    <tbody>
+    {% for row in risk.model_risk %}<tr><td>{{ row.method }}</td><td>{{ row.model }}</td>
+      <td class="num">{{ row.risk1 }}</td><td class="num">{{ row.risk2 }}</td></tr>
+    {% endfor %}
+    </tbody>
+  </table>
+  {% endif %}
   <h3>Records at risk against the risk threshold</h3>
   <div class="chart" role="img" aria-label="Records at risk against the risk threshold">{{ charts.curve | safe }}</div>
   <table>

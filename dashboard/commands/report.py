@@ -34,6 +34,7 @@ from dashboard.core.data.tables import read_table_with_info
 from dashboard.core.errors import ColumnError, ParameterError
 from dashboard.core.geo import geography
 from dashboard.core.geo.postcodes import DEFAULT_POPULATION_THRESHOLD, PopulationTable, read_population
+from dashboard.core.measure.model_risk import MODEL_RISK_METHODS, parse_model_risk_methods
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
 from dashboard.core.transform.hierarchy import load_hierarchies
 from dashboard.core.transform.steps import Recipe
@@ -91,6 +92,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="COL",
         help="household-id column (default: the contract's): the report adds the household risk, the probability "
         "that at least one member of a household is re-identified",
+    )
+    parser.add_argument(
+        "--model-risk",
+        metavar="METHODS",
+        help="model-based risk of the released table, comma-separated sdcMicro modRisk methods: "
+        + ", ".join(MODEL_RISK_METHODS),
     )
     fix = parser.add_argument_group("fix applied before release (at most one)")
     fix.add_argument("--recipe", type=Path, help="re-apply a saved JSON recipe (privdash anonymize --save-recipe)")
@@ -323,6 +330,7 @@ def run(args: argparse.Namespace) -> int:
         postcode_polygons=_postcode_polygons(contract),
         postcode_threshold=args.postcode_threshold,
         parameters=_parameters(args, targets),
+        model_risk=parse_model_risk_methods(args.model_risk) if args.model_risk else (),
         estimates=[parse_estimate(text) for text in args.estimate or []],
     )
     for warning in report.diagnosis.warnings:

@@ -171,3 +171,23 @@ def test_anonymize_bad_household_exits_2(
     arguments = [str(recipe) if part == "RECIPE" else part for part in extra]
     code, _, err = run(capsys, "anonymize", str(testdata_path), *arguments)
     assert code == 2 and message in err and "Traceback" not in err
+
+
+def test_report_html_has_the_model_based_risk_of_the_released_table(
+    capsys: pytest.CaptureFixture[str], testdata_path: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "report.html"
+    args = ["report", str(testdata_path), "-o", str(out), "--qi", FIVE, "--weights", "sampling_weight"]
+    code, _, err = run(capsys, *args, "--model-risk", "ipf,default")
+    assert code == 0, err
+    flat = re.sub(r"<[^>]+>", " ", out.read_text(encoding="utf-8"))
+    flat = re.sub(r"\s+", " ", flat)
+    expected = diagnose(
+        read_table(testdata_path), FIVE.split(","), weights="sampling_weight", model_risk=["IPF", "default"]
+    )
+    assert "Model-based risk" in flat
+    for method in ("IPF", "default"):
+        model = expected.model_risk[method]
+        assert f"{method} {model.model} {100 * model.risk1:.2f}% {100 * model.risk2:.2f}%" in flat
+    code, _, err = run(capsys, *args, "--model-risk", "poisson")
+    assert code == 2 and "poisson" in err and "weightedLLM" in err
