@@ -67,6 +67,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--population-count", help="column of the population table holding people per row")
     parser.add_argument("--sampling-fraction", type=float, help="sampling fraction n/N instead of --population N")
     parser.add_argument("--weights", help="sampling-weight column (default: the contract's)")
+    parser.add_argument(
+        "--entity",
+        metavar="COL",
+        help="person-id column when a person has several rows (default: the contract's is_entity_id column): "
+        "classes, k and risks are then counted in people, a person's key being all their QI tuples",
+    )
+    parser.add_argument(
+        "--entity-key",
+        choices=["set", "multiset"],
+        default="set",
+        help="with --entity: a person's key is the set of their distinct QI tuples (default), or the multiset "
+        "(each tuple with its number of rows)",
+    )
     parser.add_argument("--contract", type=Path, help="data contract JSON (roles, types, ordinal orders)")
     parser.add_argument(
         "--max-risk",
@@ -142,6 +155,16 @@ def run(args: argparse.Namespace) -> int:
             "brings back only the aggregate."
         )
     contract = DataContract.load(args.contract) if args.contract else None
+    entity = args.entity if args.entity is not None else (contract.entity if contract else None)
+    if args.entity_key != "set" and entity is None:
+        raise ParameterError(
+            "--entity-key chooses how a person's rows form their key; name the person id with --entity."
+        )
+    if args.record_risk is not None and entity is not None and engine != Engine.PANDAS:
+        raise ParameterError(
+            "--record-risk with a person id gives each row its person's class size from the rows in memory: use "
+            "--engine pandas."
+        )
     population: Any = None
     if args.population is not None:
         population = _population_argument(args.population)
@@ -155,6 +178,8 @@ def run(args: argparse.Namespace) -> int:
         population_count=args.population_count,
         sampling_fraction=args.sampling_fraction,
         weights=args.weights,
+        entity=entity,
+        entity_key=args.entity_key,
         max_risk=max_risk,
         recursive_l=args.recursive_l,
         t_distance=args.t_distance,
@@ -188,7 +213,7 @@ def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, resu
     """--record-risk: each record with its class size, from the rows in memory or streamed by DuckDB."""
     if engine == Engine.PANDAS:
         write_table(with_record_sizes(data, result.classes), args.record_risk, overwrite_protect=[Path(args.file)])
-        written = f"{len(data):,} records"
+        written = f"{len(data):,} records" + (" (each with its person's class)" if result.entity else "")
     else:
         streamed = write_record_sizes(
             args.file, result.classes, args.record_risk, memory_limit=args.memory_limit, temp_directory=args.temp_dir
@@ -258,14 +283,22 @@ def render_text(result: Diagnosis, name: str) -> str:
     """The diagnosis as readable plain-text sections."""
     n = result.n_records
     classes = result.classes
+    dropped_rows = result.entity_rows_dropped if result.entity is not None else classes.n_dropped
     lines = [
         f"{name}: {result.rows:,} rows, {len(result.quasi_identifiers)} quasi-identifiers "
         f"({', '.join(result.quasi_identifiers)}); missing QI values: {result.missing_policy.value}"
-        + (f", {classes.n_dropped:,} rows dropped" if classes.n_dropped else ""),
+        + (f", {dropped_rows:,} rows dropped" if dropped_rows else ""),
         f"equivalence classes: {classes.n_classes:,}   k = {result.k}   "
         f"sample uniques: {result.sample_uniques:,} ({_percent(result.sample_uniques, n)})",
         f"counted by {result.engine} in {result.counting_seconds:.2f} s",
     ]
+    if result.entity is not None:
+        lines.insert(
+            1,
+            f"counted in people ({n:,} people, {result.rows - result.entity_rows_dropped:,} rows): person id "
+            f"'{result.entity}', key: the {result.entity_key} of each person's QI tuples"
+            + (f"; {classes.n_dropped:,} people with every row dropped" if classes.n_dropped else ""),
+        )
     if result.identifiers:
         lines.append(f"direct identifiers to remove or mask: {', '.join(result.identifiers)}")
     lines += [f"warning: {warning}" for warning in result.warnings]
