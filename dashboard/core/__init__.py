@@ -109,6 +109,7 @@ from dashboard.core.measure.combinations import (
     minimal_sample_uniques,
 )
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from dashboard.core.measure.entities import EntityClasses, EntityKey, entity_classes, entity_classes_from_aggregate
 from dashboard.core.measure.models import SensitiveModels, sensitive_models
 from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
 from dashboard.core.measure.population import PopulationCounts, PopulationSource
@@ -147,6 +148,7 @@ from dashboard.core.privacy import (
     read_domain_file,
 )
 from dashboard.core.privacy.release import DP_ERROR, DP_TRUE_VALUE, DP_VALUE
+from dashboard.core.search.entities import DEFAULT_MAX_PEOPLE_NODES, PeopleSearchResult, people_generalization
 from dashboard.core.search.heuristic import DEFAULT_MAX_CHECKS, heuristic_search
 from dashboard.core.search.lattice import (
     DEFAULT_MAX_NODES,
@@ -228,6 +230,7 @@ __all__ = [
     "DEFAULT_DEMO",
     "DEFAULT_MAX_CHECKS",
     "DEFAULT_MAX_NODES",
+    "DEFAULT_MAX_PEOPLE_NODES",
     "DEFAULT_MAX_RISK",
     "DEFAULT_MAX_SUPPRESSION",
     "DEFAULT_POPULATION_THRESHOLD",
@@ -268,6 +271,8 @@ __all__ = [
     "DatasetAccount",
     "Diagnosis",
     "Engine",
+    "EntityClasses",
+    "EntityKey",
     "EquivalenceClasses",
     "Estimate",
     "EstimateComparison",
@@ -284,6 +289,7 @@ __all__ = [
     "MissingPolicy",
     "Neighbours",
     "ParameterError",
+    "PeopleSearchResult",
     "PerturbationRisk",
     "PopulationCounts",
     "PopulationSource",
@@ -347,6 +353,8 @@ __all__ = [
     "dp_mean",
     "dp_sum",
     "drop_identifiers",
+    "entity_classes",
+    "entity_classes_from_aggregate",
     "equivalence_classes",
     "equivalence_classes_from_aggregate",
     "escape_formulas",
@@ -380,6 +388,7 @@ __all__ = [
     "parse_postcodes",
     "parse_targets",
     "people_contract",
+    "people_generalization",
     "people_table",
     "perturb_coordinates",
     "perturbation_risk",

@@ -105,3 +105,16 @@ def test_contract_entity_is_used(capsys: pytest.CaptureFixture[str], visits: Pat
     contract.save(path)
     code, out, _ = run(capsys, "diagnose", str(visits), "--contract", str(path), "--json")
     assert code == 0 and json.loads(out)["entity"] == "pid" and json.loads(out)["records"] == 4
+
+
+def test_report_refuses_a_contract_with_a_person_id(
+    capsys: pytest.CaptureFixture[str], visits: Path, tmp_path: Path
+) -> None:
+    from dashboard.core.data.contract import DataContract
+
+    contract = DataContract.for_columns(pd.read_csv(visits), quasi_identifiers=["age", "sex"], entity="pid")
+    path = tmp_path / "contract.json"
+    contract.save(path)
+    report = tmp_path / "report.html"
+    code, _, err = run(capsys, "report", str(visits), "-o", str(report), "--contract", str(path))
+    assert code == 2 and "marks 'pid' as a person id" in err and not report.exists()
