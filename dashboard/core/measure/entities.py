@@ -3,17 +3,20 @@
 When a column identifies the person each row belongs to (the contract's ``is_entity_id`` role), counting rows as
 people understates the risk: a person whose rows *together* are unique is exposed even when each of their rows
 lies in a large class. privdash then follows the ``entity_id`` option of Google Cloud DLP's risk analysis
-(https://cloud.google.com/sensitive-data-protection/docs/compute-risk-analysis, "entity ID"): every person gets
-one *key* built from all their rows, and people with equal keys form an equivalence class.
+(``PrivacyMetric.KAnonymityConfig.entity_id``, https://cloud.google.com/sensitive-data-protection/docs/reference/rest/
+v2/projects.dlpJobs#kanonymityconfig): every person gets one *key* built from all their rows (DLP: "the entire
+collection of tuples as the composite quasi-identifier"), and people with equal keys form an equivalence class.
 
 Person key
 ----------
-``set`` (default, as DLP)
+``set`` (default)
     The set of the person's distinct quasi-identifier tuples: two people match when the same tuples occur among
-    their rows, however often.
-``multiset``
+    their rows, however often. It treats an attacker who knows where a person went, not how often.
+``multiset`` (DLP's own definition)
     Each distinct tuple with the number of the person's rows that have it: two people match when they have the
-    same tuples the same number of times.
+    same tuples the same number of times. DLP documents its collection as a multiset ("the order in which the
+    different tuples appear in the dataset is ignored, but their frequency is taken into account"). Multiset classes
+    split set classes, so ``multiset`` never reports a lower risk than ``set``.
 
 Everything is counted in people: class sizes, k, sample uniques, prosecutor/journalist/marketer risk and records
 at risk (a "record" of the person-level classes is a person). Sampling weights are per person: a person's weight
