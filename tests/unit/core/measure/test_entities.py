@@ -300,3 +300,15 @@ def test_unknown_key_and_unsupported_options() -> None:
         diagnose(VISITS, ["age", "sex"], entity="pid", population=VISITS)
     with pytest.raises(ParameterError, match="QI-combination analysis"):
         diagnose(VISITS, ["age", "sex"], entity="pid", combinations=True)
+
+
+@pytest.mark.parametrize("seed", [31, 32])
+def test_multiset_classes_split_set_classes(seed: int) -> None:
+    frame = random_table(seed)
+    as_set = entity_classes(frame, "pid", QIS)
+    as_multiset = entity_classes(frame, "pid", QIS, entity_key="multiset")
+    pairs = pd.DataFrame({"set": as_set.person_class, "multiset": as_multiset.person_class})
+    # Every multiset class lies inside one set class, so no person's class grows.
+    assert (pairs.groupby("multiset")["set"].nunique() == 1).all()
+    assert (as_multiset.person_sizes() <= as_set.person_sizes()).all()
+    assert as_multiset.classes.n_classes > as_set.classes.n_classes
