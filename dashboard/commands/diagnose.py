@@ -13,7 +13,7 @@ from dashboard.core.data.contract import DataContract
 from dashboard.core.data.tables import read_table, read_table_with_info, write_table
 from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, DatabaseSource, Engine, is_database_url, resolve_engine
 from dashboard.core.engines.database import redact_url
-from dashboard.core.engines.streaming import with_record_sizes, write_record_sizes
+from dashboard.core.engines.streaming import with_record_sizes, write_person_sizes, write_record_sizes
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 from dashboard.core.measure.risk import DEFAULT_MAX_RISK
@@ -160,11 +160,6 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError(
             "--entity-key chooses how a person's rows form their key; name the person id with --entity."
         )
-    if args.record_risk is not None and entity is not None and engine != Engine.PANDAS:
-        raise ParameterError(
-            "--record-risk with a person id gives each row its person's class size from the rows in memory: use "
-            "--engine pandas."
-        )
     population: Any = None
     if args.population is not None:
         population = _population_argument(args.population)
@@ -214,6 +209,11 @@ def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, resu
     if engine == Engine.PANDAS:
         write_table(with_record_sizes(data, result.classes), args.record_risk, overwrite_protect=[Path(args.file)])
         written = f"{len(data):,} records" + (" (each with its person's class)" if result.entity else "")
+    elif result.people is not None:
+        streamed = write_person_sizes(
+            args.file, result.people, args.record_risk, memory_limit=args.memory_limit, temp_directory=args.temp_dir
+        )
+        written = f"{streamed.rows:,} records (each with its person's class) in {streamed.batches} batches"
     else:
         streamed = write_record_sizes(
             args.file, result.classes, args.record_risk, memory_limit=args.memory_limit, temp_directory=args.temp_dir

@@ -64,6 +64,7 @@ from dashboard.core.engines.streaming import (
     StreamedRecords,
     apply_recipe_streaming,
     with_record_sizes,
+    write_person_sizes,
     write_record_sizes,
 )
 from dashboard.core.errors import (
@@ -430,6 +431,7 @@ __all__ = [
     "value_distributions",
     "with_record_sizes",
     "write_arx_hierarchy",
+    "write_person_sizes",
     "write_record_sizes",
     "write_table",
 ]

@@ -91,11 +91,12 @@ class Diagnosis:
     warnings
         Plain sentences about roles that cannot do their job, e.g. a quasi-identifier missing in every record
         (it distinguishes no one, so k is as if it were not there).
-    entity, entity_key, entities, entity_rows_dropped
+    entity, entity_key, entities, entity_rows_dropped, people
         With a person-id column (several rows per person, :mod:`dashboard.core.measure.entities`): its name, the
-        person key (``set`` or ``multiset``), the number of people in the input, and the rows the ``drop`` policy
-        left out. ``classes`` and every number derived from it are then counted in people (``n_records`` is the
-        people in scope, ``classes.n_dropped`` the people all of whose rows were dropped); ``rows`` stays rows.
+        person key (``set`` or ``multiset``), the number of people in the input, the rows the ``drop`` policy left
+        out, and the person-level classes with the class of each person (``people``). ``classes`` and every number
+        derived from it are then counted in people (``n_records`` is the people in scope, ``classes.n_dropped`` the
+        people all of whose rows were dropped); ``rows`` stays rows.
         None (0) without a person id.
     """
 
@@ -118,6 +119,7 @@ class Diagnosis:
     entity_key: str | None = None
     entities: int | None = None
     entity_rows_dropped: int = 0
+    people: EntityClasses | None = None
 
     @property
     def missing_policy(self) -> MissingPolicy:
@@ -470,6 +472,7 @@ def diagnose(
         entity_key=people.entity_key.value if people else None,
         entities=len(people.person_ids) if people else None,
         entity_rows_dropped=people.rows_dropped if people else 0,
+        people=people,
     )
 
 

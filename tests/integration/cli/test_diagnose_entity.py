@@ -72,6 +72,26 @@ def test_record_risk_gives_each_row_its_persons_class_size(
     assert written["prosecutor_risk"].tolist() == [0.5, 0.5, 0.5, 0.5, 1.0, 1.0, 1.0, 1.0]
 
 
+@pytest.mark.parametrize("missing", ["value", "drop"])
+def test_record_risk_streamed_by_duckdb_equals_pandas(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, missing: str
+) -> None:
+    from tests.unit.core.measure.test_entities import QIS, random_table
+
+    path = tmp_path / "visits.csv"
+    random_table(7).to_csv(path, index=False)
+    args = ["diagnose", str(path), "--qi", ",".join(QIS), "--entity", "pid", "--missing", missing, "--json"]
+    outputs = {}
+    for engine in ("pandas", "duckdb"):
+        outputs[engine] = tmp_path / f"{engine}.parquet"
+        code, _, err = run(capsys, *args, "--engine", engine, "--record-risk", str(outputs[engine]))
+        assert code == 0 and "its person's class" in err
+    memory, streamed = read_table(outputs["pandas"]), read_table(outputs["duckdb"])
+    assert len(streamed) == len(memory) == 200
+    pd.testing.assert_frame_equal(memory, streamed, check_dtype=False)
+    assert memory["class_size"].notna().all() or missing == "drop"
+
+
 def test_bad_inputs_exit_2(capsys: pytest.CaptureFixture[str], visits: Path, tmp_path: Path) -> None:
     base = ["diagnose", str(visits), "--qi", "age,sex"]
     cases = [
@@ -79,8 +99,6 @@ def test_bad_inputs_exit_2(capsys: pytest.CaptureFixture[str], visits: Path, tmp
         (["--entity", "pid", "--missing", "wildcard"], "not defined with a person id"),
         (["--entity", "age"], "cannot also be a quasi-identifier"),
         (["--entity-key", "multiset"], "name the person id with --entity"),
-        (["--entity", "pid", "--weights", "w", "--engine", "duckdb", "--record-risk", str(tmp_path / "r.csv")],
-         "use --engine pandas"),
         (["--entity", "pid", "--combinations"], "QI-combination analysis"),
     ]  # fmt: skip
     for extra, message in cases:

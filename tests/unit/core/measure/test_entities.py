@@ -312,3 +312,26 @@ def test_multiset_classes_split_set_classes(seed: int) -> None:
     assert (pairs.groupby("multiset")["set"].nunique() == 1).all()
     assert (as_multiset.person_sizes() <= as_set.person_sizes()).all()
     assert as_multiset.classes.n_classes > as_set.classes.n_classes
+
+
+def test_person_sizes_streamed_from_a_file(tmp_path: Path) -> None:
+    from dashboard.core.data.tables import read_table
+    from dashboard.core.engines.streaming import write_person_sizes
+    from dashboard.core.errors import DataReadError
+
+    frame = pd.DataFrame({"pid": [1, 1, 2, 2, 3, 4], "age": [30, None, 30, 40, None, 30]})
+    path = tmp_path / "visits.csv"
+    frame.to_csv(path, index=False)
+    diagnosis = diagnose(path, ["age"], entity="pid", missing="drop", engine="duckdb")
+    assert diagnosis.people is not None
+    # drop: p1 {30}, p2 {30, 40}, p3 no row left, p4 {30}: sizes 2, 1, in no class, 2.
+    written = write_person_sizes(path, diagnosis.people, tmp_path / "out.csv", batch_rows=2)
+    assert written.rows == 6 and written.dropped == 1 and written.batches == 3
+    out = read_table(tmp_path / "out.csv")
+    assert out["class_size"].tolist()[:4] == [2, 2, 1, 1] and math.isnan(out["class_size"].tolist()[4])
+    assert out["class_size"].tolist()[5] == 2 and out["prosecutor_risk"].tolist()[:2] == [0.5, 0.5]
+    in_memory = entity_classes(frame, "pid", ["age"], missing="drop").classes.record_sizes()
+    assert in_memory.tolist() == [2, 2, 1, 1, 0, 2]
+    frame.assign(pid=[1, 1, 2, 2, 3, 5]).to_csv(path, index=False)
+    with pytest.raises(DataReadError, match=r"person ids .* were not counted"):
+        write_person_sizes(path, diagnosis.people, tmp_path / "again.csv")
