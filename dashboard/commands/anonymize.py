@@ -433,7 +433,6 @@ def _check_entity(args: argparse.Namespace) -> None:
     refused = {
         "--config": args.config is not None,
         "--recipe": args.recipe is not None,
-        "--save-recipe": args.save_recipe is not None,
         "--recoding local": args.recoding == "local",
         "--search heuristic": args.search == "heuristic",
         "--solutions": args.solutions is not None,
@@ -444,8 +443,8 @@ def _check_entity(args: argparse.Namespace) -> None:
     given = [name for name, present in refused.items() if present]
     if given:
         raise ParameterError(
-            f"--entity (the search judged on people) does not combine with {', '.join(given)} yet: a recipe cannot "
-            "yet remove whole people, and the other searches count rows."
+            f"--entity (the search judged on people) does not combine with {', '.join(given)} yet: those count rows "
+            "(re-apply a recipe saved with --entity --save-recipe with --recipe alone: its step knows the person id)."
         )
     if args.file is not None and resolve_engine(args.engine, str(args.file)) != Engine.PANDAS:
         raise ParameterError("--entity searches on the table in memory: use --engine pandas.")
@@ -467,8 +466,11 @@ def _run_people(
     after = diagnose(published, qis, entity=args.entity, entity_key=args.entity_key, missing="value")
     if args.output is not None:
         write_table(published, args.output, overwrite_protect=inputs, escape_formulas=args.escape_formulas)
+    if args.save_recipe is not None:
+        result.recipe.save(args.save_recipe)
     if args.json:
         payload = result.summary()
+        payload["recipe"] = str(args.save_recipe) if args.save_recipe is not None else None
         payload["k"] = after.k
         payload["classes"] = after.classes.n_classes
         payload["output"] = str(args.output) if args.output is not None else None
@@ -493,6 +495,8 @@ def _run_people(
     print(f"Searched {result.nodes_counted:,} of {result.nodes:,} nodes in {seconds:.2f} s")
     if args.output is not None:
         print(f"Wrote {len(published):,} rows to {args.output}.")
+    if args.save_recipe is not None:
+        print(f"Saved the recipe to {args.save_recipe}.")
     return 0
 
 

@@ -511,6 +511,11 @@ def _resolve(
     if not isinstance(columns, Mapping) or not columns:
         raise ParameterError("Step 'generalize': 'columns' must be an object mapping column names to settings.")
     suppress = params.get("suppress")
+    if suppress is not None and params.get("entity") is not None:
+        raise ParameterError(
+            "Step 'generalize' suppresses whole people (it has a person id), which needs every row of a person at "
+            "once: apply this recipe to the table in memory (engine pandas)."
+        )
     targets = PrivacyTargets.from_dict(suppress) if suppress is not None else None
     qis = [str(c) for c in params.get("quasi_identifiers", list(columns) if targets is not None else [])]
     sensitive = list(targets.sensitive) if targets is not None else []

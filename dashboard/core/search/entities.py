@@ -36,7 +36,7 @@ from dashboard.core.search.lattice import NoSolutionError
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
 from dashboard.core.transform.generalization import generalize, suppressed_classes
 from dashboard.core.transform.hierarchy import Hierarchy
-from dashboard.core.transform.steps import TransformResult
+from dashboard.core.transform.steps import Recipe, TransformResult
 from dashboard.core.utility.metrics import Metric, information_loss
 
 __all__ = ["DEFAULT_MAX_PEOPLE_NODES", "PeopleSearchResult", "people_generalization"]
@@ -67,6 +67,12 @@ class PeopleSearchResult:
     rows_suppressed: int
     nodes: int
     nodes_counted: int
+
+    @property
+    def recipe(self) -> Recipe:
+        """The fix as a recipe: one ``generalize`` step whose suppression removes whole people (re-applied in
+        memory; no suppression limit is recorded, since the limit counts people and a recipe's check counts rows)."""
+        return Recipe((self.transform.step,))
 
     def summary(self) -> dict[str, Any]:
         """JSON-able facts of the result."""
@@ -186,7 +192,21 @@ def people_generalization(
             f"{max_suppression:g} of the people; allow more suppression, give coarser hierarchies or lower the targets."
         )
     levels = dict(zip(qis, best[2], strict=True))
-    transform = _published(data, qis, best[2], built, best_removed)
+    # The published table as the recipe's step reproduces it: generalized, whole people of violating classes removed.
+    transform = generalize(
+        data,
+        levels,
+        built,
+        suppress=targets,
+        quasi_identifiers=qis,
+        built_over_data=True,
+        entity=entity,
+        entity_key=key.value,
+    )
+    removed = np.ones(len(data), dtype=bool)
+    removed[transform.kept_rows if transform.kept_rows is not None else np.arange(len(data))] = False
+    if not np.array_equal(removed, best_removed):  # the same judgement: a mismatch is a bug, never a silent output
+        raise AssertionError("The published table differs from the node's judgement.")
     transform = TransformResult(
         data=transform.data,
         step=transform.step,

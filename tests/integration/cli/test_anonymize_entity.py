@@ -63,7 +63,6 @@ def test_refused_combinations_exit_2(capsys: pytest.CaptureFixture[str], wards: 
     cases = [
         (["--entity", "pid", "--solutions", "2"], "does not combine with --solutions"),
         (["--entity", "pid", "--recoding", "local"], "does not combine with --recoding local"),
-        (["--entity", "pid", "--save-recipe", str(tmp_path / "r.json")], "--save-recipe"),
         (["--entity", "pid", "--engine", "duckdb", "-o", str(tmp_path / "o.csv")], "use --engine pandas"),
         (["--entity-key", "multiset"], "name the person id with --entity"),
         (["--entity", "nobody"], "nobody"),
@@ -73,3 +72,19 @@ def test_refused_combinations_exit_2(capsys: pytest.CaptureFixture[str], wards: 
         code, _, err = run(capsys, *base, *extra)
         assert code == 2, (extra, err)
         assert message in err, (extra, err)
+
+
+def test_saved_recipe_removes_the_same_people(capsys: pytest.CaptureFixture[str], wards: Path, tmp_path: Path) -> None:
+    recipe, first, second = tmp_path / "recipe.json", tmp_path / "first.csv", tmp_path / "second.csv"
+    args = ["anonymize", str(wards), "--qi", "ward", "--hierarchies", str(tmp_path / "hierarchies"), "--k", "2"]
+    code, out, _ = run(capsys, *args, "--entity", "pid", "--max-suppression", "0.2", "-o", str(first),
+                       "--save-recipe", str(recipe))  # fmt: skip
+    assert code == 0 and "Saved the recipe" in out
+    step = json.loads(recipe.read_text())["steps"][0]
+    assert step["params"]["entity"] == {"column": "pid", "key": "set"} and step["params"]["suppress"]["k"] == 2
+    code, _, err = run(capsys, "anonymize", "--recipe", str(recipe), str(wards), "-o", str(second))
+    assert code == 0, err
+    pd.testing.assert_frame_equal(read_table(first), read_table(second))
+    code, _, err = run(capsys, "anonymize", "--recipe", str(recipe), str(wards), "-o", str(tmp_path / "third.csv"),
+                       "--engine", "duckdb")  # fmt: skip
+    assert code == 2 and "suppresses whole people" in err

@@ -155,3 +155,15 @@ def test_bad_inputs() -> None:
         people_generalization(data, HIERARCHIES, entity="pid", max_nodes=5)
     with pytest.raises(ColumnError, match="cannot also be a quasi-identifier"):
         people_generalization(data.assign(age2=data["age"]), {**HIERARCHIES, "pid": HIERARCHIES["age"]}, entity="pid")
+
+
+def test_the_step_reproduces_the_search_and_needs_suppress() -> None:
+    from dashboard.core.transform.steps import apply_recipe
+
+    data = visits(2)
+    result = people_generalization(data, HIERARCHIES, entity="pid", k=2, max_suppression=0.1)
+    assert result.people_suppressed > 0
+    again, _ = apply_recipe(data, result.recipe)
+    pd.testing.assert_frame_equal(again, result.transform.data)
+    with pytest.raises(ParameterError, match="give suppress"):
+        generalize(data, {"age": 1}, HIERARCHIES, entity="pid")
