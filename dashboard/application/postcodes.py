@@ -669,6 +669,12 @@ def apply_mapping(services: Services, state: ViewState, result: PostcodeGenerali
     loaded = services.dataset(state.dataset)
     loaded.require_rows("Recoding postcodes")
     before = services.diagnosis(state)
+    if before.entity is not None:
+        raise PrivdashError(
+            f"'{before.entity}' is a person id: the risk is counted in people, whose classes are sets of QI values, "
+            "and census populations per postcode unit count single values. Remove the person-id role to recode "
+            "postcodes against the census."
+        )
     recoded = result.recode(loaded.frame, column=column)
     contract = services.contract(loaded, state)
     after = diagnose(

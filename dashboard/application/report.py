@@ -736,6 +736,12 @@ def build_report(
     policy = MissingPolicy.parse(missing)
     if not contract.quasi_identifiers:
         raise ColumnError("The report needs at least one quasi-identifier.")
+    if contract.entity is not None:
+        raise ParameterError(
+            f"The report counts rows, but the contract marks '{contract.entity}' as a person id (several rows per "
+            "person), whose risk is counted in people: run privdash diagnose, which counts people, or remove the "
+            "person-id role for a report counted in rows."
+        )
     if fix is not None and isinstance(population, pd.DataFrame):
         raise ParameterError(
             "A population table cannot be combined with a fix (its values are not generalized the same way); "

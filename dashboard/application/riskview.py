@@ -318,7 +318,8 @@ def class_table(diagnosis: Diagnosis, state: ViewState) -> ClassTable:
     classes = diagnosis.classes
     columns: dict[str, Any] = {}
     titles: dict[str, str] = {}
-    for i, name in enumerate(diagnosis.quasi_identifiers):
+    # The classes' own key columns: the QIs, or the one key column of person-level classes (a person id given).
+    for i, name in enumerate(classes.quasi_identifiers):
         # Text of each distinct value once, shared by the classes through their codes (-1: missing). The codes
         # follow the core's sorted categories, so sorting the column sorts numbers as numbers.
         columns[f"q{i}"] = pd.Categorical.from_codes(

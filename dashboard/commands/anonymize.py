@@ -35,6 +35,7 @@ from dashboard.core.engines.streaming import apply_recipe_streaming
 from dashboard.core.errors import ColumnError, ParameterError
 from dashboard.core.measure.diagnose import diagnose
 from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
+from dashboard.core.search.entities import DEFAULT_MAX_PEOPLE_NODES, people_generalization
 from dashboard.core.search.heuristic import DEFAULT_MAX_CHECKS
 from dashboard.core.search.lattice import (
     DEFAULT_MAX_NODES,
@@ -178,6 +179,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--batch-rows", type=int, default=1_000_000, help="rows per batch when streaming (default 1,000,000)"
     )
+    parser.add_argument(
+        "--entity",
+        metavar="COL",
+        help="person-id column when a person has several rows: the generalization is applied to the rows, the "
+        "targets are judged on people (a person's key is all their QI tuples) and suppression removes whole "
+        "people; the suppression limit is a share of the people (exact search over lattices of at most "
+        f"{DEFAULT_MAX_PEOPLE_NODES:,} nodes, in memory)",
+    )
+    parser.add_argument(
+        "--entity-key",
+        choices=["set", "multiset"],
+        default="set",
+        help="with --entity: a person's key is the set of their distinct QI tuples (default), or the multiset",
+    )
     _estimates.add_arguments(parser)
     parser.add_argument(
         "--household",
@@ -192,6 +207,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     _check_recoding(args)
+    _check_entity(args)
     if args.config is not None:
         return _run_job(args)
     if args.file is None:
@@ -218,6 +234,8 @@ def run(args: argparse.Namespace) -> int:
             + "; ".join(f"{name}: {_rule_text(hierarchies[name])}" for name in qis),
             file=sys.stderr,
         )
+    if args.entity is not None:
+        return _run_people(args, data, hierarchies, qis, inputs)
     if args.recoding == "local":
         return _run_local(args, data, hierarchies, qis, inputs, specs)
     started = time.perf_counter()
@@ -475,6 +493,84 @@ def _print_solution_estimates(compared: tuple[SolutionEstimates, ...]) -> None:
                     ]
                 )
     print(format_table(["#", "estimate", "of", "after [CI]", "overlap", "note"], rows, align="rlllrl"))
+
+
+def _check_entity(args: argparse.Namespace) -> None:
+    """--entity runs the search on people, which does not combine with the options listed here."""
+    if args.entity is None:
+        if args.entity_key != "set":
+            raise ParameterError(
+                "--entity-key chooses how a person's rows form their key; name the person id with --entity."
+            )
+        return
+    refused = {
+        "--config": args.config is not None,
+        "--recipe": args.recipe is not None,
+        "--recoding local": args.recoding == "local",
+        "--search heuristic": args.search == "heuristic",
+        "--solutions": args.solutions is not None,
+        "--pick": args.pick is not None,
+        "--compare-exact": args.compare_exact,
+        "--estimate": bool(args.estimate),
+    }
+    given = [name for name, present in refused.items() if present]
+    if given:
+        raise ParameterError(
+            f"--entity (the search judged on people) does not combine with {', '.join(given)} yet: those count rows "
+            "(re-apply a recipe saved with --entity --save-recipe with --recipe alone: its step knows the person id)."
+        )
+    if args.file is not None and resolve_engine(args.engine, str(args.file)) != Engine.PANDAS:
+        raise ParameterError("--entity searches on the table in memory: use --engine pandas.")
+
+
+def _run_people(
+    args: argparse.Namespace,
+    data: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    qis: list[str],
+    inputs: list[Path],
+) -> int:
+    """--entity: the least-lossy generalization judged on people, whole people suppressed."""
+    started = time.perf_counter()
+    options = _search_targets(args, qis)
+    result = people_generalization(data, hierarchies, entity=args.entity, entity_key=args.entity_key, **options)
+    seconds = time.perf_counter() - started
+    published = result.transform.data
+    after = diagnose(published, qis, entity=args.entity, entity_key=args.entity_key, missing="value")
+    if args.output is not None:
+        write_table(published, args.output, overwrite_protect=inputs, escape_formulas=args.escape_formulas)
+    if args.save_recipe is not None:
+        result.recipe.save(args.save_recipe)
+    if args.json:
+        payload = result.summary()
+        payload["recipe"] = str(args.save_recipe) if args.save_recipe is not None else None
+        payload["k"] = after.k
+        payload["classes"] = after.classes.n_classes
+        payload["output"] = str(args.output) if args.output is not None else None
+        payload["seconds"] = seconds
+        print_json(payload)
+        return 0
+    limit = int(args.max_suppression * result.people)
+    print(
+        f"{args.file}: {result.rows:,} rows of {result.people:,} people (person id '{args.entity}', key: the "
+        f"{result.entity_key.value} of each person's QI tuples); quasi-identifiers {', '.join(qis)}"
+    )
+    print(
+        f"Targets on people: {result.targets.describe()}; suppression limit {args.max_suppression:.2%} of the people "
+        f"({limit:,}); metric {result.metric.value}"
+    )
+    print()
+    print(format_table(["column", "level"], [[name, level] for name, level in result.levels.items()], align="lr"))
+    print()
+    print(f"Suppressed: {result.people_suppressed:,} people ({result.rows_suppressed:,} rows)")
+    print(f"{result.metric.value}: {result.value:.6g}")
+    print(f"Counted in people: smallest class {after.k}; classes: {after.classes.n_classes:,}")
+    print(f"Searched {result.nodes_counted:,} of {result.nodes:,} nodes in {seconds:.2f} s")
+    if args.output is not None:
+        print(f"Wrote {len(published):,} rows to {args.output}.")
+    if args.save_recipe is not None:
+        print(f"Saved the recipe to {args.save_recipe}.")
+    return 0
 
 
 def _check_recoding(args: argparse.Namespace) -> None:

@@ -13,7 +13,7 @@ from dashboard.core.data.contract import DataContract
 from dashboard.core.data.tables import read_table, read_table_with_info, write_table
 from dashboard.core.engines.aggregate import AUTO_DUCKDB_BYTES, DatabaseSource, Engine, is_database_url, resolve_engine
 from dashboard.core.engines.database import redact_url
-from dashboard.core.engines.streaming import with_record_sizes, write_record_sizes
+from dashboard.core.engines.streaming import with_record_sizes, write_person_sizes, write_record_sizes
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 from dashboard.core.measure.model_risk import MODEL_RISK_METHODS
@@ -73,6 +73,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="COL",
         help="household-id column (default: the contract's): each record's risk is its household's, the "
         "probability that at least one member is re-identified (sdcMicro measure_risk hid=)",
+    )
+    parser.add_argument(
+        "--entity",
+        metavar="COL",
+        help="person-id column when a person has several rows (default: the contract's is_entity_id column): "
+        "classes, k and risks are then counted in people, a person's key being all their QI tuples",
+    )
+    parser.add_argument(
+        "--entity-key",
+        choices=["set", "multiset"],
+        default="set",
+        help="with --entity: a person's key is the set of their distinct QI tuples (default), or the multiset "
+        "(each tuple with its number of rows)",
     )
     parser.add_argument("--contract", type=Path, help="data contract JSON (roles, types, ordinal orders)")
     parser.add_argument(
@@ -161,6 +174,11 @@ def run(args: argparse.Namespace) -> int:
             "brings back only the aggregate."
         )
     contract = DataContract.load(args.contract) if args.contract else None
+    entity = args.entity if args.entity is not None else (contract.entity if contract else None)
+    if args.entity_key != "set" and entity is None:
+        raise ParameterError(
+            "--entity-key chooses how a person's rows form their key; name the person id with --entity."
+        )
     population: Any = None
     if args.population is not None:
         population = _population_argument(args.population)
@@ -175,6 +193,8 @@ def run(args: argparse.Namespace) -> int:
         sampling_fraction=args.sampling_fraction,
         weights=args.weights,
         household=args.household,
+        entity=entity,
+        entity_key=args.entity_key,
         max_risk=max_risk,
         recursive_l=args.recursive_l,
         t_distance=args.t_distance,
@@ -209,16 +229,26 @@ def run(args: argparse.Namespace) -> int:
 def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, result: Diagnosis) -> None:
     """--record-risk: each record with its class size and risks, from the rows in memory or streamed by DuckDB."""
     # sdcMicro's individual risk: F from the sampling weights, else 1 / f (survey = FALSE); the household risk's too
-    risks: dict[str, Any] = {
-        "individual": individual_risk(result.classes),
-        "households": result.household_risk,
-        "household": result.household if result.household_risk is not None else None,
-    }
+    # (with a person id, each row gets its person's class size and risk, the columns DuckDB's streaming gives too)
+    risks: dict[str, Any] = (
+        {}
+        if result.entity
+        else {
+            "individual": individual_risk(result.classes),
+            "households": result.household_risk,
+            "household": result.household if result.household_risk is not None else None,
+        }
+    )
     if engine == Engine.PANDAS:
         write_table(
             with_record_sizes(data, result.classes, **risks), args.record_risk, overwrite_protect=[Path(args.file)]
         )
-        written = f"{len(data):,} records"
+        written = f"{len(data):,} records" + (" (each with its person's class)" if result.entity else "")
+    elif result.people is not None:
+        streamed = write_person_sizes(
+            args.file, result.people, args.record_risk, memory_limit=args.memory_limit, temp_directory=args.temp_dir
+        )
+        written = f"{streamed.rows:,} records (each with its person's class) in {streamed.batches} batches"
     else:
         streamed = write_record_sizes(
             args.file,
@@ -324,14 +354,22 @@ def render_text(result: Diagnosis, name: str) -> str:
     """The diagnosis as readable plain-text sections."""
     n = result.n_records
     classes = result.classes
+    dropped_rows = result.entity_rows_dropped if result.entity is not None else classes.n_dropped
     lines = [
         f"{name}: {result.rows:,} rows, {len(result.quasi_identifiers)} quasi-identifiers "
         f"({', '.join(result.quasi_identifiers)}); missing QI values: {result.missing_policy.value}"
-        + (f", {classes.n_dropped:,} rows dropped" if classes.n_dropped else ""),
+        + (f", {dropped_rows:,} rows dropped" if dropped_rows else ""),
         f"equivalence classes: {classes.n_classes:,}   k = {result.k}   "
         f"sample uniques: {result.sample_uniques:,} ({_percent(result.sample_uniques, n)})",
         f"counted by {result.engine} in {result.counting_seconds:.2f} s",
     ]
+    if result.entity is not None:
+        lines.insert(
+            1,
+            f"counted in people ({n:,} people, {result.rows - result.entity_rows_dropped:,} rows): person id "
+            f"'{result.entity}', key: the {result.entity_key} of each person's QI tuples"
+            + (f"; {classes.n_dropped:,} people with every row dropped" if classes.n_dropped else ""),
+        )
     if result.identifiers:
         lines.append(f"direct identifiers to remove or mask: {', '.join(result.identifiers)}")
     lines += [f"warning: {warning}" for warning in result.warnings]

@@ -64,6 +64,7 @@ from dashboard.core.engines.streaming import (
     StreamedRecords,
     apply_recipe_streaming,
     with_record_sizes,
+    write_person_sizes,
     write_record_sizes,
 )
 from dashboard.core.errors import (
@@ -109,6 +110,7 @@ from dashboard.core.measure.combinations import (
     minimal_sample_uniques,
 )
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from dashboard.core.measure.entities import EntityClasses, EntityKey, entity_classes, entity_classes_from_aggregate
 from dashboard.core.measure.model_risk import MODEL_RISK_METHODS, ModelRisk, model_risk, parse_model_risk_methods
 from dashboard.core.measure.models import SensitiveModels, sensitive_models
 from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
@@ -152,6 +154,7 @@ from dashboard.core.privacy import (
     read_domain_file,
 )
 from dashboard.core.privacy.release import DP_ERROR, DP_TRUE_VALUE, DP_VALUE
+from dashboard.core.search.entities import DEFAULT_MAX_PEOPLE_NODES, PeopleSearchResult, people_generalization
 from dashboard.core.search.heuristic import DEFAULT_MAX_CHECKS, heuristic_search
 from dashboard.core.search.lattice import (
     DEFAULT_MAX_NODES,
@@ -233,6 +236,7 @@ __all__ = [
     "DEFAULT_DEMO",
     "DEFAULT_MAX_CHECKS",
     "DEFAULT_MAX_NODES",
+    "DEFAULT_MAX_PEOPLE_NODES",
     "DEFAULT_MAX_RISK",
     "DEFAULT_MAX_SUPPRESSION",
     "DEFAULT_POPULATION_THRESHOLD",
@@ -275,6 +279,8 @@ __all__ = [
     "DatasetAccount",
     "Diagnosis",
     "Engine",
+    "EntityClasses",
+    "EntityKey",
     "EquivalenceClasses",
     "Estimate",
     "EstimateComparison",
@@ -292,6 +298,7 @@ __all__ = [
     "ModelRisk",
     "Neighbours",
     "ParameterError",
+    "PeopleSearchResult",
     "PerturbationRisk",
     "PopulationCounts",
     "PopulationSource",
@@ -357,6 +364,8 @@ __all__ = [
     "dp_mean",
     "dp_sum",
     "drop_identifiers",
+    "entity_classes",
+    "entity_classes_from_aggregate",
     "equivalence_classes",
     "equivalence_classes_from_aggregate",
     "escape_formulas",
@@ -393,6 +402,7 @@ __all__ = [
     "parse_postcodes",
     "parse_targets",
     "people_contract",
+    "people_generalization",
     "people_table",
     "perturb_coordinates",
     "perturbation_risk",
@@ -434,6 +444,7 @@ __all__ = [
     "value_distributions",
     "with_record_sizes",
     "write_arx_hierarchy",
+    "write_person_sizes",
     "write_record_sizes",
     "write_table",
 ]

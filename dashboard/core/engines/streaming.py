@@ -58,6 +58,7 @@ from dashboard.core.engines.aggregate import (
 )
 from dashboard.core.errors import DataReadError, ParameterError, check_columns
 from dashboard.core.measure.classes import EquivalenceClasses, MissingPolicy
+from dashboard.core.measure.entities import EntityClasses
 from dashboard.core.measure.household import HouseholdRisk, record_household_risk
 from dashboard.core.measure.risk import IndividualRisk
 from dashboard.core.targets import PrivacyTargets
@@ -75,6 +76,7 @@ __all__ = [
     "StreamedRecords",
     "apply_recipe_streaming",
     "with_record_sizes",
+    "write_person_sizes",
     "write_record_sizes",
 ]
 
@@ -294,6 +296,50 @@ def write_record_sizes(
         check_columns(pd.DataFrame(columns=reader.names), qis, role="quasi-identifier")
         if household is not None:
             check_columns(pd.DataFrame(columns=reader.names), [household], role="household-id column")
+        rows, _, batches, totals, _ = _write(reader, with_sizes, 1, target, kind, escape_formulas_in_csv, None)
+    return StreamedRecords(target, rows, int(totals[0, 0]), batches, time.perf_counter() - started)
+
+
+def write_person_sizes(
+    source: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
+    people: EntityClasses,
+    output: str | os.PathLike[str],
+    *,
+    batch_rows: int = 1_000_000,
+    memory_limit: str | None = None,
+    temp_directory: str | os.PathLike[str] | None = None,
+    escape_formulas_in_csv: bool = True,
+) -> StreamedRecords:
+    """Write every row of ``source`` with its *person's* class size and prosecutor risk (the columns of
+    :func:`write_record_sizes`), for person-level classes (:mod:`dashboard.core.measure.entities`) counted from this
+    source (e.g. ``diagnose(source, ..., entity=..., engine="duckdb").people``), streamed through DuckDB.
+
+    Each batch looks its person ids up among ``people.person_ids``; a person all of whose rows were dropped (the
+    ``drop`` policy) is in no class and both columns are empty. Raises :class:`DataReadError` when a row's person
+    id is missing or was not counted (the source changed since) and :class:`ParameterError` when the source already
+    has one of the columns.
+    """
+    started = time.perf_counter()
+    target, kind = _check_output(source, output, batch_rows)
+    sizes = people.person_sizes().astype(np.float64)
+    sizes[sizes == 0] = np.nan  # in no class
+
+    def with_sizes(batch: pd.DataFrame) -> tuple[pd.DataFrame, list[tuple[int, int]]]:
+        local, distinct = pd.factorize(batch[people.entity], use_na_sentinel=True)
+        position = people.person_ids.get_indexer(pd.Index(distinct)) if len(distinct) else np.zeros(0, np.intp)
+        if (local < 0).any() or (position < 0).any():
+            raise DataReadError(
+                f"Some rows' person ids ('{people.entity}') are missing or were not counted: the source changed "
+                "since its classes were counted. Diagnose it again."
+            )
+        size = sizes[position[local]] if len(batch) else np.zeros(0, dtype=np.float64)
+        return _with_sizes(batch, size), [(int(np.isnan(size).sum()), 0)]
+
+    with _streamed(source, batch_rows, memory_limit, temp_directory) as reader:
+        taken = [name for name in (CLASS_SIZE, RECORD_RISK) if name in reader.names]
+        if taken:
+            raise ParameterError(f"The source already has a column '{taken[0]}'; rename it to write record sizes.")
+        check_columns(pd.DataFrame(columns=reader.names), [people.entity], role="person-id column")
         rows, _, batches, totals, _ = _write(reader, with_sizes, 1, target, kind, escape_formulas_in_csv, None)
     return StreamedRecords(target, rows, int(totals[0, 0]), batches, time.perf_counter() - started)
 
@@ -532,6 +578,11 @@ def _resolve(
     if not isinstance(columns, Mapping) or not columns:
         raise ParameterError("Step 'generalize': 'columns' must be an object mapping column names to settings.")
     suppress = params.get("suppress")
+    if suppress is not None and params.get("entity") is not None:
+        raise ParameterError(
+            "Step 'generalize' suppresses whole people (it has a person id), which needs every row of a person at "
+            "once: apply this recipe to the table in memory (engine pandas)."
+        )
     targets = PrivacyTargets.from_dict(suppress) if suppress is not None else None
     qis = [str(c) for c in params.get("quasi_identifiers", list(columns) if targets is not None else [])]
     sensitive = list(targets.sensitive) if targets is not None else []

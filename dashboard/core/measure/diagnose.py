@@ -30,6 +30,13 @@ from dashboard.core.measure.classes import (
     equivalence_classes_from_aggregate_rows,
 )
 from dashboard.core.measure.combinations import CombinationRisk, combination_risk
+from dashboard.core.measure.entities import (
+    EntityClasses,
+    EntityKey,
+    entity_classes,
+    entity_classes_from_aggregate,
+    entity_columns,
+)
 from dashboard.core.measure.household import HouseholdRisk, household_risk_of_records
 from dashboard.core.measure.model_risk import ModelRisk, check_model_request
 from dashboard.core.measure.model_risk import model_risk as _model_risk
@@ -94,6 +101,13 @@ class Diagnosis:
         with the sampling weights (``F`` = sum of the weights, whatever ``population`` says), ``1 / f`` without.
     household
         The household-id column, if any.
+    entity, entity_key, entities, entity_rows_dropped, people
+        With a person-id column (several rows per person, :mod:`dashboard.core.measure.entities`): its name, the
+        person key (``set`` or ``multiset``), the number of people in the input, the rows the ``drop`` policy left
+        out, and the person-level classes with the class of each person (``people``). ``classes`` and every number
+        derived from it are then counted in people (``n_records`` is the people in scope, ``classes.n_dropped`` the
+        people all of whose rows were dropped); ``rows`` stays rows.
+        None (0) without a person id.
     """
 
     rows: int
@@ -114,6 +128,11 @@ class Diagnosis:
     warnings: tuple[str, ...] = ()
     household_risk: HouseholdRisk | None = None
     household: str | None = None
+    entity: str | None = None
+    entity_key: str | None = None
+    entities: int | None = None
+    entity_rows_dropped: int = 0
+    people: EntityClasses | None = None
 
     @property
     def missing_policy(self) -> MissingPolicy:
@@ -191,6 +210,11 @@ class Diagnosis:
             "household": self.household,
             "household_risk": self.household_risk.to_dict() if self.household_risk is not None else None,
         }
+        if self.entity is not None:  # counted in people: records, classes, k, risks above count people
+            out["entity"] = self.entity
+            out["entity_key"] = self.entity_key
+            out["entities"] = self.entities
+            out["dropped_rows"] = self.entity_rows_dropped
         if self.population_uniqueness is not None:
             uniqueness = self.population_uniqueness
             out["population_uniqueness"] = {
@@ -272,6 +296,8 @@ def diagnose(
     sampling_fraction: float | None = None,
     weights: str | None = None,
     household: str | None = None,
+    entity: str | None = None,
+    entity_key: str | EntityKey = EntityKey.SET,
     max_risk: float = DEFAULT_MAX_RISK,
     recursive_l: int = 2,
     hierarchies: Mapping[str, Any] | None = None,
@@ -315,6 +341,14 @@ def diagnose(
         Household-id column (default: the contract's household column): the household risk of
         :mod:`dashboard.core.measure.household`, with sampling weights when there are some, ``1 / f`` without. It
         cannot also be a quasi-identifier, sensitive or weight column.
+    entity
+        Person-id column, when a person may have several rows (default: the contract's ``is_entity_id`` column).
+        Classes are then groups of people with equal keys, and every count is of people
+        (:mod:`dashboard.core.measure.entities`); a weight must be equal on all rows of a person. The ``wildcard``
+        policy, a population table and the QI-combination analysis are refused with a person id.
+    entity_key
+        ``"set"`` (default): a person's key is the set of their distinct QI tuples; ``"multiset"``: each distinct
+        tuple with its number of rows.
     max_risk
         Highest acceptable per-record re-identification risk ``tau``; records at risk have risk ``> tau``.
     recursive_l
@@ -368,7 +402,39 @@ def diagnose(
     model_methods, model_pairs = check_model_request(model_risk, model_interactions, qis)
     orders = contract.ordinal_orders() if contract else {}
     ordered = _ordered_sensitive(contract, sensitive_names) if contract else None
-    if in_memory:
+    entity_column = entity if entity is not None else (contract.entity if contract else None)
+    if entity_column is not None and household_column is not None:
+        raise ParameterError(
+            "A person id and a household id together are not supported: the household risk combines one record per "
+            "person. Measure the household risk on a table with one row per person."
+        )
+    if entity_column is not None and model_methods:
+        raise ParameterError(
+            "Model-based risk fits the table of QI combinations of records; with a person id a class is a set of "
+            "combinations per person, which the log-linear models do not describe. Leave out the model-based risk."
+        )
+    people: EntityClasses | None = None
+    if entity_column is not None:
+        people, rows, used, seconds = _people(
+            data,
+            in_memory,
+            entity_column,
+            entity_key,
+            qis,
+            sensitive_names,
+            missing=missing,
+            weights=weight_column,
+            orders=orders,
+            ordered=ordered,
+            population=population,
+            combinations=combinations,
+            engine=engine,
+            memory_limit=memory_limit,
+            temp_directory=temp_directory,
+            spark_master=spark_master,
+        )
+        classes = people.classes
+    elif in_memory:
         assert isinstance(data, pd.DataFrame)
         check_columns(data, qis, role="quasi-identifier")
         check_columns(data, sensitive_names, role="sensitive attribute", allow_empty=True)
@@ -463,9 +529,14 @@ def diagnose(
         identifiers=contract.identifiers if contract else (),
         engine=used.value,
         counting_seconds=seconds,
-        warnings=_warnings(data, classes, qis, sensitive_names),
+        warnings=_warnings(data, classes, qis, sensitive_names, people),
         household_risk=households,
         household=household_column,
+        entity=people.entity if people else None,
+        entity_key=people.entity_key.value if people else None,
+        entities=len(people.person_ids) if people else None,
+        entity_rows_dropped=people.rows_dropped if people else 0,
+        people=people,
     )
 
 
@@ -481,7 +552,67 @@ def _check_household(name: str, qis: Sequence[str], sensitive: Sequence[str], we
             raise ColumnError(f"The household column '{name}' cannot also be a {role}.")
 
 
-def _warnings(data: Any, classes: EquivalenceClasses, qis: Sequence[str], sensitive: Sequence[str]) -> tuple[str, ...]:
+def _people(
+    data: Any,
+    in_memory: bool,
+    entity: str,
+    entity_key: str | EntityKey,
+    qis: tuple[str, ...],
+    sensitive: tuple[str, ...],
+    *,
+    missing: str | MissingPolicy,
+    weights: str | None,
+    orders: Mapping[str, Sequence[Any]],
+    ordered: Sequence[str] | None,
+    population: Any,
+    combinations: bool,
+    engine: str | Engine,
+    memory_limit: str | None,
+    temp_directory: str | os.PathLike[str] | None,
+    spark_master: str | None,
+) -> tuple[EntityClasses, int, Engine, float]:
+    """The person-level classes of ``data`` (a person id given), with the rows read, the engine and the seconds."""
+    if isinstance(population, pd.DataFrame):
+        raise ParameterError(
+            "A population table counts people per QI combination, but with a person id a class is a set of QI "
+            "tuples per person: give the population size (population=N) or a sampling fraction instead."
+        )
+    if combinations:
+        raise ParameterError("The QI-combination analysis counts rows; it is not available with a person id.")
+    options: dict[str, Any] = {
+        "entity_key": entity_key,
+        "sensitive": sensitive,
+        "missing": missing,
+        "weights": weights,
+        "orders": orders,
+        "ordered": ordered,
+    }
+    columns = entity_columns(entity, qis, sensitive, weights)
+    if in_memory:
+        assert isinstance(data, pd.DataFrame)
+        check_columns(data, columns, role="column")
+        started = time.perf_counter()
+        people = entity_classes(data, entity, qis, **options)
+        return people, len(data), Engine.PANDAS, time.perf_counter() - started
+    aggregate = aggregate_table(
+        data,
+        columns,
+        engine=engine,
+        memory_limit=memory_limit,
+        temp_directory=temp_directory,
+        spark_master=spark_master,
+    )
+    people = entity_classes_from_aggregate(aggregate.frame, entity, qis, count=COUNT, **options)
+    return people, aggregate.rows, aggregate.engine, aggregate.seconds
+
+
+def _warnings(
+    data: Any,
+    classes: EquivalenceClasses,
+    qis: Sequence[str],
+    sensitive: Sequence[str],
+    people: EntityClasses | None = None,
+) -> tuple[str, ...]:
     """Sentences naming the quasi-identifiers and sensitive attributes missing in every record (of a non-empty
     table): an empty QI distinguishes no one, an empty sensitive attribute discloses nothing, and both are more
     likely a wrong column or a reading problem than an intended role."""
@@ -493,7 +624,8 @@ def _warnings(data: Any, classes: EquivalenceClasses, qis: Sequence[str], sensit
     else:  # counted from an aggregate: the classes hold every value that occurs
         if not classes.n_records and not classes.n_dropped:
             return ()
-        empty_qis = [name for name, values in zip(qis, classes.categories, strict=True) if not len(values)]
+        categories = people.qi_categories if people is not None else classes.categories
+        empty_qis = [name for name, values in zip(qis, categories, strict=True) if not len(values)]
         empty_sensitive = [
             name for name, distribution in classes.sensitive.items() if list(distribution.labels) == [MISSING_LABEL]
         ]

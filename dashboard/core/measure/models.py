@@ -23,6 +23,12 @@ the class size ``f_j`` is ``classes.sizes`` (the number of compatible records), 
 reference distribution ``p`` stays the distribution over records. Under ``drop`` the dropped records are in no class
 and in no reference distribution. ``violating_records`` counts ``classes.counts`` (records whose own class fails).
 
+People with several rows
+------------------------
+For person-level classes (:mod:`dashboard.core.measure.entities`) each person contributes each of their distinct SA
+values once: ``c_ji`` counts the people of class ``j`` with value ``i``, and ``f_j`` in the frequencies is the class's
+number of (person, value) pairs (the total of its distribution), while k and (alpha,k)'s k count people.
+
 Several sensitive attributes
 ----------------------------
 Each SA is evaluated separately, as ARX does (one criterion per SA). :func:`worst_of` and
@@ -280,7 +286,9 @@ def _distribution(classes: EquivalenceClasses, name: str) -> SensitiveDistributi
 
 def _sparse(classes: EquivalenceClasses, name: str) -> _Sparse:
     dist = _distribution(classes, name)
-    sizes = np.asarray(classes.sizes, dtype=np.int64)
+    # The denominators are the class totals of the distribution: the class sizes, except for person-level classes
+    # (dashboard.core.measure.entities), whose distributions count (person, value) pairs.
+    sizes = dist.class_totals()
     total = int(dist.overall.sum())
     if total > 2**31:
         # c*N and n*f must fit in int64; beyond 2^31 records the exact numerators could overflow.
@@ -331,8 +339,8 @@ def alpha_k_anonymity(classes: EquivalenceClasses, name: str) -> AlphaKResult:
         per_class,
         Comparison.AT_MOST,
         classes.counts,
-        k=int(sparse.sizes.min()),
-        sizes=sparse.sizes,
+        k=int(classes.sizes.min()),
+        sizes=np.asarray(classes.sizes, dtype=np.int64),
     )
 
 

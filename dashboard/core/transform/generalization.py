@@ -7,6 +7,10 @@ Registers the step kind ``"generalize"`` (see :mod:`dashboard.core.transform.ste
      "suppress": {"k": 5, "l": null, "t": null, "sensitive": [], "t_distance": null, "max_risk": null},
      "quasi_identifiers": ["age", "zip", "sex"]}
 
+With a person id (several rows per person), ``"entity": {"column": "patient_id", "key": "set"}`` judges the
+``suppress`` targets on the person-level classes of the generalized rows (:mod:`dashboard.core.measure.entities`)
+and removes whole people: every row of every person of a violating class.
+
 ``columns`` gives the level of each generalized column and its hierarchy (a table, or a builder rule that is
 rebuilt over the values of the data it is applied to, see :meth:`Hierarchy.for_values`). The optional
 ``suppress`` removes, after generalizing, every record whose equivalence class over ``quasi_identifiers`` (every
@@ -38,6 +42,7 @@ from dashboard.core.measure.classes import (
     equivalence_classes,
     equivalence_classes_from_aggregate,
 )
+from dashboard.core.measure.entities import EntityKey, entity_classes
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
 from dashboard.core.transform.steps import Step, TransformResult, register_step
@@ -53,6 +58,8 @@ def generalize(
     suppress: PrivacyTargets | None = None,
     quasi_identifiers: Sequence[str] | None = None,
     built_over_data: bool = False,
+    entity: str | None = None,
+    entity_key: str = "set",
 ) -> TransformResult:
     """Generalize each column of ``levels`` to its level; optionally suppress records of violating classes.
 
@@ -76,6 +83,9 @@ def generalize(
     built_over_data
         The rule-based hierarchies were just built over these columns of ``data``, so they are not rebuilt (a
         postcode or date hierarchy over a large column costs a noticeable part of a second).
+    entity, entity_key
+        With ``suppress``: the person-id column; the targets are then judged on people (person key ``entity_key``,
+        ``"set"`` or ``"multiset"``) and whole people are removed.
 
     Returns
     -------
@@ -96,6 +106,10 @@ def generalize(
             )
         qis = list(check_columns(data, list(quasi_identifiers), role="quasi-identifier"))
         suppress.require_sensitive()
+    elif entity is not None:
+        raise ParameterError("generalize(..., entity=...) judges the suppression on people: give suppress=... too.")
+    if entity is not None:
+        entity_key = EntityKey.parse(entity_key).value
     missing_hierarchy = [c for c in columns if c not in hierarchies]
     if missing_hierarchy:
         raise HierarchyError(f"No hierarchy given for: {', '.join(repr(c) for c in missing_hierarchy)}.")
@@ -134,7 +148,11 @@ def generalize(
     if suppress is not None:
         params["suppress"] = suppress.to_dict()
         params["quasi_identifiers"] = list(qis)
-        keep = ~_violating_records(out, qis, suppress)
+        if entity is not None:
+            params["entity"] = {"column": entity, "key": entity_key}
+            keep = ~_violating_people(out, entity, entity_key, qis, suppress)
+        else:
+            keep = ~_violating_records(out, qis, suppress)
         if not keep.all():
             kept_rows = np.flatnonzero(keep)
             out = out.iloc[kept_rows]
@@ -166,6 +184,19 @@ def _violating_records(data: pd.DataFrame, columns: list[str], targets: PrivacyT
         return np.zeros(0, dtype=bool)
     classes = equivalence_classes(data, columns, sensitive=list(targets.sensitive))
     violating = suppressed_classes(classes, targets)
+    assert classes.record_class is not None
+    return violating[classes.record_class]
+
+
+def _violating_people(
+    data: pd.DataFrame, entity: str, key: str, columns: list[str], targets: PrivacyTargets
+) -> np.ndarray:
+    """Boolean per row: its person's class of people over ``columns`` is suppressed for ``targets``."""
+    if not len(data):
+        return np.zeros(0, dtype=bool)
+    people = entity_classes(data, entity, columns, entity_key=key, sensitive=list(targets.sensitive))
+    classes = people.classes
+    violating = np.append(suppressed_classes(classes, targets), False)
     assert classes.record_class is not None
     return violating[classes.record_class]
 
@@ -265,10 +296,11 @@ def without_combinations(data: pd.DataFrame, combinations: pd.DataFrame) -> np.n
 @register_step("generalize")
 def generalization_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
     """The ``"generalize"`` step: ``columns`` and optional ``suppress`` as in the module docstring."""
-    unknown = sorted(set(params) - {"columns", "suppress", "quasi_identifiers"})
+    unknown = sorted(set(params) - {"columns", "suppress", "quasi_identifiers", "entity"})
     if unknown:
         raise ParameterError(
-            f"Step 'generalize': unknown parameter(s) {', '.join(unknown)}; use columns, suppress, quasi_identifiers."
+            f"Step 'generalize': unknown parameter(s) {', '.join(unknown)}; use columns, suppress, quasi_identifiers, "
+            "entity."
         )
     columns = params.get("columns")
     suppress = params.get("suppress")
@@ -285,4 +317,16 @@ def generalization_step(data: pd.DataFrame, /, **params: Any) -> TransformResult
     targets = PrivacyTargets.from_dict(suppress) if suppress is not None else None
     # Recipes list the quasi-identifiers; recipes written before they did listed every QI among the columns.
     qis = params.get("quasi_identifiers", list(levels) if targets is not None else None)
-    return generalize(data, levels, hierarchies, suppress=targets, quasi_identifiers=qis, built_over_data=True)
+    person = params.get("entity")
+    if person is not None and (not isinstance(person, Mapping) or not isinstance(person.get("column"), str)):
+        raise ParameterError("Step 'generalize': 'entity' must be an object with the person-id 'column' (and 'key').")
+    return generalize(
+        data,
+        levels,
+        hierarchies,
+        suppress=targets,
+        quasi_identifiers=qis,
+        built_over_data=True,
+        entity=person["column"] if person is not None else None,
+        entity_key=str(person.get("key", "set")) if person is not None else "set",
+    )

@@ -278,3 +278,13 @@ def test_apply_needs_the_column_as_quasi_identifier(services: Services) -> None:
     result = services.postcodes.generalization(GeoSettings())
     with pytest.raises(PrivdashError, match="not a quasi-identifier"):
         apply_mapping(services, state, result, "postcode")
+
+
+def test_apply_refuses_people_counted_by_a_person_id(services: Services) -> None:
+    state = services.initial_state(services.dataset("demo:people"))
+    # Each customer is one row here; the role alone makes the risk counted in people.
+    state = state.with_columns(roles={"customer_id": "entity"})
+    assert services.diagnosis(state).entity == "customer_id"
+    result = services.postcodes.generalization(GeoSettings())
+    with pytest.raises(PrivdashError, match="'customer_id' is a person id"):
+        apply_mapping(services, state, result, "postcode")

@@ -94,6 +94,16 @@ def test_class_table_matches_the_core(small: pd.DataFrame) -> None:
     assert fails == {"20-29": "", "30-39": "", "40-49": "k, l", "50-59": "k, l"}
 
 
+def test_class_table_of_people_shows_each_persons_key() -> None:
+    from tests.unit.core.measure.test_entities import VISITS
+
+    result = diagnose(VISITS, ["age", "sex"], sensitive=["dx"], entity="pid")
+    table = riskview.class_table(result, ViewState(k=2, l=1, t=1.0))
+    assert table.titles["q0"] == "person_key" and "q1" not in table.titles
+    assert table.frame["q0"].astype(str).tolist() == ["(age=40, sex=M)", "(age=30, sex=F); (age=31, sex=F)"]
+    assert table.frame["size"].tolist() == [1, 3] and table.frame["fails"].tolist() == ["k", ""]
+
+
 def test_class_rows_sort_filter_and_page(small: pd.DataFrame) -> None:
     result = diagnose(small, ["age", "sex"], sensitive=["diag"])
     table = riskview.class_table(result, ViewState(k=3, l=2, t=1.0))
