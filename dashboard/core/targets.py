@@ -107,6 +107,7 @@ POPULATION_TARGETS = ("k_map", "delta_presence")
 TARGET_NAMES = ("k", "l", "t", "max_risk", *GLOBAL_TARGETS, *POPULATION_TARGETS)
 #: The population-uniqueness estimators ``population_uniques`` may use (``dankar`` by default).
 UNIQUES_ESTIMATORS = ("dankar", "pitman", "zayatz", "snb")
+_CLASS_TARGETS = ("k", "l", "t", "max_risk")
 _FRACTION_TARGETS = ("global_risk", "household_risk", "average_risk", "delta_presence", "population_uniques")
 _OPTIONAL_KEYS = (*GLOBAL_TARGETS, *POPULATION_TARGETS, "population_uniques_estimator")
 
@@ -244,8 +245,10 @@ class PrivacyTargets:
         self, classes: EquivalenceClasses, names: Sequence[str] | None = None
     ) -> dict[str, np.ndarray]:
         """Boolean per class for each target set (or each of ``names`` that is set): the class violates it (for
-        ``l`` and ``t``: on some sensitive attribute). :meth:`class_violations` is their union."""
-        wanted = [name for name in self.names if names is None or name in names]
+        ``l`` and ``t``: on some sensitive attribute). :meth:`class_violations` is their union. The population and
+        global targets are not among them (they need the population or the whole table:
+        :mod:`dashboard.core.transform.release_targets`)."""
+        wanted = [name for name in self.names if name in _CLASS_TARGETS and (names is None or name in names)]
         sizes = np.asarray(classes.sizes)
         out: dict[str, np.ndarray] = {}
         if "k" in wanted:
