@@ -145,6 +145,7 @@ def test_household_risk_and_missing_population_are_refused(testdata: pd.DataFram
     hierarchies = default_hierarchies(testdata, QIS, 2)
     with pytest.raises(ParameterError, match="household_risk"):
         optimal_generalization(testdata, hierarchies, quasi_identifiers=QIS, targets=PrivacyTargets(household_risk=0.1))
-    for targets in (PrivacyTargets(k_map=3), PrivacyTargets(delta_presence=0.5), PrivacyTargets(population_uniques=0.1)):
+    needing = (PrivacyTargets(k_map=3), PrivacyTargets(delta_presence=0.5), PrivacyTargets(population_uniques=0.1))
+    for targets in needing:
         with pytest.raises(ParameterError, match="need\\(s\\) the population"):
             optimal_generalization(testdata, hierarchies, quasi_identifiers=QIS, targets=targets)
