@@ -47,7 +47,7 @@ from dashboard.core.search.lattice import (
 )
 from dashboard.core.search.local import RECODING_CHOICES, LocalRecodingResult, local_recoding
 from dashboard.core.search.solutions import SolutionEstimates, solution_estimates
-from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, TARGET_ALIASES, PrivacyTargets, parse_targets
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
 from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies, search_hierarchy
 from dashboard.core.transform.jobs import run_job_file
 from dashboard.core.transform.perturbation import perturbed_numeric_columns
@@ -289,10 +289,9 @@ def _targets(args: argparse.Namespace) -> PrivacyTargets:
             max_risk=args.max_risk,
         )
     targets = parse_targets(args.targets, sensitive=sensitive)
-    named = {
-        TARGET_ALIASES.get(part.partition("=")[0].strip().lower(), part.partition("=")[0].strip().lower())
-        for part in args.targets.split(",")
-    }
+    named = {name for name in flags if name != "k" and getattr(targets, name) is not None}
+    if any(part.partition("=")[0].strip().lower() == "k" for part in args.targets.split(",")):
+        named.add("k")
     given = {name: value for name, value in flags.items() if value is not None}
     twice = sorted(set(given) & named)
     if twice:
