@@ -48,6 +48,16 @@ that meets them, in bound order, unless the node's metric with only their violat
 bound: a satisfying node suppresses at least those, and suppressing more never lowers a metric) already reaches the
 best value. The bounds of the metrics do not depend on the targets, so their pruning is unchanged.
 
+*Release targets beyond k.* ``k_map`` and ``delta_presence`` are judged per class with the population (a sampling
+fraction, a population size as ``pi = n / N``, or the weight sums per class, rolled up with the counts), and the
+global targets ``global_risk``, ``average_risk`` and ``population_uniques`` on the records a node publishes: after the
+classes violating a class-level target are suppressed, while a global target fails, further classes are suppressed in
+decreasing order of their records' risk (cumulative sums give every prefix at once), and the node satisfies the
+targets iff the records suppressed fit the limit (:mod:`dashboard.core.transform.release_targets`, shared with the
+``generalize`` step, so the published table is the one judged). None of them marks other nodes: like ``t`` with
+suppression, they are judged at each node that meets the monotone targets, after the same lower-bound test.
+``household_risk`` is refused (the class tables carry no household ids).
+
 *What t implies.* A class violates ``t`` whatever its counts when it has too few records or too few distinct
 sensitive values to come within ``t`` of the distribution ``p'`` of the records published
 (:meth:`GeneralizationLattice.implied_by_t`). Suppressing ``s`` of the ``n`` records gives ``p = (1 - a) p' + a r``
