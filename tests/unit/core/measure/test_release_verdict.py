@@ -27,6 +27,9 @@ TABLE = pd.DataFrame(
 # f=3, p=1/3: p / (f - (1 - p)) = (1/3) / (7/3) = 1/7.
 R1, R2, R3 = math.log(4) / 3, 1 - math.log(2), 1 / 7
 WEIGHTED_GLOBAL = (R1 + 2 * R2 + 3 * R3) / 6  # 0.250729...
+# sdcMicro's indivRisk (approx) and global risk on the same table: scripts/release_targets_reference.R
+R_TOY_GLOBAL = 0.250729197971
+R_TESTDATA_GLOBAL = {"sampling_weight": 0.002353340375, "household_weights": 0.008607621333}
 # Without weights r = 1/f: (1 + 2 * 1/2 + 3 * 1/3) / 6 = 1/2.
 UNWEIGHTED_GLOBAL = 0.5
 
@@ -41,7 +44,7 @@ def one(verdict, name: str):
 
 
 def test_global_risk_weighted_and_not() -> None:
-    assert abs(WEIGHTED_GLOBAL - 0.2507291) < 1e-7
+    assert abs(WEIGHTED_GLOBAL - R_TOY_GLOBAL) < 1e-11
     below = check(PrivacyTargets(k=1, global_risk=0.25), weights="w")
     assert one(below, "global_risk").achieved == pytest.approx(WEIGHTED_GLOBAL, rel=1e-12)
     assert not below.passed
@@ -50,6 +53,17 @@ def test_global_risk_weighted_and_not() -> None:
     assert one(unweighted, "global_risk").achieved == pytest.approx(UNWEIGHTED_GLOBAL, rel=1e-12)
     assert unweighted.passed  # non-strict: ER / n == 0.5 meets 0.5
     assert not check(PrivacyTargets(k=1, global_risk=0.4999)).passed
+
+
+@pytest.mark.parametrize("weights", ["sampling_weight", "household_weights"])
+def test_global_risk_matches_sdcmicro_on_testdata(data_dir, weights: str) -> None:
+    data = pd.read_csv(data_dir / "sdcmicro_testdata" / "testdata.csv")
+    qis = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+    diagnosis = diagnose(data, qis, weights=weights)
+    reference = R_TESTDATA_GLOBAL[weights]
+    found = one(diagnosis.check(PrivacyTargets(k=1, global_risk=reference * 1.0001)), "global_risk")
+    assert found.passed and found.achieved == pytest.approx(reference, rel=1e-9)
+    assert not diagnosis.check(PrivacyTargets(k=1, global_risk=reference * 0.9999)).passed
 
 
 def test_average_risk_is_the_prosecutor_success_rate() -> None:
