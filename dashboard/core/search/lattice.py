@@ -866,6 +866,9 @@ class GeneralizationLattice:
         # Without suppression t is monotone too (a class merged from parts meeting t meets it: the distance is
         # convex in the class distribution), so the status of a node is then that of all the targets.
         monotone = targets if all_monotone else targets.monotone()
+        if targets.k_map is not None and self.sampling_fraction is not None:
+            # k-map with a sampling fraction is the class-size test f_j / pi >= k_map: monotone like k, it marks nodes.
+            monotone = replace(monotone, k=max(monotone.k, _k_map_size(targets.k_map, self.sampling_fraction)))
         # With t and suppression: a class with fewer distinct values than t allows violates t (implied_l), a
         # monotone condition like l, which joins the monotone targets.
         records, least = self.implied_by_t(targets, budget) if not all_monotone else (1, {})
@@ -971,6 +974,13 @@ class GeneralizationLattice:
         return SearchOutcome(
             found[0], tuple(found), int(touched.sum()), "exact", found[0].value, True, self.size, budget
         )
+
+
+def _k_map_size(k_map: int, fraction: float) -> int:
+    """The least class size ``f`` with ``f / pi >= k_map`` (in floating point, as the class test computes it)."""
+    guess = max(1, math.ceil(k_map * fraction) - 1)
+    candidates = np.arange(guess, guess + 3, dtype=np.float64)
+    return int(candidates[np.flatnonzero(~(candidates / fraction < k_map))[0]])
 
 
 def _aggregate_result(
