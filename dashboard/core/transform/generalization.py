@@ -287,6 +287,12 @@ def violating_combinations(
     same as :func:`_violating_records` finds on the raw rows, so removing the records of these combinations is the
     suppression of :func:`generalize`, computed without the rows.
     """
+    if targets.judged_per_node:
+        raise ParameterError(
+            "The global and population targets (global_risk, average_risk, population_uniques, k_map, "
+            "delta_presence) are judged on the records with their weights and population, which an aggregate of "
+            "combinations does not carry: apply this recipe to the table in memory (--engine pandas)."
+        )
     names = list(columns)
     classes = equivalence_classes_from_aggregate(aggregate, names, count=count, sensitive=list(targets.sensitive))
     violating = suppressed_classes(classes, targets)

@@ -173,3 +173,33 @@ def test_report_fix_meets_global_risk(capsys: pytest.CaptureFixture[str], testda
     )
     assert code == 0, err
     assert "global_risk ≤ 0.001" in out + err
+
+
+def test_recipe_of_a_release_target_fix_replays(
+    capsys: pytest.CaptureFixture[str], testdata_path: Path, tmp_path: Path
+) -> None:
+    first, recipe, second = tmp_path / "a.csv", tmp_path / "recipe.json", tmp_path / "b.csv"
+    base = ("anonymize", str(testdata_path))
+    code, _, err = run(
+        capsys,
+        *base,
+        "--qi",
+        KEYS,
+        "--weights",
+        "sampling_weight",
+        "--targets",
+        "global_risk=0.001",
+        "-o",
+        str(first),
+        "--save-recipe",
+        str(recipe),
+    )
+    assert code == 0, err
+    params = json.loads(recipe.read_text())["steps"][0]["params"]
+    assert params["suppress"]["global_risk"] == 0.001 and params["weights"] == "sampling_weight"
+    code, _, err = run(capsys, *base, "--recipe", str(recipe), "-o", str(second))
+    assert code == 0, err
+    assert first.read_bytes() == second.read_bytes()
+    # out of core, the records' weights are not in the aggregate: refused, not judged without them
+    code, _, err = run(capsys, *base, "--recipe", str(recipe), "-o", str(tmp_path / "c.csv"), "--engine", "duckdb")
+    assert code == 2 and "global and population targets" in err
