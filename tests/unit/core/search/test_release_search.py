@@ -45,6 +45,8 @@ SCENARIOS = [
     (PrivacyTargets(k=1, population_uniques=0.001, population_uniques_estimator="pitman"), None, 0.3),
     (PrivacyTargets(k=1, k_map=200, average_risk=0.03), None, 0.05),
     (PrivacyTargets(k=2, delta_presence=0.06), "household_weights", None),
+    (PrivacyTargets(k=1, population_uniques=1e-4), "household_weights", None),
+    (PrivacyTargets(k=1, global_risk=0.002, k_map=100), "household_weights", 0.05),
 ]
 
 
