@@ -51,6 +51,7 @@ from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, pars
 from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies, search_hierarchy
 from dashboard.core.transform.jobs import run_job_file
 from dashboard.core.transform.perturbation import perturbed_numeric_columns
+from dashboard.core.transform.release_targets import release_verdict
 from dashboard.core.transform.steps import Recipe, TransformResult, apply_recipe
 from dashboard.core.utility.estimates import Estimate
 from dashboard.core.utility.metrics import Metric, information_loss
@@ -98,8 +99,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--targets",
         help="release targets, as privdash diagnose --targets: k, l, t, max_risk and global_risk (ER/n), "
         "average_risk, k_map, delta_presence, population_uniques (population_uniques_estimator=dankar|pitman|zayatz|"
-        "snb), e.g. global_risk=0.001; k is 1 unless given. Global risks are judged on the records published, "
-        "suppressing the riskiest classes first; household_risk is measured by privdash diagnose, not searched",
+        "snb), household_risk (with --household), e.g. global_risk=0.001; k is 1 unless given. Global risks are "
+        "judged on the records published, suppressing the riskiest classes first",
     )
     parser.add_argument(
         "--population-size",
@@ -108,6 +109,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--sampling-fraction", type=float, help="sampling fraction pi = n/N, instead of --population-size"
+    )
+    parser.add_argument(
+        "--household",
+        metavar="COLUMN",
+        help="household-id column for the --targets household_risk (a missing id: a household of its own)",
     )
     parser.add_argument(
         "--max-suppression",
@@ -322,7 +328,10 @@ def _search_targets(args: argparse.Namespace, qis: list[str]) -> dict[str, Any]:
             weights=args.weights,
             population_size=args.population_size,
             sampling_fraction=args.sampling_fraction,
+            household=args.household,
         )
+    elif args.household is not None:
+        raise ParameterError("--household is for the target household_risk of --targets.")
     elif args.population_size is not None or args.sampling_fraction is not None:
         raise ParameterError(
             "--population-size and --sampling-fraction are for the targets k_map, delta_presence and "
@@ -356,7 +365,8 @@ def _verdict_of_published(args: argparse.Namespace, data: pd.DataFrame, result: 
         weights=args.weights,
         sampling_fraction=fraction,
     )
-    return published.check(result.targets)
+    household = result.data[args.household] if args.household is not None else None
+    return release_verdict(published, result.targets, household=household, sampling_fraction=fraction)
 
 
 def _search_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -603,6 +613,7 @@ _SEARCH_OPTIONS = (
     "targets",
     "population_size",
     "sampling_fraction",
+    "household",
 )
 
 

@@ -56,7 +56,8 @@ decreasing order of their records' risk (cumulative sums give every prefix at on
 targets iff the records suppressed fit the limit (:mod:`dashboard.core.transform.release_targets`, shared with the
 ``generalize`` step, so the published table is the one judged). None of them marks other nodes: like ``t`` with
 suppression, they are judged at each node that meets the monotone targets, after the same lower-bound test.
-``household_risk`` is refused (the class tables carry no household ids).
+``household_risk`` needs the household of each record: the lattice then keeps, for every class table, the class of
+each finest class, and maps the (household, finest class) pairs through it.
 
 *What t implies.* A class violates ``t`` whatever its counts when it has too few records or too few distinct
 sensitive values to come within ``t`` of the distribution ``p'`` of the records published
@@ -115,7 +116,7 @@ from dashboard.core.transform.generalization import (
     without_combinations,
 )
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError
-from dashboard.core.transform.release_targets import check_release_targets
+from dashboard.core.transform.release_targets import Households, check_release_targets
 from dashboard.core.transform.steps import Recipe, Step, TransformResult
 from dashboard.core.utility.metrics import Metric
 
@@ -155,7 +156,7 @@ class _Table:
     """Classes of one node: QI codes at the node's levels, record counts, and (when rolled up with them) sparse
     sensitive counts: class, value, count, sorted. ``sensitive`` is None for a table of class sizes only."""
 
-    __slots__ = ("codes", "counts", "levels", "sensitive", "weights")
+    __slots__ = ("codes", "counts", "from_bottom", "levels", "sensitive", "weights")
 
     def __init__(
         self,
@@ -164,12 +165,14 @@ class _Table:
         counts: np.ndarray,
         sensitive: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None,
         weights: np.ndarray | None = None,
+        from_bottom: np.ndarray | None = None,
     ) -> None:
         self.levels = levels
         self.codes = codes  # (J, q)
         self.counts = counts  # (J,) int64
         self.sensitive = sensitive
         self.weights = weights  # (J,) float64 sums of the sampling weights, when the lattice has a weight column
+        self.from_bottom = from_bottom  # class of each finest class, when the lattice has household ids
 
     @property
     def n_classes(self) -> int:
@@ -372,6 +375,7 @@ class GeneralizationLattice:
         weights: str | None = None,
         population_size: float | None = None,
         sampling_fraction: float | None = None,
+        household: str | None = None,
     ) -> None:
         qis = check_columns(
             data, list(hierarchies) if quasi_identifiers is None else quasi_identifiers, role="quasi-identifier"
@@ -394,6 +398,11 @@ class GeneralizationLattice:
             if counts is not None:
                 raise ParameterError("Sampling weights are not supported with an aggregate (counts=...).")
         self.weights: str | None = weights
+        if household is not None:
+            check_columns(data, [household], role="household-id column")
+            if counts is not None:
+                raise ParameterError("Household ids are not supported with an aggregate (counts=...).")
+        self.household: str | None = household
         if population_size is not None and sampling_fraction is not None:
             raise ParameterError("Give a population size or a sampling fraction, not both.")
         if population_size is not None:
@@ -465,8 +474,18 @@ class GeneralizationLattice:
             for name, d in bottom.sensitive.items()
         }
         bottom_weights = None if bottom.weight_sums is None else np.asarray(bottom.weight_sums, dtype=np.float64)
+        #: The (household, finest class, records) triples, for household_risk.
+        self.households: Households | None = None
+        if household is not None:
+            assert bottom.record_class is not None
+            self.households = Households.from_records(data[household].reset_index(drop=True), bottom.record_class)
         self.bottom = _Table(
-            (0,) * len(qis), codes.astype(np.int64), np.asarray(bottom.counts, np.int64), sens_sparse, bottom_weights
+            (0,) * len(qis),
+            codes.astype(np.int64),
+            np.asarray(bottom.counts, np.int64),
+            sens_sparse,
+            bottom_weights,
+            None if household is None else np.arange(bottom.n_classes, dtype=np.int64),
         )
         # Value counts per QI leaf (missing last), for the column-separable metric parts.
         self._leaf_counts = [
@@ -565,8 +584,9 @@ class GeneralizationLattice:
         representative[inverse] = np.arange(n)
         codes = np.column_stack([c[representative] for c in columns])
         weights = None if source.weights is None else np.bincount(inverse, weights=source.weights, minlength=n_new)
+        from_bottom = None if source.from_bottom is None else inverse[source.from_bottom]
         if not sensitive or source.sensitive is None:
-            return _Table(levels, codes, counts, None if self.sensitive else {}, weights)
+            return _Table(levels, codes, counts, None if self.sensitive else {}, weights, from_bottom)
         rolled = {}
         for name, (cls, val, cnt) in source.sensitive.items():
             m = self._templates[name].n_values
@@ -579,7 +599,7 @@ class GeneralizationLattice:
                 present, where = np.unique(pair, return_inverse=True)
                 sums = np.bincount(where.reshape(-1), weights=cnt, minlength=len(present))
             rolled[name] = (present // m, present % m, sums.astype(np.int64))
-        return _Table(levels, codes, counts, rolled, weights)
+        return _Table(levels, codes, counts, rolled, weights, from_bottom)
 
     def classes(self, levels: Mapping[str, int] | Sequence[int]) -> EquivalenceClasses:
         """The equivalence classes at ``levels`` (from the roll-up; no per-record classes)."""
@@ -759,7 +779,19 @@ class GeneralizationLattice:
         are judged the same way, on the records left (:mod:`dashboard.core.transform.release_targets`)."""
         if targets.t is None and not targets.judged_per_node:
             return self._monotone_violations(table, targets)
-        return suppressed_classes(self._classes(table), targets, budget, sampling_fraction=self.sampling_fraction)
+        households = None
+        if targets.household_risk is not None and self.households is not None:
+            if table.from_bottom is None:  # a table of sizes only may lack it: the full one has it
+                table = self.table(table.levels)
+            assert table.from_bottom is not None
+            households = self.households.mapped(table.from_bottom, table.n_classes)
+        return suppressed_classes(
+            self._classes(table),
+            targets,
+            budget,
+            sampling_fraction=self.sampling_fraction,
+            households=households,
+        )
 
     def _monotone_violations(self, table: _Table, targets: PrivacyTargets) -> np.ndarray:
         """Classes violating ``k``, ``max_risk`` or distinct ``l`` (the number of sensitive entries of a class:
@@ -815,7 +847,12 @@ class GeneralizationLattice:
         return path
 
     def _check_targets(self, targets: PrivacyTargets) -> None:
-        check_release_targets(targets, weighted=self.weights is not None, sampling_fraction=self.sampling_fraction)
+        check_release_targets(
+            targets,
+            weighted=self.weights is not None,
+            sampling_fraction=self.sampling_fraction,
+            households=self.households is not None,
+        )
         missing_sa = sorted(set(targets.sensitive) - set(self.sensitive))
         if missing_sa:
             raise ColumnError(
@@ -1523,6 +1560,7 @@ def optimal_generalization(
     weights: str | None = None,
     population_size: float | None = None,
     sampling_fraction: float | None = None,
+    household: str | None = None,
 ) -> SearchResult:
     """Find the generalization levels and record suppression of least information loss meeting the targets.
 
@@ -1565,12 +1603,14 @@ def optimal_generalization(
         All the targets at once, instead of ``k`` .. ``max_risk`` (those are then ignored): with the global and
         population targets (``global_risk``, ``average_risk``, ``population_uniques``, ``k_map``,
         ``delta_presence``), judged at each node on the records it publishes
-        (:mod:`dashboard.core.transform.release_targets`). ``household_risk`` is refused.
+        (:mod:`dashboard.core.transform.release_targets`); ``household_risk`` with ``household``.
     weights
         Sampling-weight column: the weighted individual risk of ``global_risk`` and, without a population size,
         ``F_j`` (sum of the weights) of ``k_map``, ``delta_presence`` and ``population_uniques``.
     population_size, sampling_fraction
         The population (one of them): ``F_j = f_j / pi``, with ``pi = n / N`` from the input table's ``n``.
+    household
+        The household-id column of ``household_risk`` (a missing id: a household of its own).
 
     Returns
     -------
@@ -1610,6 +1650,7 @@ def optimal_generalization(
         weights=weights,
         population_size=population_size,
         sampling_fraction=sampling_fraction,
+        household=household if targets.household_risk is not None else None,
     )
     lattice._check_targets(targets)
     if strategy == "heuristic" or (strategy == "auto" and lattice.size > max_nodes):
@@ -1667,6 +1708,7 @@ def _search_result(
         quasi_identifiers=list(levels),
         weights=lattice.weights if targets.judged_per_node else None,
         sampling_fraction=lattice.sampling_fraction if targets.judged_per_node else None,
+        household=lattice.household if targets.judged_per_node else None,
     )
     published = transform.data
     classes = equivalence_classes(published, qis, sensitive=list(targets.sensitive))

@@ -23,7 +23,7 @@ without ``t`` one round is all there is. ``k_map`` and ``delta_presence`` are ju
 (a ``sampling_fraction`` parameter, else the sampling weights of the ``weights`` column), and the global targets
 (``global_risk``, ``average_risk``, ``population_uniques``) on the records left, removing further classes in decreasing
 order of risk until they are met (:mod:`dashboard.core.transform.release_targets`); the step's JSON then also holds
-``"weights"`` and ``"sampling_fraction"`` when given.
+``"weights"``, ``"sampling_fraction"`` and ``"household"`` (the household-id column of ``household_risk``) when given.
 """
 
 from __future__ import annotations
@@ -44,7 +44,12 @@ from dashboard.core.measure.classes import (
 )
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
-from dashboard.core.transform.release_targets import check_release_targets, global_suppression, population_violations
+from dashboard.core.transform.release_targets import (
+    Households,
+    check_release_targets,
+    global_suppression,
+    population_violations,
+)
 from dashboard.core.transform.steps import Step, TransformResult, register_step
 
 __all__ = ["generalization_step", "generalize", "kept_classes", "suppressed_classes"]
@@ -60,6 +65,7 @@ def generalize(
     built_over_data: bool = False,
     weights: str | None = None,
     sampling_fraction: float | None = None,
+    household: str | None = None,
 ) -> TransformResult:
     """Generalize each column of ``levels`` to its level; optionally suppress records of violating classes.
 
@@ -83,6 +89,8 @@ def generalize(
     weights, sampling_fraction
         The sampling-weight column and the sampling fraction ``pi`` the population targets and the weighted
         individual risk of ``suppress`` are judged with (:mod:`dashboard.core.transform.release_targets`).
+    household
+        The household-id column ``household_risk`` of ``suppress`` is judged with.
     built_over_data
         The rule-based hierarchies were just built over these columns of ``data``, so they are not rebuilt (a
         postcode or date hierarchy over a large column costs a noticeable part of a second).
@@ -108,7 +116,14 @@ def generalize(
         suppress.require_sensitive()
         if weights is not None:
             check_columns(data, [weights], role="weight column")
-        check_release_targets(suppress, weighted=weights is not None, sampling_fraction=sampling_fraction)
+        if household is not None:
+            check_columns(data, [household], role="household-id column")
+        check_release_targets(
+            suppress,
+            weighted=weights is not None,
+            sampling_fraction=sampling_fraction,
+            households=household is not None,
+        )
     missing_hierarchy = [c for c in columns if c not in hierarchies]
     if missing_hierarchy:
         raise HierarchyError(f"No hierarchy given for: {', '.join(repr(c) for c in missing_hierarchy)}.")
@@ -151,7 +166,9 @@ def generalize(
             params["weights"] = weights
         if sampling_fraction is not None:
             params["sampling_fraction"] = sampling_fraction
-        keep = ~_violating_records(out, qis, suppress, weights, sampling_fraction)
+        if household is not None:
+            params["household"] = household
+        keep = ~_violating_records(out, qis, suppress, weights, sampling_fraction, household)
         if not keep.all():
             kept_rows = np.flatnonzero(keep)
             out = out.iloc[kept_rows]
@@ -182,14 +199,20 @@ def _violating_records(
     targets: PrivacyTargets,
     weights: str | None = None,
     sampling_fraction: float | None = None,
+    household: str | None = None,
 ) -> np.ndarray:
     """Boolean per row: its class over ``columns`` is suppressed for ``targets`` (:func:`suppressed_classes`; the
     classes are the core's own)."""
     if not len(data):
         return np.zeros(0, dtype=bool)
     classes = equivalence_classes(data, columns, sensitive=list(targets.sensitive), weights=weights)
-    violating = suppressed_classes(classes, targets, sampling_fraction=sampling_fraction)
     assert classes.record_class is not None
+    households = (
+        Households.from_records(data[household].reset_index(drop=True), classes.record_class)
+        if household is not None and targets.household_risk is not None
+        else None
+    )
+    violating = suppressed_classes(classes, targets, sampling_fraction=sampling_fraction, households=households)
     return violating[classes.record_class]
 
 
@@ -242,6 +265,7 @@ def suppressed_classes(
     budget: int | None = None,
     *,
     sampling_fraction: float | None = None,
+    households: Households | None = None,
 ) -> np.ndarray:
     """Boolean per class: its records are suppressed to meet ``targets`` (see the module docstring).
 
@@ -272,7 +296,7 @@ def suppressed_classes(
             bad[left[farther]] = True
         if budget is not None and int(counts[bad].sum()) > budget:
             return bad
-        bad = global_suppression(classes, targets, bad, budget, sampling_fraction)
+        bad = global_suppression(classes, targets, bad, budget, sampling_fraction, households)
         if np.array_equal(bad, before) or bad.all():
             return bad
 
@@ -312,11 +336,12 @@ def without_combinations(data: pd.DataFrame, combinations: pd.DataFrame) -> np.n
 @register_step("generalize")
 def generalization_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
     """The ``"generalize"`` step: ``columns`` and optional ``suppress`` as in the module docstring."""
-    unknown = sorted(set(params) - {"columns", "suppress", "quasi_identifiers", "weights", "sampling_fraction"})
+    known = {"columns", "suppress", "quasi_identifiers", "weights", "sampling_fraction", "household"}
+    unknown = sorted(set(params) - known)
     if unknown:
         raise ParameterError(
             f"Step 'generalize': unknown parameter(s) {', '.join(unknown)}; use columns, suppress, quasi_identifiers, "
-            "weights, sampling_fraction."
+            "weights, sampling_fraction, household."
         )
     columns = params.get("columns")
     suppress = params.get("suppress")
@@ -342,4 +367,5 @@ def generalization_step(data: pd.DataFrame, /, **params: Any) -> TransformResult
         built_over_data=True,
         weights=params.get("weights"),
         sampling_fraction=params.get("sampling_fraction"),
+        household=params.get("household"),
     )

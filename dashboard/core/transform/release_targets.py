@@ -33,49 +33,170 @@ Per node
     the prosecutor average ``(sum_j n_j / f_j) / n`` over the records kept, removed likewise in decreasing ``1 / f_j``.
 ``population_uniques``
     the estimate of the chosen estimator on the sizes of the classes kept, with ``N' = n' / pi`` (or the sum of the
-    weights kept); while it is above the target (or the estimator fails), sample-unique classes are removed: the
-    least number of them is found by bisection (with every sample unique removed every estimate is 0).
+    weights kept); while it is above the target (or the estimator fails), sample-unique classes are removed (with
+    weights, the smallest weights first): the least number of them is found by bisection over all of them, whatever
+    the suppression limit, so that the search and the published table make the same choice (with every sample unique
+    removed every estimate is 0).
 
 To keep the diagnosis of the published table on the right side of a non-strict threshold whatever the order of
 floating-point sums, a prefix is taken only when it meets the global target with a relative margin of ``1e-9``.
-``household_risk`` needs the household of each record, which the class tables do not carry: the search refuses it
-(measure it with ``privdash diagnose --targets household_risk=...`` on the published table).
+``household_risk``
+    the household global risk ``ER_h / n`` of the records kept (:func:`~dashboard.core.measure.household.household_risk`
+    over the (household, class) pairs of the records kept, each member with its class's individual risk), with the
+    household of each record (:class:`Households`). A household loses the members suppressed. Classes are removed in
+    decreasing ``r_j`` (ties: the smaller class first); the households tie the classes together, so the least prefix
+    that meets the target is found by bisection over all the prefixes (each evaluated in one pass over the pairs),
+    whatever the suppression limit, the prefix taken being one that meets it; classes equally at risk are taken in the
+    order of their first record in the table, so the search and the published table remove the same ones. Without
+    household ids the target cannot be judged and is refused.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
 import numpy as np
+import pandas as pd
 
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.classes import EquivalenceClasses
+from dashboard.core.measure.household import HouseholdRisk, household_risk
 from dashboard.core.measure.population import (
     population_counts_from_size,
     population_counts_from_weights,
     population_uniqueness_from_sizes,
 )
-from dashboard.core.measure.risk import individual_risk
+from dashboard.core.measure.risk import IndividualRisk, individual_risk
 from dashboard.core.targets import PrivacyTargets
 
+if TYPE_CHECKING:
+    from dashboard.core.measure.diagnose import Diagnosis
+    from dashboard.core.measure.verdict import Verdict
+
 __all__ = [
+    "Households",
     "check_release_targets",
     "class_population",
     "global_suppression",
+    "household_risk_of",
     "population_violations",
+    "release_verdict",
 ]
 
 #: Relative margin by which a prefix of suppressed classes must meet a global target.
 _MARGIN = 1e-9
 
 
-def check_release_targets(targets: PrivacyTargets, *, weighted: bool, sampling_fraction: float | None) -> None:
-    """Raise :class:`ParameterError` for targets the search cannot judge: ``household_risk`` (no household ids in the
-    class tables), and ``k_map``, ``delta_presence`` or ``population_uniques`` without a population (no sampling
-    fraction, population size or weights)."""
-    if targets.household_risk is not None:
+@dataclass(frozen=True, eq=False)
+class Households:
+    """The households of the records of some classes, as (household, class, records) triples.
+
+    ``household`` holds codes ``0 .. n_households - 1`` in the order of first appearance in the table (a record
+    without a household id has a code of its own), ``klass`` the class of the records (``-1``: outside every class),
+    ``counts`` how many records of that household are in that class. ``first_row`` is, per class, the position of its
+    first record in the table: the order of classes equally at risk, the same whichever way the classes were counted
+    (rolled up in the lattice or grouped from the published rows)."""
+
+    household: np.ndarray
+    klass: np.ndarray
+    counts: np.ndarray
+    n_households: int
+    first_row: np.ndarray
+
+    @classmethod
+    def from_records(cls, household: pd.Series, record_class: np.ndarray) -> Households:
+        """The triples of one household id per record (missing: a household of its own) and its class."""
+        codes, uniques = pd.factorize(household, sort=False)
+        codes = np.asarray(codes, dtype=np.int64)
+        missing = codes < 0
+        codes[missing] = len(uniques) + np.arange(int(missing.sum()), dtype=np.int64)
+        n_households = len(uniques) + int(missing.sum())
+        record_class = np.asarray(record_class, dtype=np.int64)
+        n_classes = int(record_class.max()) + 1 if len(record_class) else 0
+        first_row = np.full(n_classes, np.iinfo(np.int64).max, dtype=np.int64)
+        inside = record_class >= 0
+        np.minimum.at(first_row, record_class[inside], np.flatnonzero(inside))
+        return cls.from_pairs(codes, record_class, None, n_households, first_row)
+
+    @classmethod
+    def from_pairs(
+        cls,
+        household: np.ndarray,
+        klass: np.ndarray,
+        counts: np.ndarray | None,
+        n_households: int,
+        first_row: np.ndarray,
+    ) -> Households:
+        """The triples, with equal (household, class) pairs merged."""
+        household = np.asarray(household, dtype=np.int64)
+        klass = np.asarray(klass, dtype=np.int64)
+        weight = np.ones(len(household), dtype=np.int64) if counts is None else np.asarray(counts, dtype=np.int64)
+        width = int(klass.max()) + 2 if len(klass) else 1
+        key = household * width + (klass + 1)
+        unique, inverse = np.unique(key, return_inverse=True)
+        summed = np.bincount(inverse.reshape(-1), weights=weight, minlength=len(unique)).astype(np.int64)
+        return cls(unique // width, unique % width - 1, summed, int(n_households), first_row)
+
+    def mapped(self, class_map: np.ndarray, n_classes: int) -> Households:
+        """The same records with their classes renamed by ``class_map`` (e.g. the finest classes rolled up into
+        ``n_classes``)."""
+        class_map = np.asarray(class_map, dtype=np.int64)
+        klass = np.where(self.klass >= 0, class_map[np.maximum(self.klass, 0)], -1)
+        first_row = np.full(n_classes, np.iinfo(np.int64).max, dtype=np.int64)
+        np.minimum.at(first_row, class_map, self.first_row)
+        return Households.from_pairs(self.household, klass, self.counts, self.n_households, first_row)
+
+
+def household_risk_of(
+    classes: EquivalenceClasses, household: pd.Series, sampling_fraction: float | None = None
+) -> HouseholdRisk:
+    """The household risk of the records of ``classes`` (built from rows: ``record_class`` known), with the household
+    id of each row and each member's individual risk as the search measures it (weighted when the classes carry
+    weights). What ``household_risk`` is judged against in the search."""
+    if classes.record_class is None:
+        raise ParameterError("The household risk needs the class of each record (classes built from rows).")
+    households = Households.from_records(household.reset_index(drop=True), classes.record_class)
+    return household_risk(
+        _individual(classes, sampling_fraction),
+        households.household,
+        households.klass,
+        households.counts,
+        n_households=households.n_households,
+    )
+
+
+def release_verdict(
+    diagnosis: Diagnosis,
+    targets: PrivacyTargets,
+    *,
+    household: pd.Series | None = None,
+    sampling_fraction: float | None = None,
+) -> Verdict:
+    """``diagnosis.check(targets)``, with the household risk measured from ``household`` (one id per row of the
+    diagnosed table, which must be in memory) when ``household_risk`` is a target and the diagnosis has none: how
+    ``privdash anonymize`` shows the published table's value of every target it searched for."""
+    if (
+        targets.household_risk is not None
+        and household is not None
+        and getattr(diagnosis, "household_risk", None) is None
+    ):
+        measured = household_risk_of(diagnosis.classes, household, sampling_fraction)
+        object.__setattr__(diagnosis, "household_risk", measured)  # the diagnosis's own field where it has one
+    return diagnosis.check(targets)
+
+
+def check_release_targets(
+    targets: PrivacyTargets, *, weighted: bool, sampling_fraction: float | None, households: bool = False
+) -> None:
+    """Raise :class:`ParameterError` for targets the search cannot judge: ``household_risk`` without household ids,
+    and ``k_map``, ``delta_presence`` or ``population_uniques`` without a population (no sampling fraction,
+    population size or weights)."""
+    if targets.household_risk is not None and not households:
         raise ParameterError(
-            "The least-lossy search cannot meet household_risk (the class tables do not carry household ids): "
-            "anonymize without it, then measure it with privdash diagnose --targets household_risk=... and the "
-            "household-id column."
+            "household_risk needs the household of each record: give the household-id column (--household, "
+            "household=...), or measure it with privdash diagnose --targets household_risk=... on the published "
+            "table."
         )
     if sampling_fraction is None and not weighted:
         needing = [name for name in ("k_map", "delta_presence", "population_uniques") if getattr(targets, name)]
@@ -114,15 +235,69 @@ def population_violations(
     return bad
 
 
-def _individual_class_risk(classes: EquivalenceClasses, sampling_fraction: float | None) -> np.ndarray:
-    """``r_j`` as the diagnosis of the published table measures it (weighted with weights, else ``1 / f_j``)."""
-    if classes.weight_sums is None or not classes.n_classes:
-        return 1.0 / np.maximum(np.asarray(classes.sizes, dtype=np.float64), 1.0)
+def _individual(classes: EquivalenceClasses, sampling_fraction: float | None) -> IndividualRisk:
+    """The individual risk as the diagnosis of the published table measures it (weighted with weights, with ``F_j``
+    from the sampling fraction when one is given; else ``1 / f_j``)."""
+    if classes.weight_sums is None:
+        return individual_risk(classes)
     if sampling_fraction is not None:
         population = population_counts_from_size(classes, sampling_fraction=sampling_fraction)
     else:
         population = population_counts_from_weights(classes)
-    return np.asarray(individual_risk(classes, population).class_risk, dtype=np.float64)
+    return individual_risk(classes, population)
+
+
+def _household_prefix(
+    individual: IndividualRisk,
+    households: Households,
+    counts: np.ndarray,
+    sizes: np.ndarray,
+    bad: np.ndarray,
+    value: float,
+    room: float,
+) -> np.ndarray | None:
+    """The classes to remove (beyond ``bad``) so that the household global risk of the rest is at most ``value``: a
+    prefix in decreasing individual risk, the least one found by bisection; None when none within ``room`` does."""
+    # Rounded, so that classes equally at risk tie whichever way their weights were summed; ties go to the smaller
+    # class, then to the class met first in the table.
+    risk = np.round(np.asarray(individual.class_risk, dtype=np.float64), 12)
+    kept = np.flatnonzero(~bad)
+    order = kept[np.lexsort((households.first_row[kept], sizes[kept], -risk[kept]))]
+    removed = np.concatenate([[0], np.cumsum(counts[order])])
+
+    def met(m: int) -> bool:
+        gone = bad.copy()
+        gone[order[:m]] = True
+        record_class = np.where(gone[np.maximum(households.klass, 0)] | (households.klass < 0), -1, households.klass)
+        found = household_risk(
+            individual,
+            households.household,
+            record_class,
+            households.counts,
+            n_households=households.n_households,
+        )
+        n = found.n_records
+        return n > 0 and found.expected_reidentifications <= value * n * (1.0 - _MARGIN)
+
+    if met(0):
+        return np.zeros(len(bad), dtype=bool)
+    # The bisection runs over every prefix that leaves a record published, whatever the room, so that the prefix
+    # found is the same with or without a suppression limit (the search and the published table agree).
+    high = len(order) - 1
+    if high < 1 or not met(high):
+        return None
+    low = 1
+    while low < high:
+        middle = (low + high) // 2
+        if met(middle):
+            high = middle
+        else:
+            low = middle + 1
+    if removed[high] > room:
+        return None
+    more = np.zeros(len(bad), dtype=bool)
+    more[order[:high]] = True
+    return more
 
 
 def _prefix(
@@ -161,6 +336,9 @@ def _uniques_prefix(
     kept = np.flatnonzero(~bad)
     singles = kept[sizes[kept] == 1]
     weights = None if classes.weight_sums is None else np.asarray(classes.weight_sums, dtype=np.float64)
+    if weights is not None:
+        # riskiest first: the smallest weights (F_j); equal weights are interchangeable for the estimate
+        singles = singles[np.argsort(np.round(weights[singles], 9), kind="stable")]
 
     def met(m: int) -> bool:
         keep = np.ones(len(kept), dtype=bool)
@@ -179,7 +357,9 @@ def _uniques_prefix(
 
     if met(0):
         return np.zeros(len(bad), dtype=bool)
-    low, high = 1, int(min(len(singles), room))
+    # Bisection over every number of sample uniques, whatever the room, so that the search and the published table
+    # agree; then the room (one record per sample unique).
+    low, high = 1, len(singles)
     if high < 1 or not met(high):
         return None
     while low < high:
@@ -188,6 +368,8 @@ def _uniques_prefix(
             high = middle
         else:
             low = middle + 1
+    if high > room:
+        return None
     more = np.zeros(len(bad), dtype=bool)
     more[singles[:high]] = True
     return more
@@ -199,17 +381,26 @@ def global_suppression(
     bad: np.ndarray,
     budget: int | None = None,
     sampling_fraction: float | None = None,
+    households: Households | None = None,
 ) -> np.ndarray:
     """``bad`` (classes already suppressed) with the classes the global targets need removed too (see the module
-    docstring); every class when they cannot be met within ``budget`` suppressed records."""
+    docstring); every class when they cannot be met within ``budget`` suppressed records. ``households`` is needed
+    for ``household_risk``."""
     bad = np.asarray(bad, dtype=bool).copy()
-    wanted = [name for name in ("global_risk", "average_risk", "population_uniques") if getattr(targets, name)]
+    wanted = [
+        name
+        for name in ("global_risk", "household_risk", "average_risk", "population_uniques")
+        if getattr(targets, name)
+    ]
     if not wanted or not classes.n_classes:
         return bad
+    if targets.household_risk is not None and households is None:
+        check_release_targets(targets, weighted=True, sampling_fraction=sampling_fraction, households=False)
     counts = np.asarray(classes.counts, dtype=np.int64)
     sizes = np.asarray(classes.sizes, dtype=np.int64)
+    individual = _individual(classes, sampling_fraction) if targets.global_risk or targets.household_risk else None
     risks = {
-        "global_risk": _individual_class_risk(classes, sampling_fraction) if targets.global_risk else None,
+        "global_risk": None if individual is None else np.asarray(individual.class_risk, dtype=np.float64),
         "average_risk": 1.0 / np.maximum(sizes, 1).astype(np.float64),
     }
     changed = True
@@ -223,6 +414,9 @@ def global_suppression(
                 return bad
             if name == "population_uniques":
                 more = _uniques_prefix(classes, targets, bad, sampling_fraction, room)
+            elif name == "household_risk":
+                assert individual is not None and households is not None and targets.household_risk is not None
+                more = _household_prefix(individual, households, counts, sizes, bad, targets.household_risk, room)
             else:
                 risk = risks[name]
                 assert risk is not None

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from dashboard.cli import main
 from dashboard.core.data.tables import read_table
 from dashboard.core.measure.diagnose import diagnose
+from dashboard.core.measure.household import household_risk
 from dashboard.core.targets import parse_targets
 
 KEYS = "urbrur,roof,walls,water,electcon,relat,sex"
@@ -132,7 +134,7 @@ def test_anonymize_population_targets(capsys: pytest.CaptureFixture[str], testda
         ("diagnose", "k_map=0", (), "k_map"),
         ("diagnose", "population_uniques_estimator=pitman", (), "without a population_uniques target"),
         ("anonymize", "average_risk=0", (), "average_risk"),
-        ("anonymize", "household_risk=0.05", (), "household_risk"),
+        ("anonymize", "household_risk=0.05", (), "household_risk needs the household"),
         ("anonymize", "k_map=3", (), "need(s) the population"),
         ("anonymize", "global_risk=0.01,k=2", ("--k", "3"), "give each target once"),
         ("report", "delta_presence=-1", (), "delta_presence"),
@@ -203,3 +205,25 @@ def test_recipe_of_a_release_target_fix_replays(
     # out of core, the records' weights are not in the aggregate: refused, not judged without them
     code, _, err = run(capsys, *base, "--recipe", str(recipe), "-o", str(tmp_path / "c.csv"), "--engine", "duckdb")
     assert code == 2 and "global and population targets" in err
+
+
+def test_anonymize_household_risk(capsys: pytest.CaptureFixture[str], testdata_path: Path, tmp_path: Path) -> None:
+    output = tmp_path / "released.csv"
+    base = ["anonymize", str(testdata_path), "--qi", KEYS, "--weights", "sampling_weight"]
+    code, _, err = run(capsys, *base, "--targets", "household_risk=0.002")
+    assert code == 2 and "household_risk needs the household" in err
+    code, out, err = run(
+        capsys, *base, "--household", "ori_hid", "--targets", "household_risk=0.002", "-o", str(output), "--json"
+    )
+    assert code == 0, err
+    payload = json.loads(out)
+    (check,) = [c for c in payload["verdict"]["checks"] if c["target"] == "household_risk"]
+    assert check["passed"] and 0 < check["achieved"] <= 0.002
+    # the oracle: the household risk of the table written, from its own diagnosis
+    released = read_table(output)
+    found = diagnose(released, KEYS.split(","), weights="sampling_weight")
+    assert found.individual_risk is not None and found.classes.record_class is not None
+    codes = pd.factorize(released["ori_hid"])[0]
+    assert household_risk(found.individual_risk, codes, found.classes.record_class).global_risk == pytest.approx(
+        check["achieved"], rel=1e-12
+    )

@@ -15,6 +15,8 @@ from dashboard.commands.anonymize import default_hierarchies
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.classes import equivalence_classes
 from dashboard.core.measure.diagnose import diagnose
+from dashboard.core.measure.household import household_risk
+from dashboard.core.measure.risk import individual_risk
 from dashboard.core.search.lattice import (
     GeneralizationLattice,
     NoSolutionError,
@@ -23,7 +25,7 @@ from dashboard.core.search.lattice import (
 )
 from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.generalization import generalize, suppressed_classes
-from dashboard.core.transform.release_targets import global_suppression
+from dashboard.core.transform.release_targets import global_suppression, release_verdict
 
 QIS = ["roof", "walls", "water", "relat"]
 LIMIT = 0.02
@@ -145,9 +147,62 @@ def test_global_risk_suppresses_the_riskiest_classes_first() -> None:
 
 def test_household_risk_and_missing_population_are_refused(testdata: pd.DataFrame) -> None:
     hierarchies = default_hierarchies(testdata, QIS, 2)
-    with pytest.raises(ParameterError, match="household_risk"):
+    with pytest.raises(ParameterError, match="household_risk needs the household"):
         optimal_generalization(testdata, hierarchies, quasi_identifiers=QIS, targets=PrivacyTargets(household_risk=0.1))
     needing = (PrivacyTargets(k_map=3), PrivacyTargets(delta_presence=0.5), PrivacyTargets(population_uniques=0.1))
     for targets in needing:
         with pytest.raises(ParameterError, match="need\\(s\\) the population"):
             optimal_generalization(testdata, hierarchies, quasi_identifiers=QIS, targets=targets)
+
+
+def _household_global_risk(published: pd.DataFrame, weights: str | None) -> float:
+    """The household risk of a published table, from its own diagnosis (oracle: the diagnosis's individual risk and
+    :func:`household_risk` over the ``ori_hid`` households of its rows)."""
+    found = diagnose(published, QIS, weights=weights)
+    individual = found.individual_risk or individual_risk(found.classes)
+    codes, _ = pd.factorize(published["ori_hid"])
+    assert (codes >= 0).all()
+    assert found.classes.record_class is not None
+    return household_risk(individual, codes, found.classes.record_class).global_risk
+
+
+@pytest.mark.parametrize(("value", "weights"), [(0.002, "sampling_weight"), (0.15, None)])
+def test_household_risk_search_against_every_node(testdata: pd.DataFrame, value: float, weights: str | None) -> None:
+    targets = PrivacyTargets(k=1, household_risk=value)
+    hierarchies = default_hierarchies(testdata, QIS, 2)
+    lattice = GeneralizationLattice(testdata, hierarchies, quasi_identifiers=QIS, weights=weights, household="ori_hid")
+    budget = suppression_budget(LIMIT, len(testdata))
+    best_value, satisfied = np.inf, 0
+    for node in lattice.nodes():
+        levels = dict(zip(QIS, (int(v) for v in node), strict=True))
+        published = generalize(
+            testdata,
+            levels,
+            dict(zip(QIS, lattice.hierarchies, strict=True)),
+            suppress=targets,
+            quasi_identifiers=QIS,
+            weights=weights,
+            household="ori_hid",
+        ).data
+        removed = len(testdata) - len(published)
+        evaluated = lattice.evaluate(levels, targets=targets, max_suppression=LIMIT)
+        meets = removed <= budget and len(published) > 0 and _household_global_risk(published, weights) <= value
+        assert evaluated.satisfied == meets, levels
+        if meets:
+            satisfied += 1
+            assert evaluated.suppressed == removed
+            best_value = min(best_value, evaluated.value)
+    assert 0 < satisfied < lattice.size
+    result = optimal_generalization(
+        testdata,
+        hierarchies,
+        quasi_identifiers=QIS,
+        targets=targets,
+        weights=weights,
+        household="ori_hid",
+        max_suppression=LIMIT,
+    )
+    assert result.value == pytest.approx(best_value, rel=1e-12, abs=1e-15)
+    assert _household_global_risk(result.data, weights) <= value
+    verdict = release_verdict(diagnose(result.data, QIS, weights=weights), targets, household=result.data["ori_hid"])
+    assert verdict.passed, verdict.sentence()
