@@ -359,6 +359,10 @@ class GeneralizationLattice:
     max_nodes
         Largest lattice the exact search (:meth:`search`) visits; the heuristic one
         (:func:`~dashboard.core.search.heuristic.heuristic_search`) has no such limit.
+    weights, population_size, sampling_fraction, household
+        For the release targets beyond k (:mod:`dashboard.core.transform.release_targets`): the sampling-weight
+        column (its sums per class are rolled up with the counts), the population (a size ``N``, kept as
+        ``pi = n / N``, or ``pi``) and the household-id column of ``household_risk``. Not with ``counts``.
 
     Raises :class:`HierarchyError` when a QI value is not a leaf of its hierarchy.
     """
