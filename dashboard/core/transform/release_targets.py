@@ -38,8 +38,6 @@ Per node
     the suppression limit, so that the search and the published table make the same choice (with every sample unique
     removed every estimate is 0).
 
-To keep the diagnosis of the published table on the right side of a non-strict threshold whatever the order of
-floating-point sums, a prefix is taken only when it meets the global target with a relative margin of ``1e-9``.
 ``household_risk``
     the household global risk ``ER_h / n`` of the records kept (:func:`~dashboard.core.measure.household.household_risk`
     over the (household, class) pairs of the records kept, each member with its class's individual risk), with the
@@ -49,6 +47,10 @@ floating-point sums, a prefix is taken only when it meets the global target with
     whatever the suppression limit, the prefix taken being one that meets it; classes equally at risk are taken in the
     order of their first record in the table, so the search and the published table remove the same ones. Without
     household ids the target cannot be judged and is refused.
+
+To keep the diagnosis of the published table on the right side of a non-strict threshold whatever the order of
+floating-point sums, a prefix is taken only when it meets the global target with a relative margin of ``1e-9`` (a
+table exactly at the threshold meets it in the verdict, but the search suppresses one more class).
 """
 
 from __future__ import annotations
