@@ -424,11 +424,15 @@ def search_fix(
     hierarchies: Mapping[str, Hierarchy] | None = None,
     max_suppression: float = DEFAULT_MAX_SUPPRESSION,
     metric: str = "loss",
+    population_size: float | None = None,
+    sampling_fraction: float | None = None,
 ) -> AppliedFix:
     """The least-lossy generalization and record suppression meeting ``targets``
     (:func:`~dashboard.core.search.lattice.optimal_generalization`), over ``hierarchies`` or, without them, the
     hierarchy the dashboard's search uses for each quasi-identifier's type
-    (:func:`~dashboard.core.transform.hierarchy.search_hierarchy`)."""
+    (:func:`~dashboard.core.transform.hierarchy.search_hierarchy`). With a global or population target
+    (``global_risk``, ``k_map`` ...) the contract's weight column and ``population_size`` or ``sampling_fraction``
+    give the population (:mod:`dashboard.core.transform.release_targets`)."""
     qis = list(contract.quasi_identifiers)
     if not qis:
         raise ColumnError("The least-lossy search needs at least one quasi-identifier.")
@@ -440,6 +444,16 @@ def search_fix(
         if absent:
             raise HierarchyError(f"No hierarchy given for: {', '.join(repr(name) for name in absent)}.")
     wants_sensitive = targets.l is not None or targets.t is not None
+    release: dict[str, Any] = {}
+    if targets.judged_per_node:
+        release = {
+            "targets": replace(targets, sensitive=tuple(targets.sensitive or contract.sensitive))
+            if wants_sensitive
+            else replace(targets, sensitive=()),
+            "weights": contract.weight,
+            "population_size": population_size,
+            "sampling_fraction": sampling_fraction,
+        }
     result = optimal_generalization(
         data,
         chosen,
@@ -452,6 +466,7 @@ def search_fix(
         max_risk=targets.max_risk,
         max_suppression=max_suppression,
         metric=metric,
+        **release,
     )
     description = (
         f"Least-lossy generalization meeting {result.targets.describe()}, with at most "

@@ -18,7 +18,7 @@ import math
 import re
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from enum import Enum
 from typing import Any, TypeVar
 from urllib.parse import parse_qs, urlencode
@@ -44,6 +44,13 @@ __all__ = [
 
 QUERY_KEY = "s"
 _VERSION = 1
+#: The names a link's release targets (wire key ``q``) may set: those of :class:`PrivacyTargets` beyond k, l, t and
+#: max_risk.
+RELEASE_KEYS = tuple(
+    item.name
+    for item in fields(PrivacyTargets)
+    if item.name not in ("k", "l", "t", "sensitive", "t_distance", "max_risk")
+)
 #: The longest ``s`` parameter read (and the longest state kept for a ``?l=`` link).
 MAX_ENCODED = 64_000
 #: Bounds of everything a link or a callback can put into a view state, checked while it is read, so that a crafted
@@ -119,6 +126,10 @@ class ViewState(ColumnsByRole):
     max_risk
         The highest acceptable re-identification risk of one record (tau): a record is at risk when its risk is
         strictly greater. (Wire key ``r``.)
+    release
+        The release targets beyond k that are set, by their names in :class:`~dashboard.core.targets.PrivacyTargets`
+        (``global_risk``, ``household_risk``, ``average_risk``, ``k_map``, ``delta_presence``,
+        ``population_uniques``, ``population_uniques_estimator``). (Wire key ``q``, left out when empty.)
     violating
         Per-class table shows only the classes that fail a target.
     fix
@@ -144,6 +155,7 @@ class ViewState(ColumnsByRole):
     l: int = 2  # noqa: E741
     t: float = 0.2
     max_risk: float = 0.2
+    release: Mapping[str, Any] = field(default_factory=dict)
     violating: bool = False
     fix: tuple[Mapping[str, Any], ...] = ()
     geo: Mapping[str, Any] = field(default_factory=dict)
@@ -160,7 +172,12 @@ class ViewState(ColumnsByRole):
         """The view's release targets (one definition: :class:`~dashboard.core.targets.PrivacyTargets`); a
         ``max_risk`` of 0 means no risk target."""
         return PrivacyTargets(
-            k=self.k, l=self.l, t=self.t, max_risk=self.max_risk or None, sensitive=tuple(self.sensitive)
+            k=self.k,
+            l=self.l,
+            t=self.t,
+            max_risk=self.max_risk or None,
+            sensitive=tuple(self.sensitive),
+            **dict(self.release),
         )
 
     def updated(self, **changes: Any) -> ViewState:
@@ -226,6 +243,7 @@ class ViewState(ColumnsByRole):
             ("l", self.l if self.l != defaults.l else None),
             ("t", self.t if self.t != defaults.t else None),
             ("r", self.max_risk if self.max_risk != defaults.max_risk else None),
+            ("q", dict(self.release) if self.release else None),
             ("x", 1 if self.violating else None),
             ("f", [dict(step) for step in self.fix] if self.fix else None),
             ("g", dict(self.geo) if self.geo else None),
@@ -278,6 +296,7 @@ class ViewState(ColumnsByRole):
                 l=_whole(obj.get("l", DEFAULTS.l), "l"),
                 t=_number(obj.get("t", DEFAULTS.t), "t"),
                 max_risk=_number(obj.get("r", DEFAULTS.max_risk), "max_risk"),
+                release=_json_object(obj.get("q", {}), "release targets"),
                 violating=bool(obj.get("x", 0)),
                 fix=tuple(obj.get("f", ())),
                 geo=dict(obj.get("g", {})),
@@ -444,6 +463,7 @@ def _validated(state: ViewState) -> ViewState:
             l=_whole(state.l, "l"),
             t=_number(state.t, "t"),
             max_risk=_number(state.max_risk, "max_risk"),
+            release=_json_object(state.release, "release targets"),
             violating=bool(state.violating),
             fix=tuple(_json_object(step, "fix step") for step in state.fix),
             geo=_json_object(state.geo, "postcode settings"),
@@ -458,6 +478,9 @@ def _validated(state: ViewState) -> ViewState:
         raise StateError("The link's dataset id is malformed; open the dataset from the Data page.")
     if state.hierarchies is not None and not HIERARCHIES_ID.fullmatch(str(state.hierarchies)):
         raise StateError("The link's hierarchy id is malformed; open the dataset from the Data page.")
+    unknown = sorted(set(state.release) - set(RELEASE_KEYS))
+    if unknown:
+        raise StateError(f"The link's release targets are unknown: {', '.join(unknown)[:200]}.")
     if not 0 <= state.max_risk <= 1:  # 0 is allowed here: no risk target
         raise StateError("The target max_risk must lie in [0, 1].")
     try:

@@ -45,14 +45,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "the interval overlap (repeatable): 'mean:income', 'total:income by region', 'share:sex=Female by region', "
         "'share:sex', 'crosstab:sex*race', 'coef:income~age+sex' (weighted least squares; C(x) dummy-codes x)",
     )
-    parser.add_argument("--weights", metavar="COLUMN", help="survey-weight column of the estimates (default: none)")
+    parser.add_argument(
+        "--weights",
+        metavar="COLUMN",
+        help="survey-weight column of the estimates, and the sampling weights of the --targets global_risk "
+        "(weighted individual risk), k_map, delta_presence and population_uniques (default: none)",
+    )
 
 
 def check_estimates(args: argparse.Namespace, data: pd.DataFrame) -> list[Estimate]:
     """The ``--estimate`` specs, read and checked against the input's columns before anything long runs."""
     specs = [parse_estimate(text) for text in args.estimate or []]
-    if args.weights is not None and not specs:
-        raise ParameterError("--weights weighs the estimates: add at least one --estimate.")
+    if args.weights is not None and not specs and getattr(args, "targets", None) is None:
+        raise ParameterError(
+            "--weights weighs the estimates or the --targets: add at least one --estimate or --targets."
+        )
     for spec in specs:
         check_columns(data, spec.columns, role="column")
     if args.weights is not None:

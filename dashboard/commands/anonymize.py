@@ -21,6 +21,7 @@ import argparse
 import sys
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +36,7 @@ from dashboard.core.engines.streaming import apply_recipe_streaming
 from dashboard.core.errors import ColumnError, ParameterError
 from dashboard.core.measure.diagnose import diagnose
 from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
+from dashboard.core.measure.verdict import Verdict
 from dashboard.core.search.entities import DEFAULT_MAX_PEOPLE_NODES, people_generalization
 from dashboard.core.search.heuristic import DEFAULT_MAX_CHECKS
 from dashboard.core.search.lattice import (
@@ -46,7 +48,7 @@ from dashboard.core.search.lattice import (
 )
 from dashboard.core.search.local import RECODING_CHOICES, LocalRecodingResult, local_recoding
 from dashboard.core.search.solutions import SolutionEstimates, solution_estimates
-from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
 from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies, search_hierarchy
 from dashboard.core.transform.jobs import run_job_file
 from dashboard.core.transform.perturbation import perturbed_numeric_columns
@@ -56,6 +58,7 @@ from dashboard.core.utility.metrics import Metric, information_loss
 
 from . import _estimates
 from ._common import format_table, print_json, split_columns
+from .diagnose import render_verdict
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -84,7 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "grouped by frequency, rarest first, for other text, month / quarter / year for dates, sector / district / "
         "area for postcodes; see docs/definitions.md, Default hierarchies)",
     )
-    parser.add_argument("--k", type=int, default=2, help="smallest class size (default 2)")
+    parser.add_argument("--k", type=int, help="smallest class size (default 2, or the k of --targets, else 1 there)")
     parser.add_argument("--l", type=int, help="distinct l-diversity of each --sensitive column")
     parser.add_argument("--t", type=float, help="t-closeness (earth mover's distance <= t) of each --sensitive column")
     parser.add_argument(
@@ -92,6 +95,29 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--sensitive", help="sensitive columns for --l and --t, comma-separated")
     parser.add_argument("--max-risk", type=float, help="highest prosecutor risk 1/f of any published record")
+    parser.add_argument(
+        "--targets",
+        help="release targets, as privdash diagnose --targets: k, l, t, max_risk and global_risk (ER/n), "
+        "average_risk, k_map, delta_presence, population_uniques (population_uniques_estimator=dankar|pitman|zayatz|"
+        "snb), household_risk (with --household), e.g. global_risk=0.001; k is 1 unless given. Global risks are "
+        "judged on the records published, suppressing the riskiest classes first",
+    )
+    parser.add_argument(
+        "--population-size",
+        type=float,
+        help="population size N for k_map, delta_presence and population_uniques (F_j = f_j N / n)",
+    )
+    parser.add_argument(
+        "--sampling-fraction", type=float, help="sampling fraction pi = n/N, instead of --population-size"
+    )
+    parser.add_argument(
+        "--household",
+        metavar="COL",
+        help="household-id column: reports the household risk (the probability that at least one member of a "
+        "household is re-identified, sdcMicro measure_risk hid=) of the input and of the published table, and is "
+        "the household of the --targets household_risk (a missing id: a household of its own); with --recipe, name "
+        "the quasi-identifiers with --qi",
+    )
     parser.add_argument(
         "--max-suppression",
         "--suppression",
@@ -194,13 +220,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --entity: a person's key is the set of their distinct QI tuples (default), or the multiset",
     )
     _estimates.add_arguments(parser)
-    parser.add_argument(
-        "--household",
-        metavar="COL",
-        help="household-id column: also report the household risk (the probability that at least one member of a "
-        "household is re-identified, sdcMicro measure_risk hid=) of the input and of the published table; with "
-        "--recipe, name the quasi-identifiers with --qi",
-    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.set_defaults(handler=run)
 
@@ -228,7 +247,7 @@ def run(args: argparse.Namespace) -> int:
     if args.hierarchies is not None:
         hierarchies = load_hierarchies(args.hierarchies, qis)
     else:
-        hierarchies = default_hierarchies(data, qis, args.k)
+        hierarchies = default_hierarchies(data, qis, _targets(args).k)
         print(
             "privdash anonymize: note: no --hierarchies given; using the default hierarchy of each column's type: "
             + "; ".join(f"{name}: {_rule_text(hierarchies[name])}" for name in qis),
@@ -237,6 +256,7 @@ def run(args: argparse.Namespace) -> int:
     if args.entity is not None:
         return _run_people(args, data, hierarchies, qis, inputs)
     if args.recoding == "local":
+        _refuse_release_targets(args, "with --recoding local")
         return _run_local(args, data, hierarchies, qis, inputs, specs)
     started = time.perf_counter()
     result = optimal_generalization(
@@ -246,6 +266,7 @@ def run(args: argparse.Namespace) -> int:
         **_search_options(args),
     )
     seconds = time.perf_counter() - started
+    verdict = _verdict_of_published(args, data, result)
     exact = _exact_comparison(args, result, data, hierarchies, qis)
     metrics = information_loss(
         data, result.transform.data, hierarchies, quasi_identifiers=qis, kept_rows=result.transform.kept_rows
@@ -271,11 +292,15 @@ def run(args: argparse.Namespace) -> int:
         payload["seconds"] = seconds
         if exact is not None:
             payload["exact"] = exact
+        if verdict is not None:
+            payload["verdict"] = verdict.to_dict()
         print_json(payload)
         return 0
     _print_result(args, data, result, metrics.to_dict(), seconds)
     _print_households(households)
     _print_search(result, exact, compared)
+    if verdict is not None:
+        print("\nThe published table, diagnosed:\n" + render_verdict(verdict))
     _estimates.print_estimates(estimates)
     return 0
 
@@ -342,20 +367,90 @@ def _print_households(households: dict[str, Any] | None) -> None:
     )
 
 
+def _targets(args: argparse.Namespace) -> PrivacyTargets:
+    """The targets of ``--targets`` and of ``--k``, ``--l``, ``--t``, ``--max-risk`` (each target given once)."""
+    sensitive = tuple(split_columns(args.sensitive))
+    flags = {"k": args.k, "l": args.l, "t": args.t, "max_risk": args.max_risk}
+    if args.targets is None:
+        return PrivacyTargets(
+            k=2 if args.k is None else args.k,
+            l=args.l,
+            t=args.t,
+            sensitive=sensitive,
+            t_distance=args.t_distance,
+            max_risk=args.max_risk,
+        )
+    targets = parse_targets(args.targets, sensitive=sensitive)
+    named = {name for name in flags if name != "k" and getattr(targets, name) is not None}
+    if any(part.partition("=")[0].strip().lower() == "k" for part in args.targets.split(",")):
+        named.add("k")
+    given = {name: value for name, value in flags.items() if value is not None}
+    twice = sorted(set(given) & named)
+    if twice:
+        raise ParameterError(f"{', '.join(twice)} given both in --targets and as an option; give each target once.")
+    return replace(targets, t_distance=args.t_distance, **given)
+
+
 def _search_targets(args: argparse.Namespace, qis: list[str]) -> dict[str, Any]:
     """The keyword arguments every search of this command shares (global, local, exact comparison, out of core):
-    the quasi-identifiers, the targets, the suppression limit and the metric."""
-    return {
+    the quasi-identifiers, the targets, the suppression limit and the metric; with a global or population target,
+    the targets whole and the population (weights, size or sampling fraction), which only the global search in
+    memory takes."""
+    targets = _targets(args)
+    out: dict[str, Any] = {
         "quasi_identifiers": qis,
-        "k": args.k,
-        "l": args.l,
-        "t": args.t,
-        "sensitive": split_columns(args.sensitive),
-        "t_distance": args.t_distance,
-        "max_risk": args.max_risk,
+        "k": targets.k,
+        "l": targets.l,
+        "t": targets.t,
+        "sensitive": list(targets.sensitive),
+        "t_distance": targets.t_distance,
+        "max_risk": targets.max_risk,
         "max_suppression": args.max_suppression,
         "metric": args.metric,
     }
+    if targets.judged_per_node:
+        out.update(
+            targets=targets,
+            weights=args.weights,
+            population_size=args.population_size,
+            sampling_fraction=args.sampling_fraction,
+            household=args.household,
+        )
+    elif args.population_size is not None or args.sampling_fraction is not None:
+        raise ParameterError(
+            "--population-size and --sampling-fraction are for the targets k_map, delta_presence and "
+            "population_uniques of --targets."
+        )
+    return out
+
+
+def _refuse_release_targets(args: argparse.Namespace, where: str) -> None:
+    """The global and population targets are searched in memory with global recoding only."""
+    if args.targets is not None and _targets(args).judged_per_node:
+        raise ParameterError(
+            f"The targets global_risk, average_risk, population_uniques, k_map and delta_presence are not supported "
+            f"{where}; use the global recoding search with --engine pandas."
+        )
+
+
+def _verdict_of_published(args: argparse.Namespace, data: pd.DataFrame, result: SearchResult) -> Verdict | None:
+    """With a global or population target: the diagnosis of the published table judged against the targets (the
+    measured value of each), with the search's weights and population."""
+    if not result.targets.judged_per_node:
+        return None
+    qis = list(result.levels)
+    fraction = args.sampling_fraction
+    if args.population_size is not None:
+        fraction = len(data) / args.population_size
+    published = diagnose(
+        result.data,
+        qis,
+        sensitive=list(result.targets.sensitive),
+        weights=args.weights,
+        sampling_fraction=fraction,
+        household=args.household,
+    )
+    return published.check(result.targets)
 
 
 def _search_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -669,7 +764,21 @@ def _rule_text(hierarchy: Hierarchy) -> str:
 
 
 #: Options of the search that neither --recipe nor --config takes (argparse destinations).
-_SEARCH_OPTIONS = ("qi", "hierarchies", "l", "t", "max_risk", "sensitive", "search", "solutions", "max_checks", "pick")
+_SEARCH_OPTIONS = (
+    "qi",
+    "hierarchies",
+    "l",
+    "t",
+    "max_risk",
+    "sensitive",
+    "search",
+    "solutions",
+    "max_checks",
+    "pick",
+    "targets",
+    "population_size",
+    "sampling_fraction",
+)
 
 
 def _given(args: argparse.Namespace, destinations: tuple[str, ...]) -> list[str]:
@@ -823,6 +932,7 @@ def _run_out_of_core(args: argparse.Namespace) -> int:
                 "Out of core, give --hierarchies: the default hierarchies are built from every record's value, which "
                 "the duckdb engine does not load. Or use --engine pandas."
             )
+        _refuse_release_targets(args, "out of core (the duckdb engine)")
         sensitive = split_columns(args.sensitive)
         aggregate = aggregate_table(source, [*qis, *sensitive], engine=Engine.DUCKDB, **options)
         started = time.perf_counter()

@@ -234,6 +234,16 @@ def _fix(
             if args.hierarchies is not None
             else default_hierarchies(data, qis, targets.k)
         )
+        population = _population_argument(args.population) if args.population is not None else None
+        needs_population = any(
+            getattr(targets, name) is not None for name in ("k_map", "delta_presence", "population_uniques")
+        )
+        if needs_population and isinstance(population, pd.DataFrame):
+            raise ParameterError(
+                "The least-lossy search cannot meet k_map, delta_presence or population_uniques against a population "
+                "table (it would have to be generalized with the sample): give --population N, --sampling-fraction "
+                "or --weights for the fix, or drop --fix and judge the table against the population table."
+            )
         fix = search_fix(
             data,
             contract,
@@ -241,6 +251,8 @@ def _fix(
             hierarchies=hierarchies,
             max_suppression=args.max_suppression,
             metric=args.metric,
+            population_size=population if isinstance(population, int | float) else None,
+            sampling_fraction=args.sampling_fraction,
         )
         if args.save_recipe is not None:
             fix.recipe.save(args.save_recipe)

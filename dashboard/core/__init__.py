@@ -206,6 +206,7 @@ from dashboard.core.transform.perturbation import (
     rank_swap,
     shuffle_within_classes,
 )
+from dashboard.core.transform.release_targets import release_verdict
 from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
 from dashboard.core.transform.suppression import suppress_cells, suppress_records, top_bottom_code
 from dashboard.core.utility.estimates import (
@@ -421,6 +422,7 @@ __all__ = [
     "records_at_risk_by_k",
     "records_at_risk_curve",
     "redact_url",
+    "release_verdict",
     "resolve_engine",
     "risk_summary",
     "run_job_file",

@@ -21,13 +21,49 @@ Vocabulary (the same name everywhere; see docs/definitions.md):
     one default everywhere (the Fix page, the command line, the API, the presentations and the report):
     :data:`DEFAULT_MAX_SUPPRESSION`.
 
+``global_risk``
+    sdcMicro's global risk ``ER / n``: ``ER`` is the sum over the records of their individual risk
+    (:func:`~dashboard.core.measure.risk.individual_risk`: Benedetti-Franconi with sampling weights, ``1 / f_j``
+    without). Met iff ``ER / n <= global_risk`` (non-strict). Needs no population: without weights it is the
+    prosecutor view ``1 / f_j``.
+``household_risk``
+    The household global risk ``ER_h / n`` (:func:`~dashboard.core.measure.household.household_risk`), met iff
+    ``ER_h / n <= household_risk`` (non-strict). Needs a household-id column; without one the target is not measured
+    and the verdict fails.
+``average_risk``
+    The prosecutor average risk (ARX success rate, ``J / n`` when the classes partition the records), met iff
+    ``<= average_risk`` (non-strict).
+``k_map``
+    k-map (Sweeney; ARX ``KMap`` without estimator): every class has at least ``k_map`` people in the population,
+    ``F_j >= k_map`` (non-strict), ``F_j`` from a population table, a population size / sampling fraction
+    (``F_j = f_j / pi``) or sampling weights (``F_j`` = sum of the weights). Not measured without a population.
+``delta_presence``
+    delta-presence (ARX ``DPresence`` with ``delta_min = 0``): every class has ``f_j / F_j <= delta_presence``
+    (non-strict), ``F_j`` as for ``k_map``. Not measured without a population.
+``population_uniques``
+    The estimated share of the population that is unique on the quasi-identifiers (estimated population uniques
+    over ``N``, :mod:`dashboard.core.measure.population`) is at most ``population_uniques`` (non-strict), by
+    ``population_uniques_estimator``: ``dankar`` (default: Dankar et al.'s decision rule), ``pitman``, ``zayatz`` or
+    ``snb``. Needs a population size (a population table, ``N`` or a sampling fraction, or sampling weights); an
+    estimator that fails (no convergence) leaves the target not measured, never met.
+
+A target that cannot be measured (no population, no household column, a failed estimator) fails the verdict with a
+reason that names what is missing (:func:`~dashboard.core.measure.verdict.check_targets`). ``global_risk``,
+``household_risk``, ``average_risk`` and ``population_uniques`` are properties of the whole table
+(:data:`GLOBAL_TARGETS`), ``k_map`` and ``delta_presence`` of each class with the population
+(:data:`POPULATION_TARGETS`); the least-lossy search judges all of them at each node (see
+:mod:`dashboard.core.search.lattice`).
+
 Monotonicity (what the least-lossy search may infer, :mod:`dashboard.core.search.lattice`): under full-domain
 generalization classes only merge. ``k``, ``max_risk`` and distinct ``l`` hold for a merged class whenever they hold
 for one of its parts, so the records violating them can only shrink from a node to a coarser one, with or without
 suppression (:meth:`PrivacyTargets.monotone`). ``t`` holds for a merged class whenever it holds for all its parts
 (the earth mover's distance to a fixed distribution is convex in the class distribution), but a part that satisfies
 ``t`` merged with one that does not may violate it, and suppression moves the distribution ``t`` compares with (that
-of the records published): with suppression the records violating ``t`` may grow.
+of the records published): with suppression the records violating ``t`` may grow. The global targets are sums or
+estimates over all the records published (a class's suppression changes them), and ``delta_presence`` with weights
+compares ratios of sums (a merged class's ``f_j / F_j`` lies between its parts'): none of them is left to the
+monotone marks.
 
 :func:`parse_targets` reads the command line's ``k=5,l=2,t=0.2,max_risk=0.2`` (``risk`` is an alias of
 ``max_risk``). Whether a diagnosed table meets the targets is :meth:`dashboard.core.measure.diagnose.Diagnosis.check`.
@@ -44,7 +80,17 @@ import numpy as np
 from dashboard.core.errors import ParameterError, check_fraction, check_positive_int, check_threshold
 from dashboard.core.measure.classes import EquivalenceClasses
 
-__all__ = ["DEFAULT_MAX_SUPPRESSION", "MONOTONE_TARGETS", "TARGET_ALIASES", "PrivacyTargets", "parse_targets"]
+__all__ = [
+    "DEFAULT_MAX_SUPPRESSION",
+    "GLOBAL_TARGETS",
+    "MONOTONE_TARGETS",
+    "POPULATION_TARGETS",
+    "TARGET_ALIASES",
+    "TARGET_NAMES",
+    "UNIQUES_ESTIMATORS",
+    "PrivacyTargets",
+    "parse_targets",
+]
 
 #: The suppression limit of every fix that searches, unless one is given: 5% of the records (the share ARX's examples
 #: and the statistical offices' guidance commonly allow), the same on the Fix page, the command line, the API, the
@@ -52,6 +98,18 @@ __all__ = ["DEFAULT_MAX_SUPPRESSION", "MONOTONE_TARGETS", "TARGET_ALIASES", "Pri
 DEFAULT_MAX_SUPPRESSION = 0.05
 #: Targets whose violating records can only shrink under generalization, with or without suppression.
 MONOTONE_TARGETS = ("k", "l", "max_risk")
+
+#: Targets that are properties of the whole published table (sums or estimates over its records).
+GLOBAL_TARGETS = ("global_risk", "household_risk", "average_risk", "population_uniques")
+#: Targets of each class that compare it with the population (``F_j``).
+POPULATION_TARGETS = ("k_map", "delta_presence")
+#: Every target, in the order of :attr:`PrivacyTargets.names` and of the verdict.
+TARGET_NAMES = ("k", "l", "t", "max_risk", *GLOBAL_TARGETS, *POPULATION_TARGETS)
+#: The population-uniqueness estimators ``population_uniques`` may use (``dankar`` by default).
+UNIQUES_ESTIMATORS = ("dankar", "pitman", "zayatz", "snb")
+_CLASS_TARGETS = ("k", "l", "t", "max_risk")
+_FRACTION_TARGETS = ("global_risk", "household_risk", "average_risk", "delta_presence", "population_uniques")
+_OPTIONAL_KEYS = (*GLOBAL_TARGETS, *POPULATION_TARGETS, "population_uniques_estimator")
 
 #: Old or short spellings of target names, accepted on input.
 TARGET_ALIASES = {"risk": "max_risk", "threshold": "max_risk"}
@@ -80,6 +138,13 @@ class PrivacyTargets:
     max_risk
         Highest prosecutor re-identification risk: a class satisfies iff ``1 / f_j <= max_risk`` (ARX highest
         prosecutor risk of the published records, El Emam).
+    global_risk, household_risk, average_risk
+        Highest global risk ``ER / n``, household global risk ``ER_h / n`` and prosecutor average risk of the table
+        (each met iff the table's value is ``<=`` it; see the module docstring).
+    k_map, delta_presence
+        Per class against the population: ``F_j >= k_map`` and ``f_j / F_j <= delta_presence``.
+    population_uniques, population_uniques_estimator
+        Highest estimated share of population uniques, by the estimator named (``dankar`` when None).
     """
 
     k: int = 2
@@ -88,6 +153,13 @@ class PrivacyTargets:
     sensitive: tuple[str, ...] = ()
     t_distance: str | None = None
     max_risk: float | None = None
+    global_risk: float | None = None
+    household_risk: float | None = None
+    average_risk: float | None = None
+    k_map: int | None = None
+    delta_presence: float | None = None
+    population_uniques: float | None = None
+    population_uniques_estimator: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "k", check_positive_int(self.k, "k"))
@@ -102,6 +174,22 @@ class PrivacyTargets:
         if self.max_risk is not None:
             risk = check_fraction(self.max_risk, "max_risk", inclusive_zero=False)
             object.__setattr__(self, "max_risk", risk)
+        for name in _FRACTION_TARGETS:
+            value = getattr(self, name)
+            if value is not None:
+                object.__setattr__(self, name, check_fraction(value, name, inclusive_zero=False))
+        if self.k_map is not None:
+            object.__setattr__(self, "k_map", check_positive_int(self.k_map, "k_map"))
+        if self.population_uniques_estimator is not None:
+            estimator = str(self.population_uniques_estimator).lower()
+            if estimator not in UNIQUES_ESTIMATORS:
+                raise ParameterError(
+                    f"population_uniques_estimator must be one of {', '.join(UNIQUES_ESTIMATORS)}, "
+                    f"got {self.population_uniques_estimator!r}."
+                )
+            if self.population_uniques is None:
+                raise ParameterError("population_uniques_estimator is given without a population_uniques target.")
+            object.__setattr__(self, "population_uniques_estimator", estimator)
         if self.t_distance is not None and str(self.t_distance).lower() not in ("equal", "ordered"):
             raise ParameterError(f"t_distance must be 'equal' or 'ordered', got {self.t_distance!r}.")
         if len(set(self.sensitive)) != len(self.sensitive):
@@ -109,14 +197,26 @@ class PrivacyTargets:
 
     @property
     def monotone_with_suppression(self) -> bool:
-        """True when the violating records can only shrink under generalization (no t-closeness target)."""
-        return self.t is None
+        """True when the violating records can only shrink under generalization (no t-closeness target, no global or
+        population target)."""
+        return self.t is None and not self.judged_per_node
+
+    @property
+    def judged_per_node(self) -> bool:
+        """True when a global or population target is set (:data:`GLOBAL_TARGETS`, :data:`POPULATION_TARGETS`): the
+        search judges them at each node, on the records it would publish."""
+        return any(getattr(self, name) is not None for name in (*GLOBAL_TARGETS, *POPULATION_TARGETS))
+
+    @property
+    def estimator(self) -> str:
+        """The population-uniqueness estimator of ``population_uniques`` (``dankar`` unless named)."""
+        return self.population_uniques_estimator or "dankar"
 
     @property
     def names(self) -> tuple[str, ...]:
-        """The targets that are set, in the order ``k``, ``l``, ``t``, ``max_risk`` (``k`` always: ``k = 1`` is met
-        by every class)."""
-        return tuple(name for name in ("k", "l", "t", "max_risk") if getattr(self, name) is not None)
+        """The targets that are set, in the order of :data:`TARGET_NAMES` (``k`` always: ``k = 1`` is met by every
+        class)."""
+        return tuple(name for name in TARGET_NAMES if getattr(self, name) is not None)
 
     def monotone(self) -> PrivacyTargets:
         """The targets of :data:`MONOTONE_TARGETS` only (``t`` dropped): a node whose records violating these exceed
@@ -145,8 +245,10 @@ class PrivacyTargets:
         self, classes: EquivalenceClasses, names: Sequence[str] | None = None
     ) -> dict[str, np.ndarray]:
         """Boolean per class for each target set (or each of ``names`` that is set): the class violates it (for
-        ``l`` and ``t``: on some sensitive attribute). :meth:`class_violations` is their union."""
-        wanted = [name for name in self.names if names is None or name in names]
+        ``l`` and ``t``: on some sensitive attribute). :meth:`class_violations` is their union. The population and
+        global targets are not among them (they need the population or the whole table:
+        :mod:`dashboard.core.transform.release_targets`)."""
+        wanted = [name for name in self.names if name in _CLASS_TARGETS and (names is None or name in names)]
         sizes = np.asarray(classes.sizes)
         out: dict[str, np.ndarray] = {}
         if "k" in wanted:
@@ -185,6 +287,12 @@ class PrivacyTargets:
             parts.append(f"l={self.l} ({', '.join(self.sensitive)})")
         if self.t is not None:
             parts.append(f"t={self.t:g} ({', '.join(self.sensitive)})")
+        for name in (*GLOBAL_TARGETS, *POPULATION_TARGETS):
+            value = getattr(self, name)
+            if value is not None:
+                sign = ">=" if name == "k_map" else "<="
+                extra = f" ({self.estimator})" if name == "population_uniques" else ""
+                parts.append(f"{name} {sign} {value:g}{extra}")
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -195,13 +303,15 @@ class PrivacyTargets:
             "sensitive": list(self.sensitive),
             "t_distance": self.t_distance,
             "max_risk": self.max_risk,
+            # The targets added later are written only when set, so targets without them serialize as before.
+            **{name: getattr(self, name) for name in _OPTIONAL_KEYS if getattr(self, name) is not None},
         }
 
     @classmethod
     def from_dict(cls, obj: Mapping[str, Any]) -> PrivacyTargets:
         if not isinstance(obj, Mapping):
             raise ParameterError("Privacy targets must be an object with k, l, t, sensitive, max_risk.")
-        unknown = sorted(set(obj) - {"k", "l", "t", "sensitive", "t_distance", "max_risk"})
+        unknown = sorted(set(obj) - {"k", "l", "t", "sensitive", "t_distance", "max_risk", *_OPTIONAL_KEYS})
         if unknown:
             raise ParameterError(f"Unknown privacy target(s): {', '.join(unknown)}.")
         sensitive = obj.get("sensitive") or []
@@ -214,32 +324,39 @@ class PrivacyTargets:
             sensitive=tuple(sensitive),
             t_distance=obj.get("t_distance"),
             max_risk=obj.get("max_risk"),
+            **{name: obj.get(name) for name in _OPTIONAL_KEYS},
         )
 
 
 def parse_targets(text: str, *, sensitive: Sequence[str] = ()) -> PrivacyTargets:
-    """Targets from ``"k=5,l=2,t=0.2,max_risk=0.2"`` (any subset, any order; ``risk`` means ``max_risk``).
+    """Targets from ``"k=5,l=2,t=0.2,max_risk=0.2,global_risk=0.03"`` (any subset, any order; ``risk`` means
+    ``max_risk``; every name of :data:`TARGET_NAMES`, and ``population_uniques_estimator`` with a
+    ``population_uniques`` target).
 
     ``k`` defaults to 1 (no k target) when the text does not set it.
     """
     values: dict[str, Any] = {}
+    known = (*TARGET_NAMES, "population_uniques_estimator")
     for part in (p.strip() for p in str(text).split(",")):
         if not part:
             continue
         name, sep, raw = part.partition("=")
         key = TARGET_ALIASES.get(name.strip().lower(), name.strip().lower())
-        if not sep or key not in ("k", "l", "t", "max_risk"):
+        if not sep or key not in known:
             raise ParameterError(
-                f"Cannot read the target {part!r}: write name=value with names k, l, t and max_risk (or risk), "
-                "e.g. k=5,l=2,t=0.2,max_risk=0.2."
+                f"Cannot read the target {part!r}: write name=value with names {', '.join(TARGET_NAMES)} (risk is "
+                "max_risk) and population_uniques_estimator, e.g. k=5,l=2,t=0.2,max_risk=0.2,global_risk=0.03."
             )
         if key in values:
             raise ParameterError(f"The target {key} is given twice.")
+        if key == "population_uniques_estimator":
+            values[key] = raw.strip()
+            continue
         try:
             number = float(raw)
         except ValueError:
             raise ParameterError(f"The target {key} must be a number, got {raw.strip()!r}.") from None
-        if key in ("k", "l"):
+        if key in ("k", "l", "k_map"):
             if not number.is_integer():
                 raise ParameterError(f"The target {key} must be a whole number, got {raw.strip()}.")
             values[key] = int(number)
@@ -248,9 +365,10 @@ def parse_targets(text: str, *, sensitive: Sequence[str] = ()) -> PrivacyTargets
     if not values:
         raise ParameterError("No target given: write e.g. k=5 or k=5,l=2,t=0.2,max_risk=0.2.")
     return PrivacyTargets(
-        k=values.get("k", 1),
-        l=values.get("l"),
-        t=values.get("t"),
-        max_risk=values.get("max_risk"),
+        k=values.pop("k", 1),
+        l=values.pop("l", None),
+        t=values.pop("t", None),
+        max_risk=values.pop("max_risk", None),
         sensitive=tuple(sensitive),
+        **values,
     )

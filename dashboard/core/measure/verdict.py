@@ -20,6 +20,30 @@ Per target (definitions in :mod:`dashboard.core.targets`; comparisons as the mod
     passes iff no record's prosecutor risk ``1 / f_j`` is strictly above ``max_risk``; *achieved* is the highest
     prosecutor risk. Journalist and marketer risks are never higher, so this bounds all three attacker models.
 
+``global_risk``
+    passes iff ``ER / n <= global_risk`` (non-strict), ``ER`` the sum of the records' individual risks (the
+    diagnosis's :class:`~dashboard.core.measure.risk.IndividualRisk`, Benedetti-Franconi with sampling weights; without
+    weights ``1 / f_j``, sdcMicro without survey weights); *achieved* is ``ER / n``.
+``household_risk``
+    passes iff the household global risk ``ER_h / n <= household_risk``; the diagnosis's ``household_risk`` (None
+    without a household column: not measured, fails).
+``average_risk``
+    passes iff the prosecutor average risk (ARX success rate) ``<= average_risk``.
+``k_map``
+    passes iff every class has ``F_j >= k_map`` people in the population (the diagnosis's population counts: a
+    population table, a population size or sampling fraction, or sampling weights; with none, not measured);
+    *achieved* is the smallest ``F_j``.
+``delta_presence``
+    passes iff every class has ``f_j / F_j <= delta_presence``; *achieved* is the largest ratio (not measured
+    without a population, as ``k_map``).
+``population_uniques``
+    passes iff the estimated share of population uniques (uniques over ``N``, by the targets' estimator) is at most
+    ``population_uniques``; not measured without a population size, or when the estimator gives no estimate.
+
+The global targets (``global_risk``, ``household_risk``, ``average_risk``, ``population_uniques``) are properties of
+the table, not of a class: their ``records_failing`` is 0 and they add no record to the records at risk. A target
+that cannot be measured fails with a reason naming what is missing, and *achieved* NaN (null in JSON), never 0.
+
 *Records at risk* is the number of records whose class fails at least one target: what a fix has to change.
 A diagnosis without sensitive attributes cannot judge ``l`` or ``t``: those targets then fail with that reason
 (a release cannot be signed off on a target nobody measured).
@@ -32,6 +56,8 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from dashboard.core.measure.population import PopulationSource
+from dashboard.core.measure.risk import individual_risk
 from dashboard.core.targets import PrivacyTargets
 
 if TYPE_CHECKING:
@@ -47,7 +73,7 @@ class TargetCheck:
     Attributes
     ----------
     target
-        ``"k"``, ``"l"``, ``"t"`` or ``"max_risk"``.
+        A name of :data:`~dashboard.core.targets.TARGET_NAMES`.
     required
         The target value.
     achieved
@@ -91,7 +117,7 @@ class Verdict:
     passed
         True iff every target passes.
     checks
-        One :class:`TargetCheck` per target set, in the order k, l, t, max_risk.
+        One :class:`TargetCheck` per target set, in the order of :attr:`PrivacyTargets.names`.
     records
         Records in scope (the diagnosis's ``n_records``).
     records_at_risk
@@ -234,6 +260,14 @@ def check_targets(diagnosis: Diagnosis, targets: PrivacyTargets) -> Verdict:
             )
         checks.append(TargetCheck("max_risk", float(targets.max_risk), highest, records == 0, records, None, reason))
 
+    checks.extend(_global_checks(diagnosis, targets))
+    population_checks, population_failing = _population_checks(diagnosis, targets)
+    checks.extend(population_checks)
+    if population_failing is not None:
+        failing |= population_failing
+    order = {name: index for index, name in enumerate(targets.names)}
+    checks.sort(key=lambda check: order.get(check.target, len(order)))
+
     return Verdict(
         passed=all(check.passed for check in checks),
         checks=tuple(checks),
@@ -242,3 +276,132 @@ def check_targets(diagnosis: Diagnosis, targets: PrivacyTargets) -> Verdict:
         sample_uniques=int(diagnosis.sample_uniques),
         quasi_identifiers=tuple(diagnosis.quasi_identifiers),
     )
+
+
+_NO_POPULATION = (
+    "needs the population: a population table, a population size or sampling fraction, or sampling weights "
+    "(--population, --sampling-fraction or --weights)"
+)
+
+
+def _not_measured(target: str, value: float, why: str) -> TargetCheck:
+    return TargetCheck(target, float(value), float("nan"), False, 0, None, f"{target} was not measured: {why}")
+
+
+def _at_most(target: str, value: float, achieved: float, what: str) -> TargetCheck:
+    passed = achieved <= value
+    verb = "meets" if passed else "is above"
+    return TargetCheck(
+        target, float(value), achieved, passed, 0, None, f"{what} {achieved:.4g} {verb} {target} ≤ {value:g}"
+    )
+
+
+def _global_checks(diagnosis: Diagnosis, targets: PrivacyTargets) -> list[TargetCheck]:
+    """The checks of the table-wide targets (no record of their own fails them)."""
+    out: list[TargetCheck] = []
+    empty = diagnosis.n_records == 0
+    if targets.global_risk is not None:
+        if empty:
+            out.append(_not_measured("global_risk", targets.global_risk, "no record is in scope"))
+        else:
+            individual = diagnosis.individual_risk or individual_risk(diagnosis.classes)
+            out.append(_at_most("global_risk", targets.global_risk, individual.global_risk, "global risk ER/n ="))
+    if targets.household_risk is not None:
+        household = diagnosis.household_risk
+        if household is None:
+            out.append(
+                _not_measured(
+                    "household_risk",
+                    targets.household_risk,
+                    "no household column (give the household id: --household, household=)",
+                )
+            )
+        elif empty:
+            out.append(_not_measured("household_risk", targets.household_risk, "no record is in scope"))
+        else:
+            out.append(
+                _at_most("household_risk", targets.household_risk, household.global_risk, "household risk ER_h/n =")
+            )
+    if targets.average_risk is not None:
+        if empty:
+            out.append(_not_measured("average_risk", targets.average_risk, "no record is in scope"))
+        else:
+            average = float(diagnosis.risk.prosecutor.average)
+            out.append(_at_most("average_risk", targets.average_risk, average, "prosecutor average risk ="))
+    if targets.population_uniques is not None:
+        value = targets.population_uniques
+        uniqueness = diagnosis.population_uniqueness
+        if empty:
+            out.append(_not_measured("population_uniques", value, "no record is in scope"))
+        elif uniqueness is None:
+            why = (
+                "needs a population size: a population table, --population N, --sampling-fraction or --weights"
+                if diagnosis.population.kind == PopulationSource.SAMPLE
+                else "the classes overlap (wildcard policy with missing values)"
+            )
+            out.append(_not_measured("population_uniques", value, why))
+        else:
+            estimate = getattr(uniqueness, targets.estimator)
+            if not estimate.valid:
+                out.append(_not_measured("population_uniques", value, f"the {targets.estimator} estimator failed"))
+            else:
+                out.append(
+                    _at_most(
+                        "population_uniques",
+                        value,
+                        float(estimate.fraction),
+                        f"estimated population uniqueness ({targets.estimator}) =",
+                    )
+                )
+    return out
+
+
+def _population_checks(diagnosis: Diagnosis, targets: PrivacyTargets) -> tuple[list[TargetCheck], np.ndarray | None]:
+    """The checks of k-map and delta-presence, and the classes failing them (None when none is set or measured)."""
+    out: list[TargetCheck] = []
+    if targets.k_map is None and targets.delta_presence is None:
+        return out, None
+    population = diagnosis.population
+    measured = population.kind != PopulationSource.SAMPLE and diagnosis.n_records > 0
+    classes = diagnosis.classes
+    counts = np.asarray(classes.counts)
+    big_f = np.asarray(population.counts, dtype=np.float64)
+    sizes = np.asarray(classes.sizes, dtype=np.float64)
+    failing = np.zeros(classes.n_classes, dtype=bool)
+    why = _NO_POPULATION if diagnosis.n_records else "no record is in scope"
+    if targets.k_map is not None:
+        if not measured:
+            out.append(_not_measured("k_map", targets.k_map, why))
+        else:
+            bad = big_f < targets.k_map
+            failing |= bad
+            records = int(counts[bad].sum())
+            smallest = float(big_f.min())
+            reason = (
+                f"smallest population class F_j = {smallest:,.4g} meets k_map ≥ {targets.k_map}"
+                if not records
+                else f"smallest population class F_j = {smallest:,.4g} is below k_map = {targets.k_map}: "
+                f"{records:,} records are in classes with fewer people in the population"
+            )
+            out.append(TargetCheck("k_map", float(targets.k_map), smallest, not records, records, None, reason))
+    if targets.delta_presence is not None:
+        if not measured:
+            out.append(_not_measured("delta_presence", targets.delta_presence, why))
+        else:
+            ratio = sizes / big_f
+            bad = ratio > targets.delta_presence
+            failing |= bad
+            records = int(counts[bad].sum())
+            largest = float(ratio.max())
+            reason = (
+                f"largest f_j / F_j = {largest:.4g} meets delta_presence ≤ {targets.delta_presence:g}"
+                if not records
+                else f"largest f_j / F_j = {largest:.4g} is above delta_presence = {targets.delta_presence:g}: "
+                f"{records:,} records are in classes that fail it"
+            )
+            out.append(
+                TargetCheck(
+                    "delta_presence", float(targets.delta_presence), largest, not records, records, None, reason
+                )
+            )
+    return out, failing

@@ -48,6 +48,17 @@ that meets them, in bound order, unless the node's metric with only their violat
 bound: a satisfying node suppresses at least those, and suppressing more never lowers a metric) already reaches the
 best value. The bounds of the metrics do not depend on the targets, so their pruning is unchanged.
 
+*Release targets beyond k.* ``k_map`` and ``delta_presence`` are judged per class with the population (a sampling
+fraction, a population size as ``pi = n / N``, or the weight sums per class, rolled up with the counts), and the
+global targets ``global_risk``, ``average_risk`` and ``population_uniques`` on the records a node publishes: after the
+classes violating a class-level target are suppressed, while a global target fails, further classes are suppressed in
+decreasing order of their records' risk (cumulative sums give every prefix at once), and the node satisfies the
+targets iff the records suppressed fit the limit (:mod:`dashboard.core.transform.release_targets`, shared with the
+``generalize`` step, so the published table is the one judged). None of them marks other nodes: like ``t`` with
+suppression, they are judged at each node that meets the monotone targets, after the same lower-bound test.
+``household_risk`` needs the household of each record: the lattice then keeps, for every class table, the class of
+each finest class, and maps the (household, finest class) pairs through it.
+
 *What t implies.* A class violates ``t`` whatever its counts when it has too few records or too few distinct
 sensitive values to come within ``t`` of the distribution ``p'`` of the records published
 (:meth:`GeneralizationLattice.implied_by_t`). Suppressing ``s`` of the ``n`` records gives ``p = (1 - a) p' + a r``
@@ -97,7 +108,7 @@ from dashboard.core.measure.classes import (
     equivalence_classes,
     equivalence_classes_from_aggregate,
 )
-from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
+from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, TARGET_NAMES, PrivacyTargets
 from dashboard.core.transform.generalization import (
     generalize,
     suppressed_classes,
@@ -105,6 +116,7 @@ from dashboard.core.transform.generalization import (
     without_combinations,
 )
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError
+from dashboard.core.transform.release_targets import Households, check_release_targets
 from dashboard.core.transform.steps import Recipe, Step, TransformResult
 from dashboard.core.utility.metrics import Metric
 
@@ -144,7 +156,7 @@ class _Table:
     """Classes of one node: QI codes at the node's levels, record counts, and (when rolled up with them) sparse
     sensitive counts: class, value, count, sorted. ``sensitive`` is None for a table of class sizes only."""
 
-    __slots__ = ("codes", "counts", "levels", "sensitive")
+    __slots__ = ("codes", "counts", "from_bottom", "levels", "sensitive", "weights")
 
     def __init__(
         self,
@@ -152,11 +164,15 @@ class _Table:
         codes: np.ndarray,
         counts: np.ndarray,
         sensitive: Mapping[str, tuple[np.ndarray, np.ndarray, np.ndarray]] | None,
+        weights: np.ndarray | None = None,
+        from_bottom: np.ndarray | None = None,
     ) -> None:
         self.levels = levels
         self.codes = codes  # (J, q)
         self.counts = counts  # (J,) int64
         self.sensitive = sensitive
+        self.weights = weights  # (J,) float64 sums of the sampling weights, when the lattice has a weight column
+        self.from_bottom = from_bottom  # class of each finest class, when the lattice has household ids
 
     @property
     def n_classes(self) -> int:
@@ -343,6 +359,10 @@ class GeneralizationLattice:
     max_nodes
         Largest lattice the exact search (:meth:`search`) visits; the heuristic one
         (:func:`~dashboard.core.search.heuristic.heuristic_search`) has no such limit.
+    weights, population_size, sampling_fraction, household
+        For the release targets beyond k (:mod:`dashboard.core.transform.release_targets`): the sampling-weight
+        column (its sums per class are rolled up with the counts), the population (a size ``N``, kept as
+        ``pi = n / N``, or ``pi``) and the household-id column of ``household_risk``. Not with ``counts``.
 
     Raises :class:`HierarchyError` when a QI value is not a leaf of its hierarchy.
     """
@@ -356,6 +376,10 @@ class GeneralizationLattice:
         sensitive: Sequence[str] = (),
         max_nodes: int = DEFAULT_MAX_NODES,
         counts: str | None = None,
+        weights: str | None = None,
+        population_size: float | None = None,
+        sampling_fraction: float | None = None,
+        household: str | None = None,
     ) -> None:
         qis = check_columns(
             data, list(hierarchies) if quasi_identifiers is None else quasi_identifiers, role="quasi-identifier"
@@ -371,8 +395,34 @@ class GeneralizationLattice:
             raise ParameterError("The table has no rows.")
         self.quasi_identifiers: tuple[str, ...] = qis
         self.sensitive: tuple[str, ...] = sens
-        weights = None if counts is None else check_counts(data, counts)
-        self.n_records = len(data) if weights is None else int(weights.sum())
+        record_counts = None if counts is None else check_counts(data, counts)
+        self.n_records = len(data) if record_counts is None else int(record_counts.sum())
+        if weights is not None:
+            check_columns(data, [weights], role="weight column")
+            if counts is not None:
+                raise ParameterError("Sampling weights are not supported with an aggregate (counts=...).")
+        self.weights: str | None = weights
+        if household is not None:
+            check_columns(data, [household], role="household-id column")
+            if counts is not None:
+                raise ParameterError("Household ids are not supported with an aggregate (counts=...).")
+        self.household: str | None = household
+        if population_size is not None and sampling_fraction is not None:
+            raise ParameterError("Give a population size or a sampling fraction, not both.")
+        if population_size is not None:
+            size = float(population_size)
+            if not math.isfinite(size) or size < self.n_records:
+                raise ParameterError(
+                    f"population_size must be a number of people at least the {self.n_records:,} records, "
+                    f"got {population_size!r}."
+                )
+            sampling_fraction = self.n_records / size
+        #: ``pi`` of the population targets (``F_j = f_j / pi``); None: the weights, if any.
+        self.sampling_fraction: float | None = (
+            None
+            if sampling_fraction is None
+            else check_fraction(sampling_fraction, "sampling_fraction", inclusive_zero=False)
+        )
         resolved = []
         leaf_frame: dict[str, Any] = {}
         for column in qis:
@@ -388,10 +438,12 @@ class GeneralizationLattice:
         frame = pd.DataFrame(leaf_frame, index=pd.RangeIndex(len(data)))
         for name in sens:
             frame[name] = data[name].reset_index(drop=True)
-        if weights is None:
-            bottom = equivalence_classes(frame, qis, sensitive=sens, missing=MissingPolicy.VALUE)
+        if weights is not None:
+            frame[weights] = data[weights].reset_index(drop=True)
+        if record_counts is None:
+            bottom = equivalence_classes(frame, qis, sensitive=sens, missing=MissingPolicy.VALUE, weights=weights)
         else:
-            frame[_COUNT] = weights
+            frame[_COUNT] = record_counts
             bottom = equivalence_classes_from_aggregate(
                 frame, qis, count=_COUNT, sensitive=sens, missing=MissingPolicy.VALUE
             )
@@ -425,7 +477,20 @@ class GeneralizationLattice:
             )
             for name, d in bottom.sensitive.items()
         }
-        self.bottom = _Table((0,) * len(qis), codes.astype(np.int64), np.asarray(bottom.counts, np.int64), sens_sparse)
+        bottom_weights = None if bottom.weight_sums is None else np.asarray(bottom.weight_sums, dtype=np.float64)
+        #: The (household, finest class, records) triples, for household_risk.
+        self.households: Households | None = None
+        if household is not None:
+            assert bottom.record_class is not None
+            self.households = Households.from_records(data[household].reset_index(drop=True), bottom.record_class)
+        self.bottom = _Table(
+            (0,) * len(qis),
+            codes.astype(np.int64),
+            np.asarray(bottom.counts, np.int64),
+            sens_sparse,
+            bottom_weights,
+            None if household is None else np.arange(bottom.n_classes, dtype=np.int64),
+        )
         # Value counts per QI leaf (missing last), for the column-separable metric parts.
         self._leaf_counts = [
             np.bincount(self.bottom.codes[:, i], weights=self.bottom.counts, minlength=h.n_leaves + 1).astype(np.int64)
@@ -522,8 +587,10 @@ class GeneralizationLattice:
         representative = np.empty(n_new, dtype=np.int64)
         representative[inverse] = np.arange(n)
         codes = np.column_stack([c[representative] for c in columns])
+        weights = None if source.weights is None else np.bincount(inverse, weights=source.weights, minlength=n_new)
+        from_bottom = None if source.from_bottom is None else inverse[source.from_bottom]
         if not sensitive or source.sensitive is None:
-            return _Table(levels, codes, counts, None if self.sensitive else {})
+            return _Table(levels, codes, counts, None if self.sensitive else {}, weights, from_bottom)
         rolled = {}
         for name, (cls, val, cnt) in source.sensitive.items():
             m = self._templates[name].n_values
@@ -536,7 +603,7 @@ class GeneralizationLattice:
                 present, where = np.unique(pair, return_inverse=True)
                 sums = np.bincount(where.reshape(-1), weights=cnt, minlength=len(present))
             rolled[name] = (present // m, present % m, sums.astype(np.int64))
-        return _Table(levels, codes, counts, rolled)
+        return _Table(levels, codes, counts, rolled, weights, from_bottom)
 
     def classes(self, levels: Mapping[str, int] | Sequence[int]) -> EquivalenceClasses:
         """The equivalence classes at ``levels`` (from the roll-up; no per-record classes)."""
@@ -577,6 +644,7 @@ class GeneralizationLattice:
             sizes=table.counts,
             counts=table.counts,
             sensitive=sensitive,
+            weight_sums=table.weights,
         )
 
     # -- metrics --
@@ -711,10 +779,23 @@ class GeneralizationLattice:
         """Boolean per class: its records are suppressed at this node. Without ``t``, the classes violating the
         targets; with ``t``, the suppression of :func:`~dashboard.core.transform.generalization.suppressed_classes`
         (t judged against the records left, round by round, as the ``generalize`` step publishes them), whose rounds
-        stop once more than ``budget`` records are removed (the node fails then)."""
-        if targets.t is None:
+        stop once more than ``budget`` records are removed (the node fails then). The population and global targets
+        are judged the same way, on the records left (:mod:`dashboard.core.transform.release_targets`)."""
+        if targets.t is None and not targets.judged_per_node:
             return self._monotone_violations(table, targets)
-        return suppressed_classes(self._classes(table), targets, budget)
+        households = None
+        if targets.household_risk is not None and self.households is not None:
+            if table.from_bottom is None:  # a table of sizes only may lack it: the full one has it
+                table = self.table(table.levels)
+            assert table.from_bottom is not None
+            households = self.households.mapped(table.from_bottom, table.n_classes)
+        return suppressed_classes(
+            self._classes(table),
+            targets,
+            budget,
+            sampling_fraction=self.sampling_fraction,
+            households=households,
+        )
 
     def _monotone_violations(self, table: _Table, targets: PrivacyTargets) -> np.ndarray:
         """Classes violating ``k``, ``max_risk`` or distinct ``l`` (the number of sensitive entries of a class:
@@ -770,6 +851,12 @@ class GeneralizationLattice:
         return path
 
     def _check_targets(self, targets: PrivacyTargets) -> None:
+        check_release_targets(
+            targets,
+            weighted=self.weights is not None,
+            sampling_fraction=self.sampling_fraction,
+            households=self.households is not None,
+        )
         missing_sa = sorted(set(targets.sensitive) - set(self.sensitive))
         if missing_sa:
             raise ColumnError(
@@ -815,10 +902,14 @@ class GeneralizationLattice:
         if solutions < 1:
             raise ParameterError(f"solutions must be at least 1, got {solutions}.")
         budget = suppression_budget(max_suppression, self.n_records)
-        all_monotone = targets.t is None or budget == 0
+        # The global and population targets are judged at each node, on the records it publishes.
+        all_monotone = (targets.t is None or budget == 0) and not targets.judged_per_node
         # Without suppression t is monotone too (a class merged from parts meeting t meets it: the distance is
         # convex in the class distribution), so the status of a node is then that of all the targets.
         monotone = targets if all_monotone else targets.monotone()
+        if targets.k_map is not None and self.sampling_fraction is not None:
+            # k-map with a sampling fraction is the class-size test f_j / pi >= k_map: monotone like k, it marks nodes.
+            monotone = replace(monotone, k=max(monotone.k, _k_map_size(targets.k_map, self.sampling_fraction)))
         # With t and suppression: a class with fewer distinct values than t allows violates t (implied_l), a
         # monotone condition like l, which joins the monotone targets.
         records, least = self.implied_by_t(targets, budget) if not all_monotone else (1, {})
@@ -924,6 +1015,13 @@ class GeneralizationLattice:
         return SearchOutcome(
             found[0], tuple(found), int(touched.sum()), "exact", found[0].value, True, self.size, budget
         )
+
+
+def _k_map_size(k_map: int, fraction: float) -> int:
+    """The least class size ``f`` with ``f / pi >= k_map`` (in floating point, as the class test computes it)."""
+    guess = max(1, math.ceil(k_map * fraction) - 1)
+    candidates = np.arange(guess, guess + 3, dtype=np.float64)
+    return int(candidates[np.flatnonzero(~(candidates / fraction < k_map))[0]])
 
 
 def _aggregate_result(
@@ -1286,13 +1384,15 @@ def _solutions(found: Sequence[NodeResult], qis: Sequence[str]) -> tuple[Solutio
 
 def _only(targets: PrivacyTargets, name: str) -> PrivacyTargets:
     """The one target ``name`` of ``targets`` (``k = 1``, met by every class, unless it is ``k``)."""
+    fields: dict[str, Any] = {key: None for key in TARGET_NAMES if key != "k"}
+    fields[name] = getattr(targets, name)
+    if name == "population_uniques":
+        fields["population_uniques_estimator"] = targets.population_uniques_estimator
     return PrivacyTargets(
         k=targets.k if name == "k" else 1,
-        l=targets.l if name == "l" else None,
-        t=targets.t if name == "t" else None,
         sensitive=targets.sensitive,
         t_distance=targets.t_distance,
-        max_risk=targets.max_risk if name == "max_risk" else None,
+        **{key: value for key, value in fields.items() if key != "k"},
     )
 
 
@@ -1460,6 +1560,11 @@ def optimal_generalization(
     solutions: int = 1,
     max_checks: int | None = None,
     pick: int = 1,
+    targets: PrivacyTargets | None = None,
+    weights: str | None = None,
+    population_size: float | None = None,
+    sampling_fraction: float | None = None,
+    household: str | None = None,
 ) -> SearchResult:
     """Find the generalization levels and record suppression of least information loss meeting the targets.
 
@@ -1498,6 +1603,18 @@ def optimal_generalization(
         Publish the ``pick``-th best solution instead of the best (1): a steward's choice among the solutions (the
         search then keeps at least ``pick`` of them). Raises :class:`ParameterError` when fewer nodes meet the
         targets.
+    targets
+        All the targets at once, instead of ``k`` .. ``max_risk`` (those are then ignored): with the global and
+        population targets (``global_risk``, ``average_risk``, ``population_uniques``, ``k_map``,
+        ``delta_presence``), judged at each node on the records it publishes
+        (:mod:`dashboard.core.transform.release_targets`); ``household_risk`` with ``household``.
+    weights
+        Sampling-weight column: the weighted individual risk of ``global_risk`` and, without a population size,
+        ``F_j`` (sum of the weights) of ``k_map``, ``delta_presence`` and ``population_uniques``.
+    population_size, sampling_fraction
+        The population (one of them): ``F_j = f_j / pi``, with ``pi = n / N`` from the input table's ``n``.
+    household
+        The household-id column of ``household_risk`` (a missing id: a household of its own).
 
     Returns
     -------
@@ -1511,8 +1628,14 @@ def optimal_generalization(
     HierarchyError, ColumnError, ParameterError
         For values outside a hierarchy, unknown columns, invalid targets.
     """
-    targets = PrivacyTargets(k=k, l=l, t=t, sensitive=tuple(sensitive), t_distance=t_distance, max_risk=max_risk)
+    if targets is None:
+        targets = PrivacyTargets(k=k, l=l, t=t, sensitive=tuple(sensitive), t_distance=t_distance, max_risk=max_risk)
     targets.require_sensitive()
+    if counts is not None and targets.judged_per_node:
+        raise ParameterError(
+            "The global and population targets (global_risk, average_risk, population_uniques, k_map, "
+            "delta_presence) are not supported on an aggregate; search the table in memory (--engine pandas)."
+        )
     metric = Metric.parse(metric)
     max_suppression = check_fraction(max_suppression, "max_suppression")
     if isinstance(pick, bool) or not isinstance(pick, int) or pick < 1:
@@ -1528,7 +1651,12 @@ def optimal_generalization(
         sensitive=targets.sensitive,
         max_nodes=max_nodes,
         counts=counts,
+        weights=weights,
+        population_size=population_size,
+        sampling_fraction=sampling_fraction,
+        household=household if targets.household_risk is not None else None,
     )
+    lattice._check_targets(targets)
     if strategy == "heuristic" or (strategy == "auto" and lattice.size > max_nodes):
         outcome = heuristic_search(
             lattice,
@@ -1582,6 +1710,9 @@ def _search_result(
         resolved,
         suppress=targets if max_suppression > 0 else None,
         quasi_identifiers=list(levels),
+        weights=lattice.weights if targets.judged_per_node else None,
+        sampling_fraction=lattice.sampling_fraction if targets.judged_per_node else None,
+        household=lattice.household if targets.judged_per_node else None,
     )
     published = transform.data
     classes = equivalence_classes(published, qis, sensitive=list(targets.sensitive))

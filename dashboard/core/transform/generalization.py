@@ -23,7 +23,11 @@ The suppression is therefore repeated (:func:`suppressed_classes`): the classes 
 ``t`` is judged again against the records left, and the classes now violating it are removed too, until none does.
 Every class left then meets every target as the diagnosis of the published table measures it
 (:meth:`~dashboard.core.measure.diagnose.Diagnosis.check`). ``k``, ``l`` and ``max_risk`` depend on a class alone, so
-without ``t`` one round is all there is.
+without ``t`` one round is all there is. ``k_map`` and ``delta_presence`` are judged per class with the population
+(a ``sampling_fraction`` parameter, else the sampling weights of the ``weights`` column), and the global targets
+(``global_risk``, ``average_risk``, ``population_uniques``) on the records left, removing further classes in decreasing
+order of risk until they are met (:mod:`dashboard.core.transform.release_targets`); the step's JSON then also holds
+``"weights"``, ``"sampling_fraction"`` and ``"household"`` (the household-id column of ``household_risk``) when given.
 """
 
 from __future__ import annotations
@@ -43,8 +47,14 @@ from dashboard.core.measure.classes import (
     equivalence_classes_from_aggregate,
 )
 from dashboard.core.measure.entities import EntityKey, entity_classes
-from dashboard.core.targets import PrivacyTargets
+from dashboard.core.targets import GLOBAL_TARGETS, POPULATION_TARGETS, PrivacyTargets
 from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
+from dashboard.core.transform.release_targets import (
+    Households,
+    check_release_targets,
+    global_suppression,
+    population_violations,
+)
 from dashboard.core.transform.steps import Step, TransformResult, register_step
 
 __all__ = ["generalization_step", "generalize", "kept_classes", "suppressed_classes"]
@@ -60,6 +70,9 @@ def generalize(
     built_over_data: bool = False,
     entity: str | None = None,
     entity_key: str = "set",
+    weights: str | None = None,
+    sampling_fraction: float | None = None,
+    household: str | None = None,
 ) -> TransformResult:
     """Generalize each column of ``levels`` to its level; optionally suppress records of violating classes.
 
@@ -80,6 +93,11 @@ def generalize(
     quasi_identifiers
         Every quasi-identifier of the table, generalized or not; required with ``suppress``. Classes formed over
         the generalized columns alone would be larger than the real ones and suppress too little.
+    weights, sampling_fraction
+        The sampling-weight column and the sampling fraction ``pi`` the population targets and the weighted
+        individual risk of ``suppress`` are judged with (:mod:`dashboard.core.transform.release_targets`).
+    household
+        The household-id column ``household_risk`` of ``suppress`` is judged with.
     built_over_data
         The rule-based hierarchies were just built over these columns of ``data``, so they are not rebuilt (a
         postcode or date hierarchy over a large column costs a noticeable part of a second).
@@ -106,10 +124,27 @@ def generalize(
             )
         qis = list(check_columns(data, list(quasi_identifiers), role="quasi-identifier"))
         suppress.require_sensitive()
+        if weights is not None:
+            check_columns(data, [weights], role="weight column")
+        if household is not None:
+            check_columns(data, [household], role="household-id column")
+        check_release_targets(
+            suppress,
+            weighted=weights is not None,
+            sampling_fraction=sampling_fraction,
+            households=household is not None,
+        )
     elif entity is not None:
         raise ParameterError("generalize(..., entity=...) judges the suppression on people: give suppress=... too.")
     if entity is not None:
         entity_key = EntityKey.parse(entity_key).value
+        assert suppress is not None
+        beyond = [name for name in (*GLOBAL_TARGETS, *POPULATION_TARGETS) if getattr(suppress, name) is not None]
+        if beyond or household is not None or sampling_fraction is not None:
+            raise ParameterError(
+                "With a person id the suppression is judged on people for k, l, t and max_risk only; "
+                f"{', '.join(beyond) or 'a household or population setting'} cannot be judged on people."
+            )
     missing_hierarchy = [c for c in columns if c not in hierarchies]
     if missing_hierarchy:
         raise HierarchyError(f"No hierarchy given for: {', '.join(repr(c) for c in missing_hierarchy)}.")
@@ -148,11 +183,17 @@ def generalize(
     if suppress is not None:
         params["suppress"] = suppress.to_dict()
         params["quasi_identifiers"] = list(qis)
+        if weights is not None:
+            params["weights"] = weights
+        if sampling_fraction is not None:
+            params["sampling_fraction"] = sampling_fraction
+        if household is not None:
+            params["household"] = household
         if entity is not None:
             params["entity"] = {"column": entity, "key": entity_key}
             keep = ~_violating_people(out, entity, entity_key, qis, suppress)
         else:
-            keep = ~_violating_records(out, qis, suppress)
+            keep = ~_violating_records(out, qis, suppress, weights, sampling_fraction, household)
         if not keep.all():
             kept_rows = np.flatnonzero(keep)
             out = out.iloc[kept_rows]
@@ -177,14 +218,26 @@ def _original_values(values: pd.Series, leaf: np.ndarray, present: np.ndarray) -
     return np.asarray(values.to_numpy(dtype=object)[rows], dtype=object)
 
 
-def _violating_records(data: pd.DataFrame, columns: list[str], targets: PrivacyTargets) -> np.ndarray:
+def _violating_records(
+    data: pd.DataFrame,
+    columns: list[str],
+    targets: PrivacyTargets,
+    weights: str | None = None,
+    sampling_fraction: float | None = None,
+    household: str | None = None,
+) -> np.ndarray:
     """Boolean per row: its class over ``columns`` is suppressed for ``targets`` (:func:`suppressed_classes`; the
     classes are the core's own)."""
     if not len(data):
         return np.zeros(0, dtype=bool)
-    classes = equivalence_classes(data, columns, sensitive=list(targets.sensitive))
-    violating = suppressed_classes(classes, targets)
+    classes = equivalence_classes(data, columns, sensitive=list(targets.sensitive), weights=weights)
     assert classes.record_class is not None
+    households = (
+        Households.from_records(data[household].reset_index(drop=True), classes.record_class)
+        if household is not None and targets.household_risk is not None
+        else None
+    )
+    violating = suppressed_classes(classes, targets, sampling_fraction=sampling_fraction, households=households)
     return violating[classes.record_class]
 
 
@@ -244,27 +297,46 @@ def kept_classes(classes: EquivalenceClasses, keep: np.ndarray) -> EquivalenceCl
     )
 
 
-def suppressed_classes(classes: EquivalenceClasses, targets: PrivacyTargets, budget: int | None = None) -> np.ndarray:
+def suppressed_classes(
+    classes: EquivalenceClasses,
+    targets: PrivacyTargets,
+    budget: int | None = None,
+    *,
+    sampling_fraction: float | None = None,
+    households: Households | None = None,
+) -> np.ndarray:
     """Boolean per class: its records are suppressed to meet ``targets`` (see the module docstring).
 
     The classes violating any target (``t`` against the distribution of all records) are removed; then, while some
     class left is farther than ``t`` from the distribution of the records left (:func:`kept_classes`), those classes
     are removed too. The classes left meet every target as the diagnosis of their records measures them. With
     ``budget``, the rounds stop as soon as more than ``budget`` records are removed (the suppression limit is
-    exceeded whatever follows: removals only add up)."""
+    exceeded whatever follows: removals only add up).
+
+    ``k_map`` and ``delta_presence`` join the class-level targets (with ``F_j`` from ``sampling_fraction`` or the
+    classes' weight sums); the global targets are then met by removing further classes in decreasing order of risk
+    (:func:`~dashboard.core.transform.release_targets.global_suppression`), and ``t`` judged again, until neither
+    removes anything."""
     bad = np.asarray(targets.class_violations(classes), dtype=bool).copy()
-    if targets.t is None:
+    bad |= population_violations(classes, targets, sampling_fraction)
+    if targets.t is None and not targets.judged_per_node:
         return bad
     counts = np.asarray(classes.counts)
-    while bad.any() and not bad.all():
+    while True:
+        before = bad.copy()
+        while targets.t is not None and bad.any() and not bad.all():
+            if budget is not None and int(counts[bad].sum()) > budget:
+                return bad
+            left = np.flatnonzero(~bad)
+            farther = targets.violations_by_target(kept_classes(classes, ~bad), ("t",))["t"]
+            if not farther.any():
+                break
+            bad[left[farther]] = True
         if budget is not None and int(counts[bad].sum()) > budget:
-            break
-        left = np.flatnonzero(~bad)
-        farther = targets.violations_by_target(kept_classes(classes, ~bad), ("t",))["t"]
-        if not farther.any():
-            break
-        bad[left[farther]] = True
-    return bad
+            return bad
+        bad = global_suppression(classes, targets, bad, budget, sampling_fraction, households)
+        if np.array_equal(bad, before) or bad.all():
+            return bad
 
 
 def violating_combinations(
@@ -277,6 +349,12 @@ def violating_combinations(
     same as :func:`_violating_records` finds on the raw rows, so removing the records of these combinations is the
     suppression of :func:`generalize`, computed without the rows.
     """
+    if targets.judged_per_node:
+        raise ParameterError(
+            "The global and population targets (global_risk, average_risk, population_uniques, k_map, "
+            "delta_presence) are judged on the records with their weights and population, which an aggregate of "
+            "combinations does not carry: apply this recipe to the table in memory (--engine pandas)."
+        )
     names = list(columns)
     classes = equivalence_classes_from_aggregate(aggregate, names, count=count, sensitive=list(targets.sensitive))
     violating = suppressed_classes(classes, targets)
@@ -296,11 +374,12 @@ def without_combinations(data: pd.DataFrame, combinations: pd.DataFrame) -> np.n
 @register_step("generalize")
 def generalization_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
     """The ``"generalize"`` step: ``columns`` and optional ``suppress`` as in the module docstring."""
-    unknown = sorted(set(params) - {"columns", "suppress", "quasi_identifiers", "entity"})
+    known = {"columns", "suppress", "quasi_identifiers", "weights", "sampling_fraction", "household", "entity"}
+    unknown = sorted(set(params) - known)
     if unknown:
         raise ParameterError(
             f"Step 'generalize': unknown parameter(s) {', '.join(unknown)}; use columns, suppress, quasi_identifiers, "
-            "entity."
+            "weights, sampling_fraction, household, entity."
         )
     columns = params.get("columns")
     suppress = params.get("suppress")
@@ -329,4 +408,7 @@ def generalization_step(data: pd.DataFrame, /, **params: Any) -> TransformResult
         built_over_data=True,
         entity=person["column"] if person is not None else None,
         entity_key=str(person.get("key", "set")) if person is not None else "set",
+        weights=params.get("weights"),
+        sampling_fraction=params.get("sampling_fraction"),
+        household=params.get("household"),
     )
