@@ -453,9 +453,9 @@ def survey_risk_rows(diagnosis: Diagnosis) -> list[RiskRow]:
     sdcMicro's global risk (with sampling weights), the household risk (with a household column) and the
     model-based risks (when asked for). Empty when the diagnosis has none of them."""
     rows: list[RiskRow] = []
-    entity = getattr(diagnosis, "entity", None)
+    entity = diagnosis.entity
     if entity:
-        people = getattr(diagnosis, "entities", diagnosis.n_records)
+        people = diagnosis.entities if diagnosis.entities is not None else diagnosis.n_records
         rows.append(
             RiskRow(
                 "Counted in people",

@@ -154,7 +154,7 @@ def headline_cards(items: Sequence[Headline]) -> Any:
 def records_analysed(diagnosis: Diagnosis) -> str:
     """``N records analysed``, or ``N people in M rows analysed`` when a person-id column makes one person several
     rows (every count of the page is then in people)."""
-    if getattr(diagnosis, "entity", None):
+    if diagnosis.entity:
         return f"{fmt_count(diagnosis.n_records)} people in {fmt_count(diagnosis.rows)} rows analysed"
     return f"{fmt_count(diagnosis.n_records)} records analysed"
 

@@ -50,6 +50,8 @@ from dashboard.core.errors import (
 )
 from dashboard.core.measure.classes import MissingPolicy, equivalence_classes
 from dashboard.core.measure.encoding import encode_columns, group_rows
+from dashboard.core.targets import PrivacyTargets
+from dashboard.core.transform.release_targets import Households, global_suppression
 from dashboard.core.transform.steps import Step, TransformResult, register_step
 
 __all__ = [
@@ -190,6 +192,10 @@ def top_bottom_code(
 # --- record suppression ------------------------------------------------------------------------------------------
 
 
+#: The table-wide targets record suppression meets (the others need a population or generalization).
+SUPPRESSION_RISK_TARGETS = ("global_risk", "household_risk", "average_risk")
+
+
 def suppress_records(
     data: pd.DataFrame,
     /,
@@ -200,6 +206,9 @@ def suppress_records(
     missing: str = "value",
     orders: Mapping[str, Sequence[Any]] | None = None,
     violating: np.ndarray | None = None,
+    risk_targets: Mapping[str, float] | None = None,
+    weights: str | None = None,
+    household: str | None = None,
 ) -> TransformResult:
     """Remove the records of small classes, smallest first, within a budget (see the module docstring).
 
@@ -223,6 +232,17 @@ def suppress_records(
         Instead of ``k``: a boolean per row marking records that violate a privacy model (e.g. the records of
         classes that are not l-diverse). The classes holding them are removed, smallest first. Not part of a
         reusable recipe (the step records ``k = None``).
+    risk_targets
+        Table-wide targets met after ``k`` (or alone): ``global_risk`` (sdcMicro ER/n), ``household_risk`` (ER_h/n,
+        with ``household``) and ``average_risk`` (prosecutor average), as
+        :class:`~dashboard.core.targets.PrivacyTargets` defines them. While one fails, the classes of the riskiest
+        records are removed first, within the budget
+        (:func:`~dashboard.core.transform.release_targets.global_suppression`, the search's own rule); when the
+        budget cannot meet them, nothing more is removed and ``target_reached`` is false.
+    weights
+        Sampling-weight column of the individual risks of ``global_risk`` and ``household_risk`` (``1 / f`` without).
+    household
+        Household-id column of ``household_risk``.
 
     Returns
     -------
@@ -234,8 +254,17 @@ def suppress_records(
     qis = check_columns(data, quasi_identifiers, role="quasi-identifier")
     fraction = check_fraction(max_suppression, "max_suppression")
     policy = MissingPolicy.parse(missing)
-    if (k is None) == (violating is None):
-        raise ParameterError("Give exactly one target: k (remove classes smaller than k) or violating (a row mask).")
+    goals = _risk_goals(risk_targets, household)
+    if violating is not None and (k is not None or goals is not None):
+        raise ParameterError("violating (a row mask) cannot go with k or risk targets.")
+    if k is None and violating is None and goals is None:
+        raise ParameterError(
+            "Give a target: k (remove classes smaller than k), risk_targets (global_risk, household_risk, "
+            "average_risk) or violating (a row mask)."
+        )
+    for name, role in ((weights, "weight column"), (household, "household-id column")):
+        if name is not None:
+            check_columns(data, [name], role=role)
     n = len(data)
     if k is not None:
         k = check_positive_int(k, "k", minimum=2)
@@ -253,6 +282,11 @@ def suppress_records(
             "k": k,
             "missing": policy.value,
             "orders": {name: list(v) for name, v in (orders or {}).items()},
+            **(
+                {"risk_targets": dict(risk_targets or {}), "weights": weights, "household": household}
+                if goals is not None
+                else {}
+            ),
         },
     )
     kept = np.ones(n, dtype=bool)
@@ -267,8 +301,7 @@ def suppress_records(
             target = np.zeros(classes.n_classes, dtype=bool)
             target[record_class[flags[positions] & (record_class >= 0)]] = True
         else:
-            assert k is not None
-            target = classes.sizes < k
+            target = classes.sizes < (k or 1)
         bad = np.flatnonzero(target)
         still = int(classes.counts[bad].sum())
         if violating_before < 0:
@@ -284,6 +317,23 @@ def suppress_records(
             break
         kept[positions[np.isin(record_class, fits)]] = False
         removed_classes += len(fits)
+    risk_reached = True
+    if goals is not None and len(positions):
+        # the table-wide targets, on the records the size target left (their classes no longer change)
+        published = data.iloc[positions]
+        classes = equivalence_classes(published, qis, missing=policy, orders=orders, weights=weights)
+        assert classes.record_class is not None
+        homes = Households.from_records(published[household], classes.record_class) if household is not None else None
+        room = budget - (n - len(positions))
+        extra = global_suppression(classes, goals, np.zeros(classes.n_classes, dtype=bool), room, None, homes)
+        if extra.all() and int(classes.counts.sum()) > room:  # the targets cannot be met within the budget
+            risk_reached = False
+        elif extra.any():
+            drop = np.isin(classes.record_class, np.flatnonzero(extra))
+            kept[positions[drop]] = False
+            removed_classes += int(extra.sum())
+            positions = np.flatnonzero(kept)
+            classes = equivalence_classes(data.iloc[positions], qis, missing=policy, orders=orders)
     summary = {
         "rows": n,
         "rows_removed": int(n - len(positions)),
@@ -291,7 +341,7 @@ def suppress_records(
         "budget_rows": budget,
         "records_violating_before": violating_before,
         "records_still_violating": still,
-        "target_reached": still == 0,
+        "target_reached": still == 0 and risk_reached,
         "k": k,
         "k_achieved": classes.k,
     }
@@ -512,6 +562,26 @@ def suppress_cells(
 @register_step("top_bottom_coding")
 def _top_bottom_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
     return top_bottom_code(data, **params)
+
+
+def _risk_goals(risk_targets: Mapping[str, float] | None, household: str | None) -> PrivacyTargets | None:
+    """The table-wide targets record suppression meets, checked (None without any)."""
+    if not risk_targets:
+        if household is not None:
+            raise ParameterError("household is the household-id column of risk_targets' household_risk.")
+        return None
+    if not isinstance(risk_targets, Mapping):
+        raise ParameterError("risk_targets must map target names to values, e.g. {'global_risk': 0.01}.")
+    unknown = sorted(set(risk_targets) - set(SUPPRESSION_RISK_TARGETS))
+    if unknown:
+        raise ParameterError(
+            f"Record suppression meets {', '.join(SUPPRESSION_RISK_TARGETS)}; not {', '.join(map(str, unknown))}."
+        )
+    values: dict[str, Any] = {str(name): value for name, value in risk_targets.items()}
+    goals = PrivacyTargets(k=1, **values)
+    if goals.household_risk is not None and household is None:
+        raise ParameterError("household_risk needs the household-id column (household=...).")
+    return goals
 
 
 @register_step("record_suppression")

@@ -129,7 +129,7 @@ def test_record_suppression_zero_budget_and_errors() -> None:
     data = worked_example()
     result = suppress_records(data, quasi_identifiers=["age", "sex"], k=4, max_suppression=0.0)
     assert result.summary["rows_removed"] == 0 and result.summary["k_achieved"] == 3
-    with pytest.raises(ParameterError, match="exactly one target"):
+    with pytest.raises(ParameterError, match="Give a target"):
         suppress_records(data, quasi_identifiers=["age"], max_suppression=0.1)
     with pytest.raises(ParameterError, match="boolean array"):
         suppress_records(data, quasi_identifiers=["age"], max_suppression=0.1, violating=np.ones(3, bool))
@@ -252,3 +252,71 @@ def test_cell_suppression_errors_and_step() -> None:
     result = apply_step(data, Step("local_suppression", {"quasi_identifiers": ["q1", "q2"], "k": 3}))
     assert equivalence_classes(result.data, ["q1", "q2"], missing="wildcard").k == 3
     assert suppress_cells(data.iloc[:0], quasi_identifiers=["q1", "q2"], k=2).data.empty
+
+
+# --- table-wide risk targets -----------------------------------------------------------------------------------
+
+SEVEN = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
+
+
+@pytest.fixture(scope="module")
+def testdata(data_dir) -> pd.DataFrame:
+    from dashboard.core.data.tables import read_table
+
+    return read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
+
+
+def test_record_suppression_meets_global_and_household_risk(testdata: pd.DataFrame) -> None:
+    from dashboard.core.measure.diagnose import diagnose
+    from dashboard.core.targets import PrivacyTargets
+
+    before = diagnose(testdata, SEVEN, weights="sampling_weight", household="ori_hid")
+    assert before.individual_risk.global_risk > 0.002 and before.household_risk.global_risk > 0.005
+    goals = {"global_risk": 0.002, "household_risk": 0.005}
+    result = suppress_records(
+        testdata,
+        quasi_identifiers=SEVEN,
+        max_suppression=0.1,
+        risk_targets=goals,
+        weights="sampling_weight",
+        household="ori_hid",
+    )
+    assert result.summary["target_reached"] is True and 0 < result.summary["rows_removed"] <= 458
+    after = diagnose(result.data, SEVEN, weights="sampling_weight", household="ori_hid")
+    verdict = after.check(PrivacyTargets(k=1, **goals))
+    assert verdict.passed, verdict.sentence()
+    # the riskiest records go first: every record removed is at least as risky as every record kept, by the
+    # individual risk of its class in the input (global_risk is met first, household_risk may take more)
+    risk = before.individual_risk.class_risk[before.classes.record_class]
+    removed = np.setdiff1d(np.arange(len(testdata)), result.kept_rows)
+    only_global = suppress_records(
+        testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"global_risk": 0.002},
+        weights="sampling_weight",
+    )  # fmt: skip
+    dropped = np.setdiff1d(np.arange(len(testdata)), only_global.kept_rows)
+    assert risk[dropped].min() >= risk[only_global.kept_rows].max() - 1e-15
+    assert len(removed) >= len(dropped)
+    # the step is recorded and re-applied with the same result
+    again = apply_step(testdata, result.step)
+    assert again.kept_rows.tolist() == result.kept_rows.tolist()
+
+
+def test_record_suppression_risk_targets_out_of_budget_and_errors(testdata: pd.DataFrame) -> None:
+    result = suppress_records(
+        testdata, quasi_identifiers=SEVEN, max_suppression=0.001, risk_targets={"global_risk": 0.0005},
+        weights="sampling_weight",
+    )  # fmt: skip
+    assert result.summary["target_reached"] is False and result.summary["rows_removed"] == 0
+    with pytest.raises(ParameterError, match="household-id column"):
+        suppress_records(testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"household_risk": 0.1})
+    with pytest.raises(ParameterError, match="not k_map"):
+        suppress_records(testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"k_map": 3})
+    with pytest.raises(ParameterError, match="cannot go with"):
+        suppress_records(
+            testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"global_risk": 0.1},
+            violating=np.ones(len(testdata), bool),
+        )  # fmt: skip
+    with pytest.raises(ColumnError):
+        suppress_records(
+            testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"global_risk": 0.1}, weights="nope"
+        )
