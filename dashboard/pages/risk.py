@@ -382,6 +382,7 @@ def controls(loaded_columns: Sequence[str], state: ViewState) -> Any:
                         "are population uniques; the weight column's sampling weights are used.",
                         data=[{"value": method, "label": MODEL_RISK_LABELS[method]} for method in MODEL_RISK_METHODS],
                         value=list(state.model_risk),
+                        searchable=True,
                         clearable=True,
                     ),
                     span={"base": 12, "md": 6},
