@@ -54,7 +54,11 @@ def brute_force(
     suppression: float,
     metric: Metric,
 ) -> tuple[float, list[tuple[int, ...]]]:
-    """Minimum metric over every satisfying node, and the nodes reaching it (within 1e-9)."""
+    """Minimum metric over every satisfying node, and the nodes reaching it (within 1e-9).
+
+    A node satisfies the targets when the records of its violating classes fit the budget and the table published
+    without them meets the targets, judged by its own diagnosis (t against the distribution of the records
+    published, as the search judges it)."""
     budget = suppression_budget(suppression, len(data))
     values: dict[tuple[int, ...], float] = {}
     for node in product(*(range(hierarchies[c].n_levels) for c in qis)):
@@ -62,6 +66,18 @@ def brute_force(
         classes = equivalence_classes(published.reset_index(drop=True), qis, sensitive=list(targets.sensitive))
         assert classes.record_class is not None
         violating = targets.class_violations(classes)[classes.record_class]
+        # suppression moves the reference distribution of t: the classes of the records left that are now too far
+        # from it go too, round after round, while the budget holds
+        while targets.t is not None and violating.any() and not violating.all() and violating.sum() <= budget:
+            left = np.flatnonzero(~violating)
+            again = equivalence_classes(
+                published.iloc[left].reset_index(drop=True), qis, sensitive=list(targets.sensitive)
+            )
+            assert again.record_class is not None
+            farther = targets.class_violations(again)[again.record_class]
+            if not farther.any():
+                break
+            violating[left[farther]] = True
         if violating.sum() > budget:
             continue
         kept = np.flatnonzero(~violating)
