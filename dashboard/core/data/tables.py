@@ -39,10 +39,20 @@ Rules (applied the same way by the CLI, the Python API and the dashboard):
   - integers become ``int64`` when all of them fit in 64 bits (and, for a column with missing values, which
     is stored as float64, when none has more than 15 digits); otherwise the column stays text, so that
     ``123456789012345678901234567890`` and its neighbours stay distinct and exact;
-  - other numbers become float64 when every value is finite and is given back unchanged by the float (its
-    shortest representation is the same decimal number); a column holding ``inf``, ``1e999`` (overflow),
-    ``1e-400`` (underflow) or more digits than a float keeps (``0.1234567890123456789``) stays text, so that
-    distinct texts never merge into one number. Texts such as ``inf`` or ``Infinity`` are not numbers here;
+  - other numbers become float64 when the float **keeps** every value. A decimal text ``t`` whose last
+    significant digit is in the place of ``10**q`` (``q = -2`` for ``1.50`` and ``-84.482753289932688e2``'s
+    ``q = -13``; trailing zeros do not count) is read as the float ``f`` nearest to it (as Python's ``float``), and
+    ``f`` keeps ``t`` when ``t`` is, among the multiples of ``10**q`` that read back as ``f``, the one nearest to
+    ``f`` (ties to the even one). In words: rounding the float to the text's last digit gives the text back, so a
+    float is a float however many digits it was written with (``repr``'s shortest form, ``%.17g``, numpy's
+    ``%.18e``, ``0.30000000000000004``), and a text that says more than its float (``0.1234567890123456789``,
+    ``9007199254740993.0``), ``1e999`` (overflow) and ``1e-400`` (underflow to 0) are not kept. Every zero is kept
+    (``-0.0`` too). A decimal of at most 15 significant digits in the range of normal floats is always kept
+    (DBL_DIG); longer ones are checked in bulk (see :func:`_kept_floats`). A column with a value not kept stays
+    text, and so does a column where two kept values are different numbers that become one float
+    (``0.1`` and ``0.10000000000000001``), so that distinct texts never merge into one number. Texts such as
+    ``inf`` or ``Infinity`` are not numbers here; a number is read with the spaces and other characters
+    ``str.strip()`` removes around it, and a leading ``+``;
   - a float column whose values are all whole and in the 64-bit range, with no missing value, is ``int64``.
 
   Each column kept as text for one of these reasons is named in :attr:`TableInfo.notes`.
