@@ -989,10 +989,17 @@ def _typed_columns(
     width = len(settled)
     lengths = np.array([len(text.present) for text in settled], dtype=np.int64)
     complete = np.array([len(text.present) == len(text.uniques) for text in settled], dtype=bool)
+    # Only the columns whose first value is a number or an infinity word are passed on (the first test of
+    # _settle_numbers, made here on one value a column so that text columns are never copied).
+    passed = [
+        i
+        for i, text in enumerate(settled)
+        if lengths[i] and _FIRST_NUMBER.fullmatch(str(text.present[0].as_py()).strip()) is not None
+    ]
     decided: dict[int, np.ndarray] = {}
-    if lengths.any():
-        texts = pa.concat_arrays([chunk for text in settled for chunk in _chunks(text.present)])
-        cols = np.repeat(np.arange(width), lengths)
+    if passed:
+        texts = pa.concat_arrays([chunk for i in passed for chunk in _chunks(settled[i].present)])
+        cols = np.repeat(np.array(passed), lengths[passed])
         decided = _settle_numbers(texts, cols, width, complete, [str(name) for name in names], kept)
     columns: list[Any] = []
     for i, text in enumerate(settled):
@@ -1167,6 +1174,7 @@ _NUMBER_PATTERN = f"^{_NUMBER_TEXT}$"
 _INFINITY_PATTERN = f"^{_INFINITY_TEXT}$"
 _NUMBER_OR_INFINITY_PATTERN = f"^(?:{_NUMBER_TEXT}|{_INFINITY_TEXT})$"
 _LEADING_ZERO_PATTERN = r"^[+-]?0[0-9]"
+_FIRST_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity)", re.I)
 #: pandas' ``str`` dtype (Arrow storage, NaN for missing): what the reference's text columns become.
 _TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 _DECIMAL = re.compile(r"[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
@@ -1313,7 +1321,7 @@ def _settle_numbers(
     if not len(cols):
         return {}
     try:  # Arrow reads exactly the decimal numbers (and words such as inf and nan): one pass when all are numbers
-        numbers = pc.cast(texts, pa.float64()).to_numpy()
+        (numbers,) = _in_chunks(_floats, texts)
         odd = ~np.isfinite(numbers)
         number = np.ones(len(cols), dtype=bool)
         word = np.zeros(len(cols), dtype=bool)
@@ -1342,7 +1350,7 @@ def _settle_numbers(
         texts, cols, numbers = texts.filter(pa.array(chosen)), cols[chosen], numbers[chosen]
     if not len(cols):
         return {}
-    parts = _number_parts(texts)
+    parts = _NumberParts(*_in_chunks(_number_parts_arrays, texts))
     candidate &= ~any_in(parts.lead, cols)  # a leading zero
     integer = ~parts.shaped
     magnitude = parts.magnitude
@@ -1403,6 +1411,15 @@ def _settle_numbers(
     return out
 
 
+def _floats(texts: Any) -> tuple[np.ndarray]:
+    """Texts read as floats by Arrow (correctly rounded, as Python's ``float``); ``ArrowInvalid`` for a text that
+    is neither a decimal number nor a word such as ``inf`` or ``nan``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return (pc.cast(texts, pa.float64()).to_numpy(),)
+
+
 def _flagged(mask: np.ndarray) -> list[int]:
     """The positions a mask marks, as Python integers."""
     return [int(i) for i in np.flatnonzero(mask)]
@@ -1457,8 +1474,12 @@ class _NumberParts:
     def take(self, mask: np.ndarray) -> _NumberParts:
         return _NumberParts(*(value[mask] for value in vars(self).values()))
 
+    def slice(self, a: int, b: int) -> _NumberParts:
+        return _NumberParts(*(value[a:b] for value in vars(self).values()))
 
-def _number_parts(texts: Any) -> _NumberParts:
+
+def _number_parts_arrays(texts: Any) -> tuple[np.ndarray, ...]:
+    """The arrays of :class:`_NumberParts` for decimal texts."""
     n = len(texts)
     buffers = texts.buffers()
     offsets = np.frombuffer(buffers[1], dtype=np.int64)[texts.offset : texts.offset + n + 1]
@@ -1497,9 +1518,7 @@ def _number_parts(texts: Any) -> _NumberParts:
         fraction[owner] = end[owner] - dots - 1
         dotted[owner] = True
     mantissa_digits = end - starts - signed - dotted
-    return _NumberParts(
-        lead, dotted | powered, ends - starts - signed, mantissa_digits, fraction, exponent, powered, extreme
-    )
+    return lead, dotted | powered, ends - starts - signed, mantissa_digits, fraction, exponent, powered, extreme
 
 
 def _kept_floats(
@@ -1520,6 +1539,27 @@ def _kept_floats(
     import pyarrow as pa
 
     n = len(numbers)
+    kept, known, scale, long = _in_chunks(_kept_in_bulk, texts, numbers, parts)
+    unknown = np.flatnonzero(~known)
+    if len(unknown):
+        # The first text of each column known not to be kept: texts after it need no exact test.
+        stop = np.full(width, n)
+        refused = np.flatnonzero(known & ~kept)
+        np.minimum.at(stop, cols[refused], refused)
+        strings = texts.take(pa.array(unknown)).to_pylist()
+        for i, text in zip(unknown.tolist(), strings, strict=True):
+            column = cols[i]
+            if i > stop[column]:
+                continue
+            kept[i], scale[i] = _kept_one(text, float(numbers[i]))
+            if not kept[i]:
+                stop[column] = i
+    return kept, scale, long
+
+
+def _kept_in_bulk(texts: Any, numbers: np.ndarray, parts: _NumberParts) -> tuple[np.ndarray, ...]:
+    """The bulk part of :func:`_kept_floats`: which texts are kept, which are decided, the scales, the long texts."""
+    n = len(numbers)
     kept = np.zeros(n, dtype=bool)
     known = ~np.isfinite(numbers)  # overflow: not kept
     digits, scale, castable = _digits(texts, parts)
@@ -1539,7 +1579,7 @@ def _kept_floats(
     fast = work & (significant <= 15) & (np.abs(numbers) >= _SMALLEST_NORMAL)
     kept[fast] = known[fast] = True
     long = ~fast & ~zero
-    bulk = work & (significant >= 16) & (np.abs(-scale) <= _POWER_RANGE)
+    bulk = work & (significant >= 16) & (np.abs(scale) <= _POWER_RANGE)
     if bulk.any():
         residual = np.abs(_residuals(numbers[bulk], digits[bulk], scale[bulk]))
         uneven = np.frexp(numbers[bulk])[0] == 0.5  # a power of two: a narrower gap below
@@ -1548,21 +1588,33 @@ def _kept_floats(
         index = np.flatnonzero(bulk)
         kept[index[accept]] = True
         known[index[accept | reject]] = True
-    unknown = np.flatnonzero(~known)
-    if len(unknown):
-        # The first text of each column known not to be kept: texts after it need no exact test.
-        stop = np.full(width, n)
-        refused = np.flatnonzero(known & ~kept)
-        np.minimum.at(stop, cols[refused], refused)
-        strings = texts.take(pa.array(unknown)).to_pylist()
-        for i, text in zip(unknown.tolist(), strings, strict=True):
-            column = cols[i]
-            if i > stop[column]:
-                continue
-            kept[i], scale[i] = _kept_one(text, float(numbers[i]))
-            if not kept[i]:
-                stop[column] = i
-    return kept, scale, long
+    return kept, known, scale, long
+
+
+#: Cells a step of the bulk tests handles at once (its arrays stay in the processor's cache); steps run on two
+#: threads (numpy's and Arrow's kernels release the GIL).
+_CHUNK_TEXTS = 1 << 18
+
+
+def _in_chunks(function: Callable[..., tuple[np.ndarray, ...]], texts: Any, *arrays: Any) -> tuple[np.ndarray, ...]:
+    """``function(texts, *arrays)`` on slices of at most ``_CHUNK_TEXTS`` cells, two at a time, the results (tuples
+    of arrays, one value a cell) joined."""
+    n = len(texts)
+    if n <= _CHUNK_TEXTS:
+        return function(texts, *arrays)
+    bounds = [*range(0, n, _CHUNK_TEXTS), n]
+
+    def step(k: int) -> tuple[np.ndarray, ...]:
+        a, b = bounds[k], bounds[k + 1]
+        return function(texts.slice(a, b - a), *(_slice(array, a, b) for array in arrays))
+
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        results = list(pool.map(step, range(len(bounds) - 1)))
+    return tuple(np.concatenate(list(pieces)) for pieces in zip(*results, strict=True))
+
+
+def _slice(array: Any, a: int, b: int) -> Any:
+    return array.slice(a, b) if isinstance(array, _NumberParts) else array[a:b]
 
 
 def _digits(texts: Any, parts: _NumberParts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -1663,21 +1715,21 @@ def _kept_one(text: str, number: float) -> tuple[bool, int]:
 def _merged_cells(numbers: np.ndarray, scale: np.ndarray, cols: np.ndarray, columns: np.ndarray) -> np.ndarray:
     """Cells of the chosen ``columns`` whose float another cell of the column reaches from another decimal number
     (two kept texts of one float differ in the position of their last digit, ``scale``): ``0.1`` and
-    ``0.10000000000000001`` are both kept, but together they would become one value."""
+    ``0.10000000000000001`` are both kept, but together they would become one value. A column's floats are sorted
+    (numpy's vectorized sort) to find the repeated ones; only those are grouped."""
     merged = np.zeros(len(numbers), dtype=bool)
-    chosen = columns[cols]
-    if not chosen.any():
-        return merged
-    index = np.flatnonzero(chosen)
-    bits = np.where(numbers[index] == 0, 0.0, numbers[index]).view(np.int64)
-    key = bits ^ (cols[index].astype(np.int64) * np.int64(-7046029254386353131))  # mixed with the column
-    shared = pd.Series(key).duplicated(keep=False).to_numpy()
-    if not shared.any():
-        return merged
-    index = index[shared]
-    groups = pd.DataFrame({"col": cols[index], "bits": bits[shared], "scale": scale[index]})
-    spread = groups.groupby(["col", "bits"], sort=False)["scale"].transform("nunique").to_numpy() > 1
-    merged[index[spread]] = True
+    bounds = np.searchsorted(cols, np.arange(len(columns) + 1))
+    for column in _flagged(columns & (np.diff(bounds) > 1)):
+        a, b = bounds[column], bounds[column + 1]
+        bits = np.where(numbers[a:b] == 0, 0.0, numbers[a:b]).view(np.int64)  # -0.0 and 0.0: one number
+        ordered = np.sort(bits)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if not len(repeated):
+            continue
+        index = np.flatnonzero(np.isin(bits, repeated))
+        groups = pd.DataFrame({"bits": bits[index], "scale": scale[a:b][index]})
+        spread = groups.groupby("bits", sort=False)["scale"].transform("nunique").to_numpy() > 1
+        merged[a + index[spread]] = True
     return merged
 
 
