@@ -253,3 +253,30 @@ def test_arrow_parses_floats_as_python_does() -> None:
     parsed = pc.cast(pa.array(texts, pa.large_string()), pa.float64()).to_numpy()
     expected = np.array([float(text) for text in texts])
     assert np.array_equal(parsed, expected, equal_nan=True)
+
+
+def test_steps_of_the_bulk_test_give_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Columns settled in small steps on two threads (as a large file is) read as in one step: the first inexact
+    value and the merged one are found in a later step, and the notes name the same examples."""
+    from dashboard.core.data import tables
+
+    rng = np.random.default_rng(9)
+    floats = [f"{v:.17g}" for v in rng.normal(0, 1e3, 5_000)]
+    inexact = list(floats)
+    inexact[4_321] = "0.1234567890123456789"
+    merged = [*floats[:4_000], "0.1", "0.10000000000000001", *floats[4_000:]]
+    rows = max(len(inexact), len(merged))
+    raw = (
+        "a,b,c,d\n"
+        + "".join(
+            f"{floats[i % len(floats)]},{inexact[i % len(inexact)]},{merged[i % len(merged)]},{i}\n"
+            for i in range(rows)
+        )
+    ).encode()
+    whole = read_table_with_info(raw, filename="s.csv")
+    monkeypatch.setattr(tables, "_CHUNK_TEXTS", 700)
+    stepped = read_table_with_info(raw, filename="s.csv")
+    pd.testing.assert_frame_equal(stepped[0], whole[0], check_exact=True)
+    assert stepped[1] == whole[1]
+    assert stepped[0].dtypes.astype(str).tolist() == ["float64", "str", "str", "int64"]
+    assert "'0.1234567890123456789'" in " ".join(whole[1].notes) and "'0.1'" in " ".join(whole[1].notes)
