@@ -40,7 +40,7 @@ Rules (applied the same way by the CLI, the Python API and the dashboard):
     is stored as float64, when none has more than 15 digits); otherwise the column stays text, so that
     ``123456789012345678901234567890`` and its neighbours stay distinct and exact;
   - other numbers become float64 when the float **keeps** every value. A decimal text ``t`` whose last
-    significant digit is in the place of ``10**q`` (``q = -2`` for ``1.50`` and ``-84.482753289932688e2``'s
+    significant digit is in the place of ``10**q`` (``q = -1`` for ``1.50`` and ``-84.482753289932688e2``'s
     ``q = -13``; trailing zeros do not count) is read as the float ``f`` nearest to it (as Python's ``float``), and
     ``f`` keeps ``t`` when ``t`` is, among the multiples of ``10**q`` that read back as ``f``, the one nearest to
     ``f`` (ties to the even one). In words: rounding the float to the text's last digit gives the text back, so a
@@ -1179,8 +1179,6 @@ _FIRST_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0
 _TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 _DECIMAL = re.compile(r"[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
 _SMALLEST_NORMAL = 2.2250738585072014e-308
-#: 10**0 ... 10**19 (the number of decimal digits of an unsigned integer M is the count of those <= M).
-_POWERS_OF_TEN = np.array([10**i for i in range(20)], dtype=np.uint64)
 #: Powers of ten held in the table of :func:`_powers_of_ten` (10**-_POWER_RANGE ... 10**_POWER_RANGE).
 _POWER_RANGE = 350
 #: Where the bulk test of :func:`_kept_floats` is too close to call, the exact test decides.
@@ -1309,7 +1307,12 @@ def _settle_numbers(
     import pyarrow.compute as pc
 
     def any_in(mask: np.ndarray, where: np.ndarray) -> np.ndarray:
-        return np.bincount(where[mask], minlength=width) > 0
+        """Per column, whether a cell of ``mask`` is set (``where``: the cells' columns, ascending)."""
+        found = np.zeros(width, dtype=bool)
+        if len(where):
+            starts = np.flatnonzero(np.r_[True, where[1:] != where[:-1]])
+            found[where[starts]] = np.logical_or.reduceat(mask, starts)
+        return found
 
     bounds = np.searchsorted(cols, np.arange(width + 1))
     firsts = bounds[:-1][bounds[:-1] < bounds[1:]]
@@ -1570,16 +1573,16 @@ def _kept_in_bulk(texts: Any, numbers: np.ndarray, parts: _NumberParts) -> tuple
     underflow = castable & ~zero & (numbers == 0)
     known |= underflow
     work = castable & ~zero & ~underflow
-    trailing = work & (digits % np.uint64(10) == 0)
-    while trailing.any():
+    trailing = np.flatnonzero(work & (digits % np.uint64(10) == 0))
+    while len(trailing):
         digits[trailing] //= np.uint64(10)
         scale[trailing] += 1
-        trailing &= digits % np.uint64(10) == 0
-    significant = np.searchsorted(_POWERS_OF_TEN, digits, side="right")
-    fast = work & (significant <= 15) & (np.abs(numbers) >= _SMALLEST_NORMAL)
+        trailing = trailing[digits[trailing] % np.uint64(10) == 0]
+    short = digits < np.uint64(10**15)  # at most 15 significant digits
+    fast = work & short & (np.abs(numbers) >= _SMALLEST_NORMAL)
     kept[fast] = known[fast] = True
     long = ~fast & ~zero
-    bulk = work & (significant >= 16) & (np.abs(scale) <= _POWER_RANGE)
+    bulk = work & ~short & (np.abs(scale) <= _POWER_RANGE)
     if bulk.any():
         residual = np.abs(_residuals(numbers[bulk], digits[bulk], scale[bulk]))
         uneven = np.frexp(numbers[bulk])[0] == 0.5  # a power of two: a narrower gap below
