@@ -103,10 +103,11 @@ def numeric_table(rows: int, seed: int = 0) -> pd.DataFrame:
 
 def write_17_digits(frame: pd.DataFrame, path: Path) -> None:
     """The floats at 17 significant digits (``%.17g``), the text columns as they are."""
-    columns = [frame[name].to_numpy() if frame[name].dtype == object else None for name in frame.columns]
     texts = [
-        values if values is not None else np.char.mod("%.17g", frame[name].to_numpy())
-        for name, values in zip(frame.columns, columns, strict=True)
+        np.char.mod("%.17g", frame[name].to_numpy())
+        if pd.api.types.is_float_dtype(frame[name])
+        else frame[name].to_numpy(dtype=object)
+        for name in frame.columns
     ]
     with path.open("w") as out:
         out.write(",".join(frame.columns) + "\n")

@@ -20,9 +20,11 @@ Rules (applied the same way by the CLI, the Python API and the dashboard):
   before a field are skipped (a quote after them opens a quoted field), blank lines are skipped, and lines end with
   LF, CRLF or CR. UTF-8 text is parsed by Arrow's multi-threaded CSV reader into Arrow strings and each column is
   settled through its distinct values (an order of magnitude faster than cell by cell, and text columns stay in
-  Arrow memory); other encodings, and the shapes Arrow's tokenizer reads otherwise than pandas' (spaces before an
-  opening quote, rows of another width, an unclosed quote), are parsed by pandas' C parser. Both give the same
-  frame, the same notes and the same errors: a differential test holds them equal on thousands of random files.
+  Arrow memory); the numeric rules below are checked on all columns together, in bulk (Arrow's kernels and numpy
+  over the texts' bytes, no Python per value); other encodings, and the shapes Arrow's tokenizer reads otherwise
+  than pandas' (spaces before an opening quote, rows of another width, an unclosed quote), are parsed by pandas' C
+  parser. Both give the same frame, the same notes and the same errors: a differential test holds them equal on
+  thousands of random files.
 * **Spaces around a value are removed**, before and after it, inside quotes too: ``Bath``, ``Bath  ``, `` Bath``
   and ``" Bath "`` are one town (in an Excel text cell too). Such spaces never tell two people apart and an
   attacker matching records ignores them (the measured attacks do too), so keeping them would split a class in two
@@ -808,10 +810,12 @@ def _read_text_arrow(
     :func:`_read_text` (the reference) at a fraction of its time and memory: returns the frame, the notes, whether
     every value is missing, and the delimiter.
 
-    Every field is read as text, then each column is settled through its distinct values, as the reference settles
-    it through every cell: surrounding spaces removed (:func:`_strip_spaces`), the missing-value markers, the numeric
-    rules (:func:`_convert_block`, on the distinct values in order of first appearance, so that the decisions and the
-    examples in the notes are the reference's). Text columns stay Arrow strings, the storage of pandas' ``str``.
+    Every field is read as text, then each column is settled through its distinct values (or row by row when its
+    first values are mostly distinct, and all columns at once for a table of at most ``_FLAT_ROWS`` rows), as the
+    reference settles it through every cell: surrounding spaces removed (:func:`_strip_spaces`), the missing-value
+    markers, the numeric rules (:func:`_settle_numbers` on every column at once, on the values in order of first
+    appearance, so that the decisions and the examples in the notes are the reference's). Text columns stay Arrow
+    strings, the storage of pandas' ``str``.
 
     ``None`` when the reference must read the file: another encoding, binary or control-laden content, fewer than
     two columns, no data row, spaces before an opening quote or at the start of a quoted value (Arrow sees a quote
