@@ -1177,8 +1177,7 @@ _STRIP_PATTERN = f"^{_STRIPPED_CLASS}+|{_STRIPPED_CLASS}+$"
 _NUMBER_PATTERN = f"^{_NUMBER_TEXT}$"
 _INFINITY_PATTERN = f"^{_INFINITY_TEXT}$"
 _NUMBER_OR_INFINITY_PATTERN = f"^(?:{_NUMBER_TEXT}|{_INFINITY_TEXT})$"
-_LEADING_ZERO_PATTERN = r"^[+-]?0[0-9]"
-_FIRST_NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[+-]?(?:inf|infinity)", re.I)
+_FIRST_NUMBER = re.compile(f"{_NUMBER_TEXT}|[+-]?(?:inf|infinity)", re.IGNORECASE)
 #: pandas' ``str`` dtype (Arrow storage, NaN for missing): what the reference's text columns become.
 _TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
 _DECIMAL = re.compile(r"[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
