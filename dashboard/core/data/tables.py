@@ -960,7 +960,7 @@ def _settle_text_column(column: Any) -> _TextColumn | None:
     if len(column) > 2 * _DISTINCT_SAMPLE and pc.count_distinct(column.slice(0, _DISTINCT_SAMPLE)).as_py() > (
         _DISTINCT_SAMPLE // 2
     ):
-        uniques = column.combine_chunks() if column.num_chunks != 1 else column.chunk(0)
+        uniques = column  # its rows (kernels take the chunks as they are)
     else:
         as_read = uniques = pc.unique(column)  # in order of first appearance
     leading = bool(pc.any(pc.starts_with(uniques, " ")).as_py())
@@ -1018,7 +1018,7 @@ def _typed_columns(
                 continue
             lookup = np.full(len(text.uniques), np.nan, dtype=typed.dtype) if not complete[i] else typed
             if not complete[i]:
-                lookup[~text.missing.to_numpy(zero_copy_only=False)] = typed
+                lookup[~np.asarray(text.missing.to_numpy(zero_copy_only=False), dtype=bool)] = typed
             columns.append(lookup if text.as_read is None else lookup[_codes(text)])
             continue
         column = text.column

@@ -280,3 +280,28 @@ def test_steps_of_the_bulk_test_give_the_same_answer(monkeypatch: pytest.MonkeyP
     assert stepped[1] == whole[1]
     assert stepped[0].dtypes.astype(str).tolist() == ["float64", "str", "str", "int64"]
     assert "'0.1234567890123456789'" in " ".join(whole[1].notes) and "'0.1'" in " ".join(whole[1].notes)
+
+
+def test_columns_of_mostly_distinct_values_read_row_by_row_as_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Columns whose first values are mostly distinct skip the hash of their distinct values: with missing values,
+    spaces, a text among the floats and a high-cardinality text column, the frame and notes are the reference's."""
+    from dashboard.core.data import tables
+
+    n = 40_000
+    rng = np.random.default_rng(4)
+    with_missing = rng.normal(size=n).astype(str).astype(object)
+    with_missing[::7] = "NA"
+    with_missing[3] = " 1.5 "
+    with_text = np.char.mod("%.17g", rng.normal(size=n)).astype(object)
+    with_text[n - 5] = "abc"
+    ids = np.char.add("id", np.arange(n).astype(str)).astype(object)
+    ids[10] = " id10 "
+    frame = pd.DataFrame({"a": with_missing, "b": with_text, "c": ids, "d": np.arange(n)})
+    raw = frame.to_csv(index=False).encode()
+    arrow = read_table_with_info(raw, filename="r.csv")
+    monkeypatch.setattr(tables, "_read_text_arrow", lambda *args: None)
+    reference = read_table_with_info(raw, filename="r.csv")
+    pd.testing.assert_frame_equal(arrow[0], reference[0], check_exact=True)
+    assert arrow[1] == reference[1]
+    assert arrow[0].dtypes.astype(str).tolist() == ["float64", "str", "str", "int64"]
+    assert arrow[0]["a"].isna().sum() == len(range(0, n, 7)) and arrow[0]["a"][3] == 1.5
