@@ -20,9 +20,11 @@ Rules (applied the same way by the CLI, the Python API and the dashboard):
   before a field are skipped (a quote after them opens a quoted field), blank lines are skipped, and lines end with
   LF, CRLF or CR. UTF-8 text is parsed by Arrow's multi-threaded CSV reader into Arrow strings and each column is
   settled through its distinct values (an order of magnitude faster than cell by cell, and text columns stay in
-  Arrow memory); other encodings, and the shapes Arrow's tokenizer reads otherwise than pandas' (spaces before an
-  opening quote, rows of another width, an unclosed quote), are parsed by pandas' C parser. Both give the same
-  frame, the same notes and the same errors: a differential test holds them equal on thousands of random files.
+  Arrow memory); the numeric rules below are checked on all columns together, in bulk (Arrow's kernels and numpy
+  over the texts' bytes, no Python per value); other encodings, and the shapes Arrow's tokenizer reads otherwise
+  than pandas' (spaces before an opening quote, rows of another width, an unclosed quote), are parsed by pandas' C
+  parser. Both give the same frame, the same notes and the same errors: a differential test holds them equal on
+  thousands of random files.
 * **Spaces around a value are removed**, before and after it, inside quotes too: ``Bath``, ``Bath  ``, `` Bath``
   and ``" Bath "`` are one town (in an Excel text cell too). Such spaces never tell two people apart and an
   attacker matching records ignores them (the measured attacks do too), so keeping them would split a class in two
@@ -39,10 +41,20 @@ Rules (applied the same way by the CLI, the Python API and the dashboard):
   - integers become ``int64`` when all of them fit in 64 bits (and, for a column with missing values, which
     is stored as float64, when none has more than 15 digits); otherwise the column stays text, so that
     ``123456789012345678901234567890`` and its neighbours stay distinct and exact;
-  - other numbers become float64 when every value is finite and is given back unchanged by the float (its
-    shortest representation is the same decimal number); a column holding ``inf``, ``1e999`` (overflow),
-    ``1e-400`` (underflow) or more digits than a float keeps (``0.1234567890123456789``) stays text, so that
-    distinct texts never merge into one number. Texts such as ``inf`` or ``Infinity`` are not numbers here;
+  - other numbers become float64 when the float **keeps** every value. A decimal text ``t`` whose last
+    significant digit is in the place of ``10**q`` (``q = -1`` for ``1.50`` and ``-84.482753289932688e2``'s
+    ``q = -13``; trailing zeros do not count) is read as the float ``f`` nearest to it (as Python's ``float``), and
+    ``f`` keeps ``t`` when ``t`` is, among the multiples of ``10**q`` that read back as ``f``, the one nearest to
+    ``f`` (ties to the even one). In words: rounding the float to the text's last digit gives the text back, so a
+    float is a float however many digits it was written with (``repr``'s shortest form, ``%.17g``, numpy's
+    ``%.18e``, ``0.30000000000000004``), and a text that says more than its float (``0.1234567890123456789``,
+    ``9007199254740993.0``), ``1e999`` (overflow) and ``1e-400`` (underflow to 0) are not kept. Every zero is kept
+    (``-0.0`` too). A decimal of at most 15 significant digits in the range of normal floats is always kept
+    (DBL_DIG); longer ones are checked in bulk (see :func:`_kept_floats`). A column with a value not kept stays
+    text, and so does a column where two kept values are different numbers that become one float
+    (``0.1`` and ``0.10000000000000001``), so that distinct texts never merge into one number. Texts such as
+    ``inf`` or ``Infinity`` are not numbers here; a number is read with the spaces and other characters
+    ``str.strip()`` removes around it, and a leading ``+``;
   - a float column whose values are all whole and in the 64-bit range, with no missing value, is ``int64``.
 
   Each column kept as text for one of these reasons is named in :attr:`TableInfo.notes`.
@@ -104,6 +116,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import csv
+import functools
 import io
 import math
 import operator
@@ -120,6 +133,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from difflib import get_close_matches
+from fractions import Fraction
 from functools import partial
 from itertools import takewhile, zip_longest
 from pathlib import Path
@@ -796,10 +810,12 @@ def _read_text_arrow(
     :func:`_read_text` (the reference) at a fraction of its time and memory: returns the frame, the notes, whether
     every value is missing, and the delimiter.
 
-    Every field is read as text, then each column is settled through its distinct values, as the reference settles
-    it through every cell: surrounding spaces removed (:func:`_strip_spaces`), the missing-value markers, the numeric
-    rules (:func:`_convert_block`, on the distinct values in order of first appearance, so that the decisions and the
-    examples in the notes are the reference's). Text columns stay Arrow strings, the storage of pandas' ``str``.
+    Every field is read as text, then each column is settled through its distinct values (or row by row when its
+    first values are mostly distinct, and all columns at once for a table of at most ``_FLAT_ROWS`` rows), as the
+    reference settles it through every cell: surrounding spaces removed (:func:`_strip_spaces`), the missing-value
+    markers, the numeric rules (:func:`_settle_numbers` on every column at once, on the values in order of first
+    appearance, so that the decisions and the examples in the notes are the reference's). Text columns stay Arrow
+    strings, the storage of pandas' ``str``.
 
     ``None`` when the reference must read the file: another encoding, binary or control-laden content, fewer than
     two columns, no data row, spaces before an opening quote or at the start of a quoted value (Arrow sees a quote
@@ -828,20 +844,30 @@ def _read_text_arrow(
         return None
     names, notes = _column_names(header, label)
     data = table.slice(1)
-    kept: dict[str, list[tuple[str, str]]] = {"overflow": [], "inexact": [], "integers": [], "integers_missing": []}
-    # Arrow's kernels release the GIL: the columns are settled two at a time.
-    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-        settled = list(pool.map(lambda i: _settle_text_column(data.column(i)), range(width)))
-    deadline.check()
-    if any(column is None for column in settled):
-        return None
-    columns: dict[int, Any] = {}
-    for i, column in enumerate(settled):
-        assert column is not None
-        columns[i] = _typed_column(column, i, names, kept)
-    frame = pd.DataFrame(columns, index=pd.RangeIndex(data.num_rows), copy=False)
+    kept: dict[str, list[tuple[str, str]]] = {
+        "overflow": [],
+        "inexact": [],
+        "merged": [],
+        "integers": [],
+        "integers_missing": [],
+    }
+    if data.num_rows <= _FLAT_ROWS:
+        flat = _flat_columns(data, [str(name) for name in names], kept)
+        if flat is None:
+            return None
+        columns, all_missing = flat
+        deadline.check()
+    else:
+        # Arrow's kernels release the GIL: the columns are settled two at a time.
+        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+            settled = list(pool.map(lambda i: _settle_text_column(data.column(i)), range(width)))
+        deadline.check()
+        if any(column is None for column in settled):
+            return None
+        columns = _typed_columns([column for column in settled if column is not None], names, kept)
+        all_missing = all(not len(column.present) for column in settled if column is not None)
+    frame = pd.DataFrame(dict(enumerate(columns)), index=pd.RangeIndex(data.num_rows), copy=False)
     frame.columns = pd.Index(names)
-    all_missing = all(not len(column.present) for column in settled if column is not None)
     return frame, notes + _numeric_notes(kept, names), all_missing, delimiter
 
 
@@ -909,66 +935,157 @@ def _arrow_strings(
 
 @dataclass(frozen=True)
 class _TextColumn:
-    """A column of Arrow text with its distinct values settled (spaces skipped, markers found)."""
+    """A column of Arrow text with its values settled (spaces skipped, markers found): its distinct values, or for
+    a column of mostly distinct values (``codes`` None) its values row by row, which spares hashing them."""
 
     column: Any  # the column as read (ChunkedArray of large strings)
-    as_read: Any  # its distinct values, in order of first appearance
-    uniques: Any  # the same, leading spaces removed
+    as_read: Any  # its distinct values, in order of first appearance (None: row by row)
+    uniques: Any  # the same (or the rows), leading and trailing spaces removed
     missing: Any  # which of them are missing-value markers
     present: Any  # the others, in the same order
     trimmed: bool
 
 
+#: A column whose first rows are mostly distinct is settled row by row (``_TextColumn``): hashing its values would
+#: cost more than it spares.
+_DISTINCT_SAMPLE = 16_384
+
+
 def _settle_text_column(column: Any) -> _TextColumn | None:
-    """The distinct values of one column of Arrow text, settled; ``None`` when pandas would have read the column
-    otherwise (see :func:`_read_text_arrow`)."""
-    import pyarrow as pa
+    """The values of one column of Arrow text, settled; ``None`` when pandas would have read the column otherwise
+    (see :func:`_read_text_arrow`)."""
     import pyarrow.compute as pc
 
-    as_read = uniques = pc.unique(column)  # in order of first appearance
+    as_read: Any = None
+    if len(column) > 2 * _DISTINCT_SAMPLE and pc.count_distinct(column.slice(0, _DISTINCT_SAMPLE)).as_py() > (
+        _DISTINCT_SAMPLE // 2
+    ):
+        uniques = column  # its rows (kernels take the chunks as they are)
+    else:
+        as_read = uniques = pc.unique(column)  # in order of first appearance
     leading = bool(pc.any(pc.starts_with(uniques, " ")).as_py())
     trimmed = leading or bool(pc.any(pc.ends_with(uniques, " ")).as_py())
     if trimmed:
         if leading and bool(pc.any(pc.match_substring_regex(uniques, _SPACED_QUOTE.pattern)).as_py()):
             return None
         uniques = pc.utf8_trim(uniques, characters=" ")
-    missing = pc.is_in(uniques, value_set=pa.array(sorted(_NA_MARKERS), type=pa.large_string()))
-    present = pc.filter(uniques, pc.invert(missing))
+    missing = pc.is_in(uniques, value_set=_na_markers())
+    present = pc.filter(uniques, pc.invert(missing)) if pc.any(missing).as_py() else uniques
     return _TextColumn(column, as_read, uniques, missing, present, trimmed)
 
 
-def _typed_column(
-    text: _TextColumn, position: int, names: Sequence[object], kept: dict[str, list[tuple[str, str]]]
-) -> Any:
-    """The column as the reference builds it: numbers by :func:`_convert_block`'s rules (decided on the distinct
-    values, mapped back to the rows), else text with missing values, else (every value missing) an object column
-    of NaN."""
+@functools.cache
+def _na_markers() -> Any:
+    import pyarrow as pa
+
+    return pa.array(sorted(_NA_MARKERS), type=pa.large_string())
+
+
+def _typed_columns(
+    settled: Sequence[_TextColumn], names: Sequence[object], kept: dict[str, list[tuple[str, str]]]
+) -> list[Any]:
+    """The columns as the reference builds them: numbers by :func:`_settle_numbers`'s rules (decided on the values
+    of every column at once, mapped back to the rows), else text with missing values, else (every value missing)
+    an object column of NaN."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    n_rows = len(text.column)
-    if not len(text.present):
-        return np.full(n_rows, np.nan, dtype=object)
-    has_missing = len(text.present) < len(text.uniques)
-    if _NUMBER_OR_INFINITY.fullmatch(str(text.present[0].as_py()).strip()):
-        block = np.array(text.present.to_pylist() + ([None] if has_missing else []), dtype=object).reshape(-1, 1)
-        converted: dict[int, np.ndarray] = {}
-        _convert_block(block, [position], names, converted, kept)
-        if position in converted:
-            typed = converted[position]
-            lookup = np.empty(len(text.uniques), dtype=typed.dtype)
-            is_missing = text.missing.to_numpy(zero_copy_only=False)
-            lookup[~is_missing] = typed[: len(text.present)]
-            if has_missing:
-                lookup[is_missing] = typed[-1]  # the block's missing row: NaN
-            codes = pc.index_in(text.column, value_set=text.as_read).to_numpy()
-            return lookup[codes]
-    column = text.column
-    if text.trimmed or has_missing:
-        settled = pc.if_else(text.missing, pa.scalar(None, pa.large_string()), text.uniques)
-        codes = pc.index_in(column, value_set=text.as_read)
-        column = settled.take(codes)
-    return pd.array(column, dtype=_TEXT_DTYPE)
+    width = len(settled)
+    lengths = np.array([len(text.present) for text in settled], dtype=np.int64)
+    complete = np.array([len(text.present) == len(text.uniques) for text in settled], dtype=bool)
+    # Only the columns whose first value is a number or an infinity word are passed on (the first test of
+    # _settle_numbers, made here on one value a column so that text columns are never copied).
+    passed = [
+        i
+        for i, text in enumerate(settled)
+        if lengths[i] and _FIRST_NUMBER.fullmatch(str(text.present[0].as_py()).strip()) is not None
+    ]
+    decided: dict[int, np.ndarray] = {}
+    if passed:
+        texts = pa.concat_arrays([chunk for i in passed for chunk in _chunks(settled[i].present)])
+        cols = np.repeat(np.array(passed), lengths[passed])
+        decided = _settle_numbers(texts, cols, width, complete, [str(name) for name in names], kept)
+    columns: list[Any] = []
+    for i, text in enumerate(settled):
+        n_rows = len(text.column)
+        if not lengths[i]:
+            columns.append(np.full(n_rows, np.nan, dtype=object))
+            continue
+        if i in decided:
+            typed = decided[i]
+            if complete[i] and text.as_read is None:
+                columns.append(typed)
+                continue
+            lookup = np.full(len(text.uniques), np.nan, dtype=typed.dtype) if not complete[i] else typed
+            if not complete[i]:
+                lookup[~np.asarray(text.missing.to_numpy(zero_copy_only=False), dtype=bool)] = typed
+            columns.append(lookup if text.as_read is None else lookup[_codes(text)])
+            continue
+        column = text.column
+        if text.trimmed or not complete[i]:
+            settled_values = pc.if_else(text.missing, pa.scalar(None, pa.large_string()), text.uniques)
+            column = settled_values if text.as_read is None else settled_values.take(_codes(text))
+        columns.append(pd.array(column, dtype=_TEXT_DTYPE))
+    return columns
+
+
+#: A table of at most this many rows is settled all columns at once, cell by cell (a wide table's columns would
+#: each cost more in kernel calls than their few values).
+_FLAT_ROWS = 1_000
+
+
+def _flat_columns(
+    data: Any, names: Sequence[str], kept: dict[str, list[tuple[str, str]]]
+) -> tuple[list[Any], bool] | None:
+    """:func:`_typed_columns` for a short table: every cell of every column in one Arrow array (one column after
+    the other), settled with one call of each kernel; ``None`` when pandas would read a column otherwise (see
+    :func:`_read_text_arrow`). Returns the columns and whether every value is missing."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    width, n_rows = data.num_columns, data.num_rows
+    texts = pa.concat_arrays([chunk for column in data.columns for chunk in column.chunks])
+    cols = np.repeat(np.arange(width), n_rows)
+    leading = np.asarray(pc.starts_with(texts, " ").to_numpy(zero_copy_only=False), dtype=bool)
+    if leading.any():
+        quoted = _matches(texts, _SPACED_QUOTE.pattern)
+        if ((np.bincount(cols[leading], minlength=width) > 0) & (np.bincount(cols[quoted], minlength=width) > 0)).any():
+            return None
+    if leading.any() or bool(pc.any(pc.ends_with(texts, " ")).as_py()):
+        texts = pc.utf8_trim(texts, characters=" ")
+    missing = np.asarray(pc.is_in(texts, value_set=_na_markers()).to_numpy(zero_copy_only=False), dtype=bool)
+    present = ~missing
+    complete = np.bincount(cols[missing], minlength=width) == 0
+    counts = np.bincount(cols[present], minlength=width)
+    chosen = texts.filter(pa.array(present)) if missing.any() else texts
+    decided = _settle_numbers(chosen, cols[present], width, complete, names, kept) if present.any() else {}
+    if missing.any():
+        texts = pc.if_else(pa.array(missing), pa.scalar(None, pa.large_string()), texts)
+    columns: list[Any] = []
+    for i in range(width):
+        if not counts[i]:
+            columns.append(np.full(n_rows, np.nan, dtype=object))
+        elif i in decided and complete[i]:
+            columns.append(decided[i])
+        elif i in decided:
+            full = np.full(n_rows, np.nan)
+            full[present[i * n_rows : (i + 1) * n_rows]] = decided[i]
+            columns.append(full)
+        else:
+            columns.append(pd.array(texts.slice(i * n_rows, n_rows), dtype=_TEXT_DTYPE))
+    return columns, not present.any()
+
+
+def _chunks(values: Any) -> list[Any]:
+    return list(values.chunks) if hasattr(values, "chunks") else [values]
+
+
+def _codes(text: _TextColumn) -> np.ndarray:
+    """Each row's position among the column's distinct values."""
+    import pyarrow.compute as pc
+
+    codes = pc.index_in(text.column, value_set=text.as_read)
+    return np.asarray(codes.to_numpy() if not hasattr(codes, "chunks") else codes.combine_chunks().to_numpy())
 
 
 def _header_width(text: str, delimiter: str) -> int:
@@ -1050,16 +1167,27 @@ def _is_missing(value: object) -> bool:
 # ------------------------------------------------------------------------------------------------ numeric columns
 
 _NUMBER_TEXT = r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?"
-_INTEGER_TEXT = r"[+-]?[0-9]+"
-_LEADING_ZERO = r"[+-]?0\d"
-_INFINITY_TEXT = r"[+-]?(?:inf|infinity)"
-_NUMBER_OR_INFINITY = re.compile(f"{_NUMBER_TEXT}|{_INFINITY_TEXT}", re.IGNORECASE)
+_INFINITY_TEXT = r"[+-]?(?i:inf|infinity)"
+#: The characters Python's ``str.strip()`` removes (``str.isspace``), as an RE2 class: a numeric text is read
+#: with them removed from both ends, as ``float()`` reads it.
+_STRIPPED_CLASS = (
+    r"[\t\n\x0b\x0c\r\x1c-\x1f \x{85}\x{a0}\x{1680}\x{2000}-\x{200a}\x{2028}\x{2029}\x{202f}\x{205f}\x{3000}]"
+)
+_STRIP_PATTERN = f"^{_STRIPPED_CLASS}+|{_STRIPPED_CLASS}+$"
+_NUMBER_PATTERN = f"^{_NUMBER_TEXT}$"
+_INFINITY_PATTERN = f"^{_INFINITY_TEXT}$"
+_NUMBER_OR_INFINITY_PATTERN = f"^(?:{_NUMBER_TEXT}|{_INFINITY_TEXT})$"
+_FIRST_NUMBER = re.compile(f"{_NUMBER_TEXT}|[+-]?(?:inf|infinity)", re.IGNORECASE)
 #: pandas' ``str`` dtype (Arrow storage, NaN for missing): what the reference's text columns become.
 _TEXT_DTYPE = pd.StringDtype("pyarrow", na_value=np.nan)
-_ZERO_TEXT = r"[+-]?0*\.?0*(?:[eE][+-]?\d+)?"
-_DECIMAL_PARTS = r"^([+-]?)(\d*)(?:\.(\d*))?(?:[eE]([+-]?\d+))?$"
+_DECIMAL = re.compile(r"[+-]?([0-9]*)(?:\.([0-9]*))?(?:[eE]([+-]?[0-9]+))?")
 _SMALLEST_NORMAL = 2.2250738585072014e-308
-_INT64_DIGITS = "9223372036854775807"
+#: Powers of ten held in the table of :func:`_powers_of_ten` (10**-_POWER_RANGE ... 10**_POWER_RANGE).
+_POWER_RANGE = 350
+#: Where the bulk test of :func:`_kept_floats` is too close to call, the exact test decides.
+_RESIDUAL_TOLERANCE = 1e-6
+#: More significant digits than any float's exact decimal expansion has (at most 767).
+_MAX_EXPANSION_DIGITS = 800
 
 
 def infer_numeric_columns(frame: pd.DataFrame) -> pd.DataFrame:
@@ -1109,7 +1237,13 @@ def _numeric_conversions(
     """The converted columns (position -> values) among ``positions``, read through ``block(positions)`` (rows x
     columns of objects) in batches of about ``_CHUNK_CELLS`` cells, and the notes on the columns kept as text."""
     converted: dict[int, np.ndarray] = {}
-    kept: dict[str, list[tuple[str, str]]] = {"overflow": [], "inexact": [], "integers": [], "integers_missing": []}
+    kept: dict[str, list[tuple[str, str]]] = {
+        "overflow": [],
+        "inexact": [],
+        "merged": [],
+        "integers": [],
+        "integers_missing": [],
+    }
     if not n_rows:
         return converted, []
     batch = max(1, _CHUNK_CELLS // n_rows)
@@ -1130,142 +1264,488 @@ def _convert_block(
 ) -> None:
     """Decide and convert every column of ``block`` (rows x columns of objects) at once, on its non-missing cells."""
     n_rows, width = block.shape
-    rows, cols = np.nonzero(~pd.isna(block))  # row-major: each column's first cell comes first
+    present = ~pd.isna(block)
+    cols, rows = np.nonzero(present.T)  # column-major: each column's cells in row order
     if not len(rows):
         return
-    present = np.bincount(cols, minlength=width)
-    # A column whose first value is neither a number nor an infinity word is text: one test per column.
-    seen, first = np.unique(cols, return_index=True)
-    firsts = pd.Series(block[rows[first], cols[first]], dtype=object).astype(str).str.strip()
-    candidate = np.zeros(width, dtype=bool)
-    candidate[seen[firsts.str.fullmatch(f"{_NUMBER_TEXT}|{_INFINITY_TEXT}", case=False).to_numpy(dtype=bool)]] = True
-    cells = candidate[cols]
-    if not cells.any():
-        return
-    rows, cols = rows[cells], cols[cells]
-    text = pd.Series(block[rows, cols], dtype=object).astype(str).str.strip()
-
-    def any_in_column(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(cols[mask], minlength=width) > 0
-
-    # Cheap elimination next (pandas' C parser), then the exact rule on the columns left.
-    parsable = pd.to_numeric(text, errors="coerce").notna().to_numpy()
-    candidate &= ~any_in_column(~parsable)
-    cells = candidate[cols]
-    if not cells.any():
-        return
-    sub = text[cells].reset_index(drop=True)
-    sub_rows, sub_cols = rows[cells], cols[cells]
-    number = sub.str.fullmatch(_NUMBER_TEXT).to_numpy(dtype=bool)
-    leading_zero = sub.str.match(_LEADING_ZERO).to_numpy(dtype=bool)
-
-    def any_sub(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(sub_cols[mask], minlength=width) > 0
-
-    # Columns of numbers with infinity words (inf, Infinity...): text, as the words are not numbers here; say so.
-    words = sub.str.fullmatch(_INFINITY_TEXT, case=False).to_numpy(dtype=bool)
-    for position in np.flatnonzero(candidate & any_sub(number) & any_sub(words) & ~any_sub(~number & ~words)):
-        kept["overflow"].append((str(names[positions[position]]), _example(sub, sub_cols, int(position), words)))
-    candidate &= ~any_sub(~number) & ~any_sub(leading_zero)
-    if not candidate.any():
-        return
-    complete = present == n_rows
-    integer = sub.str.fullmatch(_INTEGER_TEXT).to_numpy(dtype=bool)
-    all_integer = candidate & ~any_sub(~integer)
-    digits = sub.str.lstrip("+-").str.len().to_numpy()
-    # An integer fits int64 with at most 18 digits; with 19, compare the digits as text (same length).
-    magnitude = sub.str.lstrip("+-")
-    negative = sub.str.startswith("-").to_numpy(dtype=bool)
-    nineteen = digits == 19
-    over = np.zeros(len(sub), dtype=bool)
-    if nineteen.any():
-        tail = magnitude[nineteen]
-        limit = np.where(negative[nineteen], "9223372036854775808", _INT64_DIGITS)
-        over[nineteen] = (tail.to_numpy(dtype=object) > limit).astype(bool)
-    over |= digits > 19
-    as_int64 = all_integer & complete & ~any_sub(over)
-    # With missing values an integer column is stored as float64, exact up to 15 digits.
-    as_float_integers = all_integer & ~complete & ~any_sub(digits > 15)
-    for position in np.flatnonzero(all_integer & ~as_int64 & ~as_float_integers):
-        reason = "integers" if complete[position] else "integers_missing"
-        kept[reason].append((str(names[positions[position]]), _example(sub, sub_cols, int(position), digits)))
-    if as_int64.any():
-        chosen = as_int64[sub_cols]
-        values = np.zeros((n_rows, width), dtype=np.int64)
-        values[sub_rows[chosen], sub_cols[chosen]] = sub[chosen].to_numpy(dtype=object).astype(np.int64)
-        for position in np.flatnonzero(as_int64):
-            converted[positions[position]] = values[:, position].copy()
-    floating = candidate & ~all_integer | as_float_integers
-    if not floating.any():
-        return
-    chosen = floating[sub_cols]
-    texts = sub[chosen].reset_index(drop=True)
-    f_rows, f_cols = sub_rows[chosen], sub_cols[chosen]
-    numbers = texts.to_numpy(dtype=object).astype(np.float64)  # Python's float(): correctly rounded
-    infinite = ~np.isfinite(numbers)
-    overflow = np.bincount(f_cols[infinite], minlength=width) > 0
-    inexact_cells = _inexact(texts, numbers)
-    inexact = np.bincount(f_cols[inexact_cells], minlength=width) > 0
-    for position in np.flatnonzero(floating & overflow):
-        kept["overflow"].append((str(names[positions[position]]), _example(texts, f_cols, int(position), infinite)))
-    for position in np.flatnonzero(floating & ~overflow & inexact):
-        kept["inexact"].append((str(names[positions[position]]), _example(texts, f_cols, int(position), inexact_cells)))
-    good = floating & ~overflow & ~inexact
-    if not good.any():
-        return
-    values_f = np.full((n_rows, width), np.nan)
-    keep = good[f_cols]
-    values_f[f_rows[keep], f_cols[keep]] = numbers[keep]
-    whole = np.isfinite(values_f) & (np.mod(values_f, 1) == 0) & (np.abs(values_f) < 2.0**63)
-    for position in np.flatnonzero(good):
-        column = values_f[:, position]
-        if complete[position] and whole[:, position].all():
-            converted[positions[position]] = column.astype(np.int64)
+    texts = _text_array(block.T[cols, rows])
+    complete = present.sum(axis=0) == n_rows
+    decided = _settle_numbers(texts, cols, width, complete, [str(names[p]) for p in positions], kept)
+    bounds = np.searchsorted(cols, np.arange(width + 1))
+    for column, numbers in decided.items():
+        if complete[column]:
+            converted[positions[column]] = numbers
         else:
-            converted[positions[position]] = column.copy()
+            full = np.full(n_rows, np.nan)
+            full[rows[bounds[column] : bounds[column + 1]]] = numbers
+            converted[positions[column]] = full
 
 
-def _inexact(texts: pd.Series, numbers: np.ndarray) -> np.ndarray:
-    """Cells whose float is not the number the text writes (precision lost, underflow to 0 or a subnormal).
+def _text_array(values: np.ndarray) -> Any:
+    """Objects as an Arrow array of texts (``str(value)`` for those that are not texts)."""
+    import pyarrow as pa
 
-    A decimal with at most 15 significant digits in the normal float range always comes back from the float
-    (DBL_DIG = 15), so only longer texts, zeros and subnormals are compared, as canonical decimals, with the
-    float's shortest representation.
+    if pd.api.types.infer_dtype(values, skipna=False) != "string":
+        values = np.array([str(value) for value in values], dtype=object)
+    return pa.array(values, type=pa.large_string())
+
+
+def _settle_numbers(
+    texts: Any,
+    cols: np.ndarray,
+    width: int,
+    complete: np.ndarray,
+    names: Sequence[str],
+    kept: dict[str, list[tuple[str, str]]],
+) -> dict[int, np.ndarray]:
+    """The numeric columns among ``width`` columns of texts, decided together, vectorized over cells and columns.
+
+    ``texts`` (an Arrow array of large strings) holds the non-missing cells of every column one column after the
+    other, in row order (or each column's distinct values, in order of first appearance), ``cols`` the column of
+    each cell (ascending) and ``complete`` which columns have no missing value. Returns column -> its cells' numbers
+    (int64 for a complete column of whole numbers, else float64); the columns kept as text for a reason the module
+    docstring gives are added to ``kept`` (reason -> column name and an example).
     """
-    magnitude = np.abs(numbers)
-    suspect = (texts.str.len().to_numpy() >= 16) | (magnitude < _SMALLEST_NORMAL)
-    if not suspect.any():
-        return np.zeros(len(texts), dtype=bool)
-    written = _decimal_key(texts[suspect])
-    given = _decimal_key(pd.Series(numbers[suspect]).astype(str))
-    out = np.zeros(len(texts), dtype=bool)
-    out[suspect] = written != given
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    def any_in(mask: np.ndarray, where: np.ndarray) -> np.ndarray:
+        """Per column, whether a cell of ``mask`` is set (``where``: the cells' columns, ascending)."""
+        found = np.zeros(width, dtype=bool)
+        if len(where):
+            starts = np.flatnonzero(np.r_[True, where[1:] != where[:-1]])
+            found[where[starts]] = np.logical_or.reduceat(mask, starts)
+        return found
+
+    bounds = np.searchsorted(cols, np.arange(width + 1))
+    firsts = bounds[:-1][bounds[:-1] < bounds[1:]]
+    # A column whose first value is neither a number nor an infinity word is text: one test per column.
+    first_ok = _matches(_stripped(texts.take(pa.array(firsts))), _NUMBER_OR_INFINITY_PATTERN)
+    candidate = np.zeros(width, dtype=bool)
+    candidate[cols[firsts[first_ok]]] = True
+    texts, cols = _narrow(texts, cols, candidate)
+    if not len(cols):
+        return {}
+    try:  # Arrow reads exactly the decimal numbers (and words such as inf and nan): one pass when all are numbers
+        (numbers,) = _in_chunks(_floats, texts)
+        odd = ~np.isfinite(numbers)
+        number = np.ones(len(cols), dtype=bool)
+        word = np.zeros(len(cols), dtype=bool)
+        if odd.any():
+            strange = texts.filter(pa.array(odd))
+            number[odd] = _matches(strange, _NUMBER_PATTERN)
+            word[odd] = _matches(strange, _INFINITY_PATTERN)
+    except pa.ArrowInvalid:
+        number = _matches(texts, _NUMBER_PATTERN)
+        word = np.zeros(len(cols), dtype=bool)
+        loose = ~number
+        # Characters str.strip() removes around a number, infinity words, text.
+        stripped = _stripped(texts.filter(pa.array(loose)))
+        number[loose] = _matches(stripped, _NUMBER_PATTERN)
+        word[loose] = _matches(stripped, _INFINITY_PATTERN)
+        texts = pc.replace_with_mask(texts, pa.array(loose), stripped)
+        numbers = np.full(len(cols), np.nan)
+        if number.any():
+            numbers[number] = pc.cast(texts.filter(pa.array(number)), pa.float64()).to_numpy()
+    # Columns of numbers with infinity words (inf, Infinity...): text, as the words are not numbers here; say so.
+    for position in _flagged(candidate & any_in(number, cols) & any_in(word, cols) & ~any_in(~number & ~word, cols)):
+        kept["overflow"].append((names[position], _example(texts, cols, int(position), word)))
+    candidate &= ~any_in(~number, cols)
+    chosen = candidate[cols]
+    if not chosen.all():
+        texts, cols, numbers = texts.filter(pa.array(chosen)), cols[chosen], numbers[chosen]
+    if not len(cols):
+        return {}
+    parts = _NumberParts(*_in_chunks(_number_parts_arrays, texts))
+    candidate &= ~any_in(parts.lead, cols)  # a leading zero
+    integer = ~parts.shaped
+    magnitude = parts.magnitude
+    all_integer = candidate & ~any_in(~integer, cols)
+    as_float_integers = np.zeros(width, dtype=bool)
+    out: dict[int, np.ndarray] = {}
+    if all_integer.any():
+        chosen = all_integer[cols]
+        integers, int_cols, digits = texts.filter(pa.array(chosen)), cols[chosen], magnitude[chosen]
+        # An integer fits int64 with at most 18 digits; with 19, compare it with the limit of its sign.
+        over = digits > 19
+        nineteen = np.flatnonzero(digits == 19)
+        if len(nineteen):
+            some = integers.take(pa.array(nineteen))
+            values = pc.cast(pc.utf8_ltrim(some, characters="+-"), pa.uint64()).to_numpy()
+            negative = _matches(some, "^-")
+            over[nineteen] = values > np.where(negative, np.uint64(2**63), np.uint64(2**63 - 1))
+        as_int64 = all_integer & complete & ~any_in(over, int_cols)
+        # With missing values an integer column is stored as float64, exact up to 15 digits.
+        as_float_integers = all_integer & ~complete & ~any_in(digits > 15, int_cols)
+        for position in _flagged(all_integer & ~as_int64 & ~as_float_integers):
+            reason = "integers" if complete[position] else "integers_missing"
+            kept[reason].append((names[position], _example(integers, int_cols, int(position), digits)))
+        if as_int64.any():
+            chosen = as_int64[int_cols]
+            some = integers.filter(pa.array(chosen))
+            values = pc.cast(pc.utf8_ltrim(some, characters="+"), pa.int64()).to_numpy()
+            out.update(_by_column(values, int_cols[chosen], as_int64))
+    floating = (candidate & ~all_integer) | as_float_integers
+    if not floating.any():
+        return out
+    chosen = floating[cols]
+    if not chosen.all():
+        texts, cols, numbers, parts = texts.filter(pa.array(chosen)), cols[chosen], numbers[chosen], parts.take(chosen)
+    infinite = ~np.isfinite(numbers)
+    overflow = any_in(infinite, cols)
+    for position in _flagged(floating & overflow):
+        kept["overflow"].append((names[position], _example(texts, cols, int(position), infinite)))
+    live = floating & ~overflow
+    if not live.any():
+        return out
+    chosen = live[cols]
+    if not chosen.all():
+        texts, cols, numbers, parts = texts.filter(pa.array(chosen)), cols[chosen], numbers[chosen], parts.take(chosen)
+    exact, scale, long = _kept_floats(texts, numbers, parts, cols, width)
+    inexact = any_in(~exact, cols)
+    for position in _flagged(live & inexact):
+        kept["inexact"].append((names[position], _example(texts, cols, int(position), ~exact)))
+    good = live & ~inexact
+    merged = _merged_cells(numbers, scale, cols, good & any_in(long, cols))
+    merged_columns = any_in(merged, cols)
+    for position in _flagged(good & merged_columns):
+        kept["merged"].append((names[position], _example(texts, cols, int(position), merged)))
+    good &= ~merged_columns
+    for index, column in _by_column(numbers, cols, good).items():
+        whole = complete[index] and bool(np.all((np.mod(column, 1) == 0) & (np.abs(column) < 2.0**63)))
+        out[index] = column.astype(np.int64) if whole else column
     return out
 
 
-def _decimal_key(texts: pd.Series) -> np.ndarray:
-    """A canonical form of decimal texts (``-1.50e2`` and ``-150`` both give ``-15e1``; every zero gives ``0``)."""
-    parts = texts.reset_index(drop=True).str.extract(_DECIMAL_PARTS)
-    sign = parts[0].fillna("").str.replace("+", "", regex=False)
-    whole, fraction = parts[1].fillna(""), parts[2].fillna("")
-    exponent = pd.to_numeric(parts[3].fillna("0"), errors="coerce").fillna(0).clip(-(10**9), 10**9)
-    digits = whole + fraction
-    significant = digits.str.lstrip("0")
-    core = significant.str.rstrip("0")
-    scale = exponent.astype(np.int64) - fraction.str.len() + significant.str.len() - core.str.len()
-    key = sign + core + "e" + scale.astype(str)
-    return np.where(core == "", "0", key.to_numpy(dtype=object))
+def _floats(texts: Any) -> tuple[np.ndarray]:
+    """Texts read as floats by Arrow (correctly rounded, as Python's ``float``); ``ArrowInvalid`` for a text that
+    is neither a decimal number nor a word such as ``inf`` or ``nan``."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return (pc.cast(texts, pa.float64()).to_numpy(),)
 
 
-def _example(texts: pd.Series, cols: np.ndarray, position: int, mask: np.ndarray | None) -> str:
+def _flagged(mask: np.ndarray) -> list[int]:
+    """The positions a mask marks, as Python integers."""
+    return [int(i) for i in np.flatnonzero(mask)]
+
+
+def _matches(texts: Any, pattern: str) -> np.ndarray:
+    """Which texts match an RE2 ``pattern`` (Arrow's regular expressions: one pass, no Python per cell)."""
+    import pyarrow.compute as pc
+
+    return np.asarray(pc.match_substring_regex(texts, pattern).to_numpy(zero_copy_only=False), dtype=bool)
+
+
+def _stripped(texts: Any) -> Any:
+    """Texts without the characters ``str.strip()`` removes at their ends."""
+    import pyarrow.compute as pc
+
+    return pc.replace_substring_regex(texts, _STRIP_PATTERN, "")
+
+
+def _narrow(texts: Any, cols: np.ndarray, columns: np.ndarray) -> tuple[Any, np.ndarray]:
+    """The cells of the chosen ``columns`` (a mask over the columns)."""
+    import pyarrow as pa
+
+    mask = columns[cols]
+    if mask.all():
+        return texts, cols
+    return texts.filter(pa.array(mask)), cols[mask]
+
+
+def _by_column(values: np.ndarray, cols: np.ndarray, columns: np.ndarray) -> dict[int, np.ndarray]:
+    """``values`` (one per cell, the cells one column after the other) split into the chosen ``columns``."""
+    bounds = np.searchsorted(cols, np.arange(len(columns) + 1))
+    return {int(c): values[bounds[c] : bounds[c + 1]].copy() for c in np.flatnonzero(columns)}
+
+
+@dataclass(frozen=True)
+class _NumberParts:
+    """The shape of decimal texts (``_NUMBER_TEXT``), read from their bytes (numpy over the Arrow buffers, no Python
+    per text): a leading zero (``02``, ``-07``), a point or an exponent (not an integer), the length without the sign
+    (an integer's digits), the digits of the mantissa, the digits after its point, the exponent (``extreme``: of more
+    than 6 digits, not read)."""
+
+    lead: np.ndarray
+    shaped: np.ndarray
+    magnitude: np.ndarray
+    mantissa_digits: np.ndarray
+    fraction: np.ndarray
+    exponent: np.ndarray
+    powered: np.ndarray
+    extreme: np.ndarray
+
+    def take(self, mask: np.ndarray) -> _NumberParts:
+        return _NumberParts(*(value[mask] for value in vars(self).values()))
+
+    def slice(self, a: int, b: int) -> _NumberParts:
+        return _NumberParts(*(value[a:b] for value in vars(self).values()))
+
+
+def _number_parts_arrays(texts: Any) -> tuple[np.ndarray, ...]:
+    """The arrays of :class:`_NumberParts` for decimal texts."""
+    n = len(texts)
+    buffers = texts.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64)[texts.offset : texts.offset + n + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(1, dtype=np.uint8)
+    last = len(data) - 1
+    starts, ends = offsets[:-1], offsets[1:]
+    first = data[np.minimum(starts, last)]
+    signed = (first == ord("-")) | (first == ord("+"))
+    zero_at = starts + signed
+    after = data[np.minimum(zero_at + 1, last)]
+    lead = (data[np.minimum(zero_at, last)] == ord("0")) & (zero_at + 1 < ends) & (after >= 48) & (after <= 57)
+    region = data[offsets[0] : offsets[-1]]
+    end = ends.copy()  # of the mantissa
+    exponent = np.zeros(n, dtype=np.int64)
+    powered = np.zeros(n, dtype=bool)
+    extreme = np.zeros(n, dtype=bool)
+    marks = np.flatnonzero((region | 32) == ord("e")) + offsets[0]  # 'e' or 'E': at most one a text
+    if len(marks):
+        owner = np.searchsorted(offsets, marks, side="right") - 1
+        end[owner] = marks
+        powered[owner] = True
+        sign = data[np.minimum(marks + 1, last)]
+        begin = marks + 1 + ((sign == ord("-")) | (sign == ord("+")))
+        size = ends[owner] - begin
+        extreme[owner[size > 6]] = True
+        value = np.zeros(len(marks), dtype=np.int64)
+        for j in range(6):
+            byte = data[np.minimum(begin + j, last)].astype(np.int64)
+            value = np.where(j < size, value * 10 + byte - 48, value)
+        exponent[owner] = np.where(sign == ord("-"), -value, value)
+    fraction = np.zeros(n, dtype=np.int64)
+    dotted = np.zeros(n, dtype=bool)
+    dots = np.flatnonzero(region == ord(".")) + offsets[0]
+    if len(dots):
+        owner = np.searchsorted(offsets, dots, side="right") - 1
+        fraction[owner] = end[owner] - dots - 1
+        dotted[owner] = True
+    mantissa_digits = end - starts - signed - dotted
+    return lead, dotted | powered, ends - starts - signed, mantissa_digits, fraction, exponent, powered, extreme
+
+
+def _kept_floats(
+    texts: Any, numbers: np.ndarray, parts: _NumberParts, cols: np.ndarray, width: int
+) -> tuple[np.ndarray, ...]:
+    """Which decimal texts their floats keep (module docstring: a text is kept when rounding its float to the text's
+    last significant digit gives the text back), each text's scale (``q``: the text is ``digits x 10**q``, its digits
+    an integer without trailing zeros), and which texts have more significant digits than every decimal of at most
+    15 (which a float always keeps and never merges).
+
+    ``texts`` are decimal numbers (``_NUMBER_TEXT``), ``parts`` their shape. Decided in bulk (:func:`_digits`:
+    digits, scale); texts of at most 15 significant digits whose float is normal are kept (DBL_DIG); texts of 16 to
+    19 digits by :func:`_residuals`, the distance from the float to the text in units of its last digit, accurate to
+    1e-12 (kept when under 1/2). The texts too close to call, a float at a power of two (an uneven gap), subnormal
+    floats and longer texts go to :func:`_kept_one`, the exact test in integers, stopping in each column at the first
+    text that is not kept (the column is text then).
+    """
+    import pyarrow as pa
+
+    n = len(numbers)
+    kept, known, scale, long = _in_chunks(_kept_in_bulk, texts, numbers, parts)
+    unknown = np.flatnonzero(~known)
+    if len(unknown):
+        # The first text of each column known not to be kept: texts after it need no exact test.
+        stop = np.full(width, n)
+        refused = np.flatnonzero(known & ~kept)
+        np.minimum.at(stop, cols[refused], refused)
+        strings = texts.take(pa.array(unknown)).to_pylist()
+        for i, text in zip(unknown.tolist(), strings, strict=True):
+            column = cols[i]
+            if i > stop[column]:
+                continue
+            kept[i], scale[i] = _kept_one(text, float(numbers[i]))
+            if not kept[i]:
+                stop[column] = i
+    return kept, scale, long
+
+
+def _kept_in_bulk(texts: Any, numbers: np.ndarray, parts: _NumberParts) -> tuple[np.ndarray, ...]:
+    """The bulk part of :func:`_kept_floats`: which texts are kept, which are decided, the scales, the long texts."""
+    n = len(numbers)
+    kept = np.zeros(n, dtype=bool)
+    known = ~np.isfinite(numbers)  # overflow: not kept
+    digits, scale, castable = _digits(texts, parts)
+    castable &= ~known
+    zero = castable & (digits == 0)
+    kept[zero] = known[zero] = True  # every spelling of zero is zero
+    scale[zero] = 0
+    underflow = castable & ~zero & (numbers == 0)
+    known |= underflow
+    work = castable & ~zero & ~underflow
+    trailing = np.flatnonzero(work & (digits % np.uint64(10) == 0))
+    while len(trailing):
+        digits[trailing] //= np.uint64(10)
+        scale[trailing] += 1
+        trailing = trailing[digits[trailing] % np.uint64(10) == 0]
+    short = digits < np.uint64(10**15)  # at most 15 significant digits
+    fast = work & short & (np.abs(numbers) >= _SMALLEST_NORMAL)
+    kept[fast] = known[fast] = True
+    long = ~fast & ~zero
+    bulk = work & ~short & (np.abs(scale) <= _POWER_RANGE)
+    if bulk.any():
+        residual = np.abs(_residuals(numbers[bulk], digits[bulk], scale[bulk]))
+        uneven = np.frexp(numbers[bulk])[0] == 0.5  # a power of two: a narrower gap below
+        accept = residual < 0.5 - _RESIDUAL_TOLERANCE
+        reject = (residual > 0.5 + _RESIDUAL_TOLERANCE) & ~uneven
+        index = np.flatnonzero(bulk)
+        kept[index[accept]] = True
+        known[index[accept | reject]] = True
+    return kept, known, scale, long
+
+
+#: Cells a step of the bulk tests handles at once (its arrays stay in the processor's cache); steps run on two
+#: threads (numpy's and Arrow's kernels release the GIL).
+_CHUNK_TEXTS = 1 << 18
+
+
+def _in_chunks(function: Callable[..., tuple[np.ndarray, ...]], texts: Any, *arrays: Any) -> tuple[np.ndarray, ...]:
+    """``function(texts, *arrays)`` on slices of at most ``_CHUNK_TEXTS`` cells, two at a time, the results (tuples
+    of arrays, one value a cell) joined."""
+    n = len(texts)
+    if n <= _CHUNK_TEXTS:
+        return function(texts, *arrays)
+    bounds = [*range(0, n, _CHUNK_TEXTS), n]
+
+    def step(k: int) -> tuple[np.ndarray, ...]:
+        a, b = bounds[k], bounds[k + 1]
+        return function(texts.slice(a, b - a), *(_slice(array, a, b) for array in arrays))
+
+    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+        results = list(pool.map(step, range(len(bounds) - 1)))
+    return tuple(np.concatenate(list(pieces)) for pieces in zip(*results, strict=True))
+
+
+def _slice(array: Any, a: int, b: int) -> Any:
+    return array.slice(a, b) if isinstance(array, _NumberParts) else array[a:b]
+
+
+def _digits(texts: Any, parts: _NumberParts) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Each decimal text as ``digits x 10**scale``, ``digits`` the integer its mantissa's digits write (trailing zeros
+    kept), by Arrow's kernels (the point and sign removed, then read as an integer); and which texts could be read so
+    (not those of more than 19 digits in the mantissa or 6 in the exponent)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    n = len(texts)
+    digits = np.zeros(n, dtype=np.uint64)
+    scale = parts.exponent - parts.fraction
+    readable = (parts.mantissa_digits <= 19) & ~parts.extreme
+    if not readable.any():
+        return digits, scale, readable
+    chosen = texts if readable.all() else texts.filter(pa.array(readable))
+    powered = parts.powered[readable]
+    if powered.any():
+        where = pa.array(powered)
+        mantissas = pc.replace_substring_regex(chosen.filter(where), "[eE].*$", "")
+        chosen = pc.replace_with_mask(chosen, where, mantissas)
+    written = pc.replace_substring(pc.utf8_ltrim(chosen, characters="+-"), ".", "")
+    digits[readable] = pc.cast(written, pa.uint64()).to_numpy()
+    return digits, scale, readable
+
+
+@functools.cache
+def _powers_of_ten() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """10**k for k in [-_POWER_RANGE, _POWER_RANGE] as (hi + lo) * 2**b: hi in [0.5, 1], lo the rest of the exact
+    value (a double-double, 106 bits), computed exactly with fractions."""
+    high, low, power = [], [], []
+    for k in range(-_POWER_RANGE, _POWER_RANGE + 1):
+        value = Fraction(10) ** k
+        b = value.numerator.bit_length() - value.denominator.bit_length()
+        fraction = value / Fraction(2) ** b
+        while fraction >= 1:
+            fraction, b = fraction / 2, b + 1
+        while fraction < Fraction(1, 2):
+            fraction, b = fraction * 2, b - 1
+        hi = float(fraction)
+        high.append(hi)
+        low.append(float(fraction - Fraction(hi)))
+        power.append(b)
+    return np.array(high), np.array(low), np.array(power, dtype=np.int64)
+
+
+def _two_product_error(a: np.ndarray, b: np.ndarray, product: np.ndarray) -> np.ndarray:
+    """``a * b - product`` exactly, for ``product = a * b`` rounded (Dekker's algorithm: no fused multiply-add)."""
+    split = 134217729.0  # 2**27 + 1
+    a_big, b_big = a * split, b * split
+    a_hi = a_big - (a_big - a)
+    b_hi = b_big - (b_big - b)
+    a_lo, b_lo = a - a_hi, b - b_hi
+    return ((a_hi * b_hi - product) + a_hi * b_lo + a_lo * b_hi) + a_lo * b_lo
+
+
+def _residuals(numbers: np.ndarray, digits: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``|number| / 10**scale - digits`` (digits below 10**19), accurate to about 1e-12: the float times the power of
+    ten in double-double arithmetic, then the difference from the integer, split in two exact doubles."""
+    high, low, power = _powers_of_ten()
+    index = _POWER_RANGE - scale
+    mantissa, exponent = np.frexp(np.abs(numbers))
+    product = mantissa * high[index]
+    error = _two_product_error(mantissa, high[index], product) + mantissa * low[index]
+    shift = exponent + power[index]
+    top, rest = np.ldexp(product, shift), np.ldexp(error, shift)
+    digits_top = digits.astype(np.float64)
+    digits_rest = (digits - digits_top.astype(np.uint64)).view(np.int64).astype(np.float64)
+    return (top - digits_top) + (rest - digits_rest)  # top - digits_top is exact (Sterbenz)
+
+
+def _kept_one(text: str, number: float) -> tuple[bool, int]:
+    """The exact test of :func:`_kept_floats` for one text and its float: whether the text is the multiple of
+    10**q (q its last significant digit) nearest to the float among those that read back as the float, and q."""
+    match = _DECIMAL.fullmatch(text)
+    if match is None:
+        return False, 0
+    whole, fraction, power = match.group(1), match.group(2) or "", match.group(3) or "0"
+    digits = (whole + fraction).lstrip("0")
+    core = digits.rstrip("0")
+    if not core:
+        return True, 0
+    power = power.lstrip("+")
+    if len(power.lstrip("-0")) > 18 or not math.isfinite(number) or number == 0 or len(core) > _MAX_EXPANSION_DIGITS:
+        return False, 0  # the float overflowed or underflowed, or has fewer digits than the text
+    scale = int(power) - len(fraction) + len(digits) - len(core)
+    target = abs(number)
+    exact = Fraction(target)
+    unit = Fraction(10) ** scale
+    nearest = math.floor(exact / unit)
+    candidates = sorted(range(max(nearest - 1, 1), nearest + 3), key=lambda c: (abs(c * unit - exact), c % 2))
+    for candidate in candidates:
+        if float(candidate * unit) == target:
+            return str(candidate) == core, scale
+    return False, scale
+
+
+def _merged_cells(numbers: np.ndarray, scale: np.ndarray, cols: np.ndarray, columns: np.ndarray) -> np.ndarray:
+    """Cells of the chosen ``columns`` whose float another cell of the column reaches from another decimal number
+    (two kept texts of one float differ in the position of their last digit, ``scale``): ``0.1`` and
+    ``0.10000000000000001`` are both kept, but together they would become one value. A column's floats are sorted
+    (numpy's vectorized sort) to find the repeated ones; only those are grouped."""
+    merged = np.zeros(len(numbers), dtype=bool)
+    bounds = np.searchsorted(cols, np.arange(len(columns) + 1))
+    for column in _flagged(columns & (np.diff(bounds) > 1)):
+        a, b = bounds[column], bounds[column + 1]
+        bits = np.where(numbers[a:b] == 0, 0.0, numbers[a:b]).view(np.int64)  # -0.0 and 0.0: one number
+        ordered = np.sort(bits)
+        repeated = ordered[1:][ordered[1:] == ordered[:-1]]
+        if not len(repeated):
+            continue
+        index = np.flatnonzero(np.isin(bits, repeated))
+        groups = pd.DataFrame({"bits": bits[index], "scale": scale[a:b][index]})
+        spread = groups.groupby("bits", sort=False)["scale"].transform("nunique").to_numpy() > 1
+        merged[a + index[spread]] = True
+    return merged
+
+
+def _example(texts: Any, cols: np.ndarray, position: int, mask: np.ndarray | None) -> str:
     """One text of column ``position`` to show in a note (one that caused the decision when ``mask`` says which)."""
-    chosen = cols == position
-    if mask is not None and mask.dtype == bool and (chosen & mask).any():
-        chosen &= mask
-    elif mask is not None and mask.dtype != bool:  # digits: show the longest
-        index = np.flatnonzero(chosen)
-        return str(texts.iloc[index[np.argmax(mask[index])]])
-    return str(texts.iloc[int(np.flatnonzero(chosen)[0])])
+    bounds = np.searchsorted(cols, [position, position + 1])
+    index = np.arange(bounds[0], bounds[1])
+    # The first cell the mask marks, or with digits the longest (np.argmax gives the first of the largest).
+    chosen = int(index[np.argmax(mask[index])]) if mask is not None and mask[index].any() else int(index[0])
+    return str(texts[chosen].as_py())
 
 
 def _numeric_notes(kept: dict[str, list[tuple[str, str]]], names: Sequence[object]) -> list[str]:
@@ -1276,6 +1756,7 @@ def _numeric_notes(kept: dict[str, list[tuple[str, str]]], names: Sequence[objec
         "integers_missing": "integers of more than 15 digits and missing values, which a float column would round",
         "overflow": "infinite or overflowing numbers",
         "inexact": "numbers that a 64-bit float cannot keep (too many digits, or beyond its range)",
+        "merged": "distinct numbers that one 64-bit float would merge (they differ beyond its precision)",
     }
     notes = []
     order = {str(name): i for i, name in reversed(list(enumerate(names)))}
