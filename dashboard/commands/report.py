@@ -24,7 +24,7 @@ from dashboard.application.report import (
     recipe_fix,
     search_fix,
 )
-from dashboard.application.report_render import FORMATS, report_format, write_report
+from dashboard.application.report_render import FORMATS, in_people, report_format, write_report
 from dashboard.application.settings import Settings
 from dashboard.commands._common import split_columns
 from dashboard.commands.anonymize import _refuse_overwrite, default_hierarchies
@@ -92,6 +92,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="COL",
         help="household-id column (default: the contract's): the report adds the household risk, the probability "
         "that at least one member of a household is re-identified",
+    )
+    parser.add_argument(
+        "--entity",
+        metavar="COL",
+        help="person-id column when a person has several rows (default: the contract's is_entity_id column): every "
+        "count of the report is then of people, a person's key being all their QI tuples, and --fix least-lossy is "
+        "judged on people (whole people suppressed)",
+    )
+    parser.add_argument(
+        "--entity-key",
+        choices=["set", "multiset"],
+        default="set",
+        help="with --entity: a person's key is the set of their distinct QI tuples (default), or the multiset "
+        "(each tuple with its number of rows)",
     )
     parser.add_argument(
         "--model-risk",
@@ -163,10 +177,22 @@ def _contract(args: argparse.Namespace, data: pd.DataFrame) -> DataContract:
     qis = split_columns(args.qi)
     sensitive = split_columns(args.sensitive)
     household = args.household
-    named = [*qis, *sensitive, *([args.weights] if args.weights else []), *([household] if household else [])]
+    entity = args.entity
+    named = [
+        *qis,
+        *sensitive,
+        *([args.weights] if args.weights else []),
+        *([household] if household else []),
+        *([entity] if entity else []),
+    ]
     unknown = [name for name in named if name not in data]
     if unknown:
         raise ColumnError(f"{args.file.name} has no column {', '.join(repr(name) for name in unknown)}.")
+    if entity is not None:
+        others = (("quasi-identifier", qis), ("sensitive attribute", sensitive), ("weight column", [args.weights]))
+        for role, names in others:
+            if entity in names:
+                raise ColumnError(f"The person-id column '{entity}' cannot also be a {role}.")
     if household is not None:
         others = (("quasi-identifier", qis), ("sensitive attribute", sensitive), ("weight column", [args.weights]))
         for role, names in others:
@@ -188,18 +214,28 @@ def _contract(args: argparse.Namespace, data: pd.DataFrame) -> DataContract:
             if contract.household not in (None, household):
                 roles[str(contract.household)] = ColumnRole.INSENSITIVE
             roles[household] = ColumnRole.HOUSEHOLD
+        if entity:
+            if contract.entity not in (None, entity):
+                roles[str(contract.entity)] = ColumnRole.INSENSITIVE
+            roles[entity] = ColumnRole.ENTITY
         contract = contract.with_roles(roles)
         if household and household not in contract:  # a column the contract does not list
             contract = DataContract((*contract.fields, FieldMetadata(household, ColumnRole.HOUSEHOLD)))
+        if entity and entity not in contract:
+            contract = DataContract((*contract.fields, FieldMetadata(entity, ColumnRole.ENTITY)))
     else:
         contract = DataContract.for_columns(
-            data, quasi_identifiers=qis, sensitive=sensitive, weight=args.weights, household=household
+            data, quasi_identifiers=qis, sensitive=sensitive, weight=args.weights, household=household, entity=entity
         )
     if not contract.quasi_identifiers:
         raise ColumnError("Give the quasi-identifiers with --qi (comma-separated), or a --contract that marks some.")
     overlap = sorted(set(contract.quasi_identifiers) & set(contract.sensitive))
     if overlap:
         raise ColumnError(f"A column cannot be both quasi-identifier and sensitive: {', '.join(overlap)}.")
+    if args.entity_key != "set" and contract.entity is None:
+        raise ParameterError(
+            "--entity-key chooses how a person's rows form their key; name the person id with --entity."
+        )
     return contract
 
 
@@ -253,6 +289,7 @@ def _fix(
             metric=args.metric,
             population_size=population if isinstance(population, int | float) else None,
             sampling_fraction=args.sampling_fraction,
+            entity_key=args.entity_key,
         )
         if args.save_recipe is not None:
             fix.recipe.save(args.save_recipe)
@@ -298,6 +335,7 @@ _DEFAULTS = {
     "max_suppression": DEFAULT_MAX_SUPPRESSION,
     "metric": "loss",
     "postcode_threshold": DEFAULT_POPULATION_THRESHOLD,
+    "entity_key": "set",
 }
 
 
@@ -344,13 +382,15 @@ def run(args: argparse.Namespace) -> int:
         parameters=_parameters(args, targets),
         model_risk=parse_model_risk_methods(args.model_risk) if args.model_risk else (),
         estimates=[parse_estimate(text) for text in args.estimate or []],
+        entity_key=args.entity_key,
     )
     for warning in report.diagnosis.warnings:
         print(f"privdash report: warning: {warning}", file=sys.stderr)
     path, seconds = write_report(report, args.output, protect=inputs)
     total = time.perf_counter() - started
     verdict = report.verdict
-    print(f"{verdict.status.upper()}: {verdict.sentence()}")
+    sentence = verdict.sentence()
+    print(f"{verdict.status.upper()}: {in_people(sentence) if report.diagnosis.entity is not None else sentence}")
     print(
         f"Wrote the {kind.upper()} report to {path} ({path.stat().st_size:,} bytes; rendered in {seconds:.1f} s, "
         f"{total:.1f} s in all)."
