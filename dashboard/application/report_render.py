@@ -30,7 +30,6 @@ from dashboard.application.report_template import STYLE, TEMPLATE
 from dashboard.application.riskview import household_rows
 from dashboard.core.errors import ParameterError, PrivdashError
 from dashboard.core.measure.diagnose import Diagnosis
-from dashboard.core.measure.entities import PERSON_KEY
 from dashboard.core.utility.estimates import EstimateComparison
 
 __all__ = ["FORMATS", "render_html", "render_pdf", "report_context", "report_format", "write_report"]
@@ -650,7 +649,8 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
                     bins["label"], bins["low"], bins["classes"], bins["records"], strict=True
                 )
             ],
-            "shown_columns": [PERSON_KEY_LABEL if name == PERSON_KEY else name for name in shown_columns],
+            # with a person id the one key column is the person key (the class's QI tuples as text)
+            "shown_columns": [PERSON_KEY_LABEL] if people else shown_columns,
             "shown_rows": [
                 {"cells": [_value(row[name]) for name in shown_columns], "size": fmt_count(row["size"])}
                 for row in shown.to_dict("records")

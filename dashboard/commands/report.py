@@ -11,6 +11,7 @@ import argparse
 import re
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -349,6 +350,35 @@ def _parameters(args: argparse.Namespace, targets: PrivacyTargets) -> list[tuple
     return [("command", " ".join(shown)), ("targets", targets.describe())]
 
 
+def recipe_entity(recipe: Recipe) -> tuple[str, str] | None:
+    """The person id and person key of the first ``generalize`` step of ``recipe`` that removes whole people
+    (``"entity": {"column": ..., "key": ...}``), or None."""
+    for step in recipe.steps:
+        spec = step.params.get("entity") if step.kind == "generalize" else None
+        if isinstance(spec, Mapping) and spec.get("column"):
+            return str(spec["column"]), str(spec.get("key") or "set")
+    return None
+
+
+def _with_recipe_entity(args: argparse.Namespace) -> argparse.Namespace:
+    """The options, with the person id of a ``--recipe`` whose generalization was judged on people when neither
+    --entity nor the contract names one: such a fix is reported in people, as it was made."""
+    if args.recipe is None or args.fix is not None or args.entity is not None:
+        return args
+    if args.contract is not None and DataContract.load(args.contract).entity is not None:
+        return args
+    found = recipe_entity(Recipe.load(args.recipe))
+    if found is None:
+        return args
+    column, key = found
+    print(
+        f"privdash report: note: the recipe's generalization is judged on the people of '{column}' ({key} of their "
+        "QI tuples); the report counts people too (--entity).",
+        file=sys.stderr,
+    )
+    return argparse.Namespace(**{**vars(args), "entity": column, "entity_key": key})
+
+
 def run(args: argparse.Namespace) -> int:
     kind = report_format(args.output)
     inputs: list[Path] = [args.file, *[p for p in (args.recipe, args.contract, args.save_recipe) if p is not None]]
@@ -360,6 +390,8 @@ def run(args: argparse.Namespace) -> int:
     data, info = read_table_with_info(args.file, sheet=args.sheet)
     for note in info.notes:
         print(f"privdash report: note: {note}", file=sys.stderr)
+    shown_args = args
+    args = _with_recipe_entity(args)
     contract = _contract(args, data)
     targets = _targets(args)
     population: Any = _population_argument(args.population) if args.population is not None else None
@@ -379,7 +411,8 @@ def run(args: argparse.Namespace) -> int:
         postcode_population=_postcode_population(contract),
         postcode_polygons=_postcode_polygons(contract),
         postcode_threshold=args.postcode_threshold,
-        parameters=_parameters(args, targets),
+        parameters=_parameters(shown_args, targets)
+        + ([("person id", f"'{args.entity}' of the recipe ({args.entity_key})")] if args is not shown_args else []),
         model_risk=parse_model_risk_methods(args.model_risk) if args.model_risk else (),
         estimates=[parse_estimate(text) for text in args.estimate or []],
         entity_key=args.entity_key,
