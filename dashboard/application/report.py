@@ -927,7 +927,15 @@ def build_report(
             summary = replace(
                 summary, people_in=int(data[entity].nunique()), people_out=int(released[entity].nunique())
             )
-        if estimates:
+        if estimates and entity is not None:
+            summary = replace(
+                summary,
+                estimates_note=(
+                    "The estimates are left out: they are computed over rows, and with a person id a group of k rows "
+                    "may be one person, so the rule that withholds numbers about fewer than k people cannot be kept."
+                ),
+            )
+        elif estimates:
             summary = _with_estimates(summary, data, contract, fix, estimates)
     report_progress(95, "Writing the report ...")
     return ReleaseReport(
@@ -1115,9 +1123,10 @@ def _unit_shapes(units: pd.DataFrame, polygons: Mapping[str, Any] | None) -> Any
 _COLUMN_FACTS = frozenset({"column", "columns", "columns_dropped", "importance", "quasi_identifiers"})
 
 
-def _step_facts(result: TransformResult) -> str:
+def _step_facts(result: TransformResult, *, rows: bool = False) -> str:
     """A step's summary as ``name: value`` facts, numbers and column names only (a summary may hold values, e.g.
-    a top-coding threshold or unreadable postcodes, which the report does not print)."""
+    a top-coding threshold or unreadable postcodes, which the report does not print). ``rows``: the report counts
+    people, so the step's "records" are called rows."""
     parts = []
     for key, value in result.summary.items():
         if isinstance(value, bool | int | float | np.number):
@@ -1128,7 +1137,8 @@ def _step_facts(result: TransformResult) -> str:
             shown = value if isinstance(value, str) else ", ".join(map(str, value))
         else:
             continue
-        parts.append(f"{key.replace('_', ' ')}: {shown}")
+        name = key.replace("_", " ")
+        parts.append(f"{name.replace('records', 'rows') if rows else name}: {shown}")
     return "; ".join(parts)
 
 
@@ -1151,6 +1161,7 @@ def _fix_summary(
 ) -> FixSummary:
     published = fix.data
     qis = list(contract.quasi_identifiers)
+    people = contract.entity is not None
     changed_table = cells_changed(data, published, kept_rows=fix.kept_rows)
     changed = dict(zip(changed_table["column"], changed_table["changed"], strict=True))
     shares = dict(zip(changed_table["column"], changed_table["share"], strict=True))
@@ -1205,7 +1216,7 @@ def _fix_summary(
         recipe_sha256=hashlib.sha256((text + "\n").encode("utf-8")).hexdigest(),
         before=before,
         before_verdict=before.check(targets),
-        steps=tuple((result.step.kind, _step_facts(result)) for result in fix.results),
+        steps=tuple((result.step.kind, _step_facts(result, rows=people)) for result in fix.results),
         columns=columns,
         rows_in=len(data),
         rows_out=len(published),

@@ -96,6 +96,13 @@ def test_fixes_are_judged_on_people(visits: pd.DataFrame, contract: DataContract
     assert report.verdict.passed and report.diagnosis.k == 3 and report.diagnosis.n_records == 9
     assert report.fix is not None and (report.fix.people_in, report.fix.people_out) == (10, 9)
     assert (report.fix.rows_in, report.fix.rows_out) == (16, 15)
+    assert "rows suppressed: 1" in report.fix.steps[0][1] and "records" not in report.fix.steps[0][1]
+    # Estimates count rows, and k rows may be one person: left out with the reason, never printed.
+    estimated = build_report(
+        visits, contract, PrivacyTargets(k=2), table_fingerprint("v", visits), fix=fix, estimates=["share:town=Porto"]
+    )
+    assert estimated.fix is not None and estimated.fix.estimates == ()
+    assert "estimates are left out" in (estimated.fix.estimates_note or "")
     # A recipe that drops the person id is still counted in people, by the input's ids of the rows kept.
     dropping = Recipe((*fix.recipe.steps, Step("drop_identifiers", {"columns": ["person"]})))
     dropped = recipe_fix(visits, dropping)
