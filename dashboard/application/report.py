@@ -23,6 +23,13 @@ records of the released table, and counts the others. A class of one record is n
 k = 1 (:func:`shown_threshold`). The hierarchies of a recipe are summarised, not printed, since their leaves list
 original values (:func:`condensed_recipe`).
 
+People with several rows
+------------------------
+When the contract marks a person id, every count is of people (the diagnosis with ``entity``): a class is a group of
+people with equal keys, the rule above holds for classes of people (a class's key, its people's QI tuples, is shown
+only for classes of at least k people), and the sections that count rows (the QI-combination analysis, postcode
+units, the fix's estimates) are left out with the reason (:attr:`ReleaseReport.left_out`, ``combinations_note``).
+
 :func:`report_for_state` builds the report of a dashboard view (its dataset, roles, targets and fix steps); the
 finished files wait for their download in a disk cache (:class:`ReportFiles`). Rendering (HTML and PDF) is
 :mod:`dashboard.application.report_render`. Nothing here imports Dash.
