@@ -23,6 +23,13 @@ records of the released table, and counts the others. A class of one record is n
 k = 1 (:func:`shown_threshold`). The hierarchies of a recipe are summarised, not printed, since their leaves list
 original values (:func:`condensed_recipe`).
 
+People with several rows
+------------------------
+When the contract marks a person id, every count is of people (the diagnosis with ``entity``): a class is a group of
+people with equal keys, the rule above holds for classes of people (a class's key, its people's QI tuples, is shown
+only for classes of at least k people), and the sections that count rows (the QI-combination analysis, postcode
+units, the fix's estimates) are left out with the reason (:attr:`ReleaseReport.left_out`, ``combinations_note``).
+
 :func:`report_for_state` builds the report of a dashboard view (its dataset, roles, targets and fix steps); the
 finished files wait for their download in a disk cache (:class:`ReportFiles`). Rendering (HTML and PDF) is
 :mod:`dashboard.application.report_render`. Nothing here imports Dash.
@@ -48,7 +55,7 @@ import dashboard
 from dashboard.application.fixes import adapt_contract, describe_spec
 from dashboard.application.riskview import missing_effect, size_bins
 from dashboard.application.services import default_k_values
-from dashboard.core.data.contract import ColumnRole, DataContract, StatisticalType
+from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
 from dashboard.core.data.tables import csv_text
 from dashboard.core.errors import ColumnError, ParameterError, PrivdashError, TooManyQuasiIdentifiersError
 from dashboard.core.geo.postcodes import (
@@ -66,8 +73,10 @@ from dashboard.core.measure.combinations import (
     minimal_sample_uniques,
 )
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from dashboard.core.measure.entities import EntityKey
 from dashboard.core.measure.risk import DEFAULT_MAX_RISK, RiskCurve, records_at_risk_curve
 from dashboard.core.measure.verdict import Verdict
+from dashboard.core.search.entities import people_generalization
 from dashboard.core.search.lattice import SearchResult, optimal_generalization
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
 from dashboard.core.transform.hierarchy import TOP, Hierarchy, HierarchyError, search_hierarchy
@@ -81,6 +90,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFINITIONS",
+    "PEOPLE_DEFINITION",
     "AppliedFix",
     "ColumnInfo",
     "Definition",
@@ -313,6 +323,13 @@ DEFINITIONS: tuple[Definition, ...] = (
     _d("Postcode units", "UK units fail when population < threshold (the unit must hold at least the threshold)"),
 )
 
+#: The definition added when the contract marks a person id (docs/definitions.md, "People with several rows").
+PEOPLE_DEFINITION = _d(
+    "Counted in people",
+    "class sizes f_j, k, sample uniques, records below k, prosecutor/journalist/marketer risk and records at risk "
+    "count people (n is the number of people in scope)",
+)
+
 
 # --- inputs ------------------------------------------------------------------------------------------------------
 
@@ -426,16 +443,25 @@ def search_fix(
     metric: str = "loss",
     population_size: float | None = None,
     sampling_fraction: float | None = None,
+    entity_key: str = EntityKey.SET.value,
 ) -> AppliedFix:
     """The least-lossy generalization and record suppression meeting ``targets``
     (:func:`~dashboard.core.search.lattice.optimal_generalization`), over ``hierarchies`` or, without them, the
     hierarchy the dashboard's search uses for each quasi-identifier's type
     (:func:`~dashboard.core.transform.hierarchy.search_hierarchy`). With a global or population target
     (``global_risk``, ``k_map`` ...) the contract's weight column and ``population_size`` or ``sampling_fraction``
-    give the population (:mod:`dashboard.core.transform.release_targets`)."""
+    give the population (:mod:`dashboard.core.transform.release_targets`).
+
+    With a person id in the contract (``contract.entity``) the search is judged on people
+    (:func:`~dashboard.core.search.entities.people_generalization`, ``entity_key`` the person key): k, l, t and
+    max_risk count people, suppression removes whole people and ``max_suppression`` is a share of the people."""
     qis = list(contract.quasi_identifiers)
     if not qis:
         raise ColumnError("The least-lossy search needs at least one quasi-identifier.")
+    if entity_key != EntityKey.SET.value and contract.entity is None:
+        raise ParameterError(
+            "The person key chooses how a person's rows form their key; the contract marks no person id."
+        )
     if hierarchies is None:
         chosen = {name: search_hierarchy(data[name], contract[name].statistical_type, targets.k) for name in qis}
     else:
@@ -444,6 +470,8 @@ def search_fix(
         if absent:
             raise HierarchyError(f"No hierarchy given for: {', '.join(repr(name) for name in absent)}.")
     wants_sensitive = targets.l is not None or targets.t is not None
+    if contract.entity is not None:
+        return _people_fix(data, contract, targets, chosen, entity_key, max_suppression, metric, wants_sensitive)
     release: dict[str, Any] = {}
     if targets.judged_per_node:
         release = {
@@ -481,6 +509,57 @@ def search_fix(
         results=(result.transform,),
         hierarchies=chosen,
         search=result,
+    )
+
+
+def _people_fix(
+    data: pd.DataFrame,
+    contract: DataContract,
+    targets: PrivacyTargets,
+    hierarchies: Mapping[str, Hierarchy],
+    entity_key: str,
+    max_suppression: float,
+    metric: str,
+    wants_sensitive: bool,
+) -> AppliedFix:
+    """:func:`search_fix` with a person id: the least-lossy search judged on people."""
+    entity = contract.entity
+    assert entity is not None
+    others = [name for name in targets.names if name not in ("k", "l", "t", "max_risk")]
+    if others:
+        raise ParameterError(
+            f"The least-lossy search on people meets k, l, t and max_risk; {', '.join(others)} cannot be searched "
+            f"with a person id ('{entity}'): leave them out of the targets of the fix."
+        )
+    result = people_generalization(
+        data,
+        hierarchies,
+        entity=entity,
+        quasi_identifiers=list(contract.quasi_identifiers),
+        entity_key=entity_key,
+        k=targets.k,
+        l=targets.l,
+        t=targets.t,
+        sensitive=(targets.sensitive or contract.sensitive) if wants_sensitive else (),
+        t_distance=targets.t_distance,
+        max_risk=targets.max_risk,
+        max_suppression=max_suppression,
+        metric=metric,
+    )
+    description = (
+        f"Least-lossy generalization meeting {result.targets.describe()} counted in people (person id '{entity}', "
+        f"key: the {result.entity_key.value} of each person's QI tuples), with at most {max_suppression:.2%} of the "
+        f"people suppressed, whole people (metric: {result.metric.value}); {result.people_suppressed:,} people "
+        f"({result.rows_suppressed:,} rows) suppressed; {result.nodes_counted:,} of {result.nodes:,} lattice nodes "
+        "checked."
+    )
+    return AppliedFix(
+        description=description,
+        recipe=result.recipe,
+        data=result.transform.data,
+        kept_rows=_positions(result.transform.kept_rows),
+        results=(result.transform,),
+        hierarchies=dict(hierarchies),
     )
 
 
@@ -584,6 +663,9 @@ class FixSummary:
     loss_note: str | None
     estimates: tuple[EstimateComparison, ...] = ()
     estimates_note: str | None = None
+    #: With a person id: the people of the input and of the published table (None without).
+    people_in: int | None = None
+    people_out: int | None = None
 
 
 @dataclass(frozen=True, eq=False)
@@ -624,6 +706,10 @@ class ReleaseReport:
         What the report was made with, as ``(name, value)`` pairs (command, options).
     version
         The privdash version.
+    people
+        With a person id: the sentence saying that every count is of people (None without).
+    left_out
+        Sections that could not be made (e.g. postcode units with a person id), each with why.
     """
 
     title: str
@@ -649,6 +735,13 @@ class ReleaseReport:
     parameters: tuple[tuple[str, str], ...]
     version: str = dashboard.__version__
     definitions: tuple[Definition, ...] = DEFINITIONS
+    people: str | None = None
+    left_out: tuple[str, ...] = ()
+
+    @property
+    def unit(self) -> str:
+        """What the counts count: ``people`` with a person id, else ``records``."""
+        return "people" if self.diagnosis.entity is not None else "records"
 
     @property
     def released_rows(self) -> int:
@@ -734,8 +827,14 @@ def build_report(
     progress: Progress | None = None,
     estimates: Sequence[Estimate | str] = (),
     model_risk: Sequence[str] = (),
+    entity_key: str | EntityKey = EntityKey.SET,
 ) -> ReleaseReport:
     """Assemble the release report of ``data`` (the input) with the roles and types of ``contract``.
+
+    With a person id in the contract (``contract.entity``: several rows per person) every count is of people
+    (:func:`~dashboard.core.measure.diagnose.diagnose` with ``entity``; ``entity_key`` ``set`` or ``multiset`` is
+    the person key): classes, k, risks, records at risk and the verdict. The QI-combination analysis and the postcode
+    units count rows and are left out, each with a sentence saying why.
 
     ``max_risk`` is the risk threshold of the records-at-risk counts (default: the targets' ``max_risk``, else
     0.2); ``population``, ``population_count`` and ``sampling_fraction`` are those of
@@ -751,11 +850,11 @@ def build_report(
     policy = MissingPolicy.parse(missing)
     if not contract.quasi_identifiers:
         raise ColumnError("The report needs at least one quasi-identifier.")
-    if contract.entity is not None:
+    entity = contract.entity
+    key = EntityKey.parse(entity_key)
+    if entity is None and key != EntityKey.SET:
         raise ParameterError(
-            f"The report counts rows, but the contract marks '{contract.entity}' as a person id (several rows per "
-            "person), whose risk is counted in people: run privdash diagnose, which counts people, or remove the "
-            "person-id role for a report counted in rows."
+            "The person key chooses how a person's rows form their key; the contract marks no person id."
         )
     if fix is not None and isinstance(population, pd.DataFrame):
         raise ParameterError(
@@ -770,6 +869,7 @@ def build_report(
         "sampling_fraction": sampling_fraction,
         "max_risk": tau,
         "k_values": ks,
+        "entity_key": key,
     }
     report_progress(5, "Diagnosing the table ...")
     # the models are fitted to the table released: the input's when there is no fix
@@ -781,6 +881,8 @@ def build_report(
         generalized = [name for name in fix.hierarchies if name in fix.data.columns]
         released = fix.data
         released_contract = fix.contract or adapt_contract(contract, released, generalized)
+        if entity is not None:
+            released, released_contract = _with_person_id(data, entity, fix, released_contract)
         diagnosis = diagnose(
             released,
             contract=released_contract,
@@ -792,8 +894,17 @@ def build_report(
     threshold = shown_threshold(targets)
     classes = diagnosis.classes
 
+    left_out: list[str] = []
     report_progress(40, "Finding the QI combinations that single people out ...")
-    combinations, msus, combinations_note = _combinations(data, list(contract.quasi_identifiers), policy, targets.k)
+    if entity is None:
+        combinations, msus, combinations_note = _combinations(data, list(contract.quasi_identifiers), policy, targets.k)
+    else:
+        combinations, msus = None, None
+        combinations_note = (
+            "The QI-combination analysis is left out: it counts rows per combination of quasi-identifiers, while "
+            f"with a person id ('{entity}') a person's key is the set of their QI tuples over all their rows, which "
+            "a subset of columns of one row does not describe."
+        )
 
     report_progress(65, "Listing classes and postcode units ...")
     shown = classes.sizes >= threshold
@@ -805,6 +916,12 @@ def build_report(
         for name in contract.quasi_identifiers
         if contract[name].statistical_type == StatisticalType.POSTCODE and name in released.columns
     ]
+    if entity is not None and postcode_columns:
+        left_out.append(
+            f"The postcode units of {', '.join(postcode_columns)} are left out: they count the rows of each unit, "
+            f"and a person of '{entity}' may have rows in several units, so they cannot be counted in people."
+        )
+        postcode_columns = []
     postcodes = tuple(
         _postcode_units(released, name, classes, threshold, postcode_population, postcode_threshold, postcode_polygons)
         for name in postcode_columns
@@ -813,7 +930,19 @@ def build_report(
     if fix is not None:
         report_progress(80, "Measuring what the fix costs ...")
         summary = _fix_summary(data, contract, fix, before, targets, classes, threshold)
-        if estimates:
+        if entity is not None:
+            summary = replace(
+                summary, people_in=int(data[entity].nunique()), people_out=int(released[entity].nunique())
+            )
+        if estimates and entity is not None:
+            summary = replace(
+                summary,
+                estimates_note=(
+                    "The estimates are left out: they are computed over rows, and with a person id a group of k rows "
+                    "may be one person, so the rule that withholds numbers about fewer than k people cannot be kept."
+                ),
+            )
+        elif estimates:
             summary = _with_estimates(summary, data, contract, fix, estimates)
     report_progress(95, "Writing the report ...")
     return ReleaseReport(
@@ -822,7 +951,7 @@ def build_report(
         columns=_columns(contract, released_contract, fix),
         missing_policy=policy,
         missing_rule=POLICY_RULES[policy],
-        missing_effect=missing_effect(before),
+        missing_effect=missing_effect(before) if entity is None else _people_missing_effect(data, before),
         targets=targets,
         verdict=verdict,
         diagnosis=diagnosis,
@@ -838,7 +967,57 @@ def build_report(
         postcodes=postcodes,
         fix=summary,
         parameters=tuple(parameters),
+        people=_people_sentence(diagnosis) if entity is not None else None,
+        left_out=tuple(left_out),
+        definitions=DEFINITIONS + ((PEOPLE_DEFINITION,) if entity is not None else ()),
     )
+
+
+def _people_sentence(diagnosis: Diagnosis) -> str:
+    """The report's statement that its counts are of people."""
+    key = (
+        "the set of their QI tuples (set)"
+        if diagnosis.entity_key == EntityKey.SET.value
+        else "their QI tuples with the number of rows of each (multiset)"
+    )
+    rows = diagnosis.rows - diagnosis.entity_rows_dropped
+    return (
+        f"Every count of this report is of people, not rows: {diagnosis.n_records:,} people in {rows:,} rows of the "
+        f"released table (person id '{diagnosis.entity}'); a person's key is {key}, and people with equal keys form "
+        "an equivalence class."
+    )
+
+
+def _people_missing_effect(data: pd.DataFrame, diagnosis: Diagnosis) -> str:
+    """What the missing-value policy did, counted in rows and people (with a person id)."""
+    qis = list(diagnosis.quasi_identifiers)
+    missing = int(data[qis].isna().any(axis=1).sum())
+    if diagnosis.missing_policy == MissingPolicy.DROP:
+        return (
+            f"{diagnosis.entity_rows_dropped:,} rows with a missing QI value left out; "
+            f"{diagnosis.classes.n_dropped:,} people have no row left and are in no class"
+        )
+    return f"{missing:,} rows with a missing QI value: the missing value is a value inside their person's QI tuples"
+
+
+def _with_person_id(
+    data: pd.DataFrame, entity: str, fix: AppliedFix, contract: DataContract
+) -> tuple[pd.DataFrame, DataContract]:
+    """The released table and contract with the input's person id: a fix that drops the person-id column still
+    publishes each person's rows, so they are counted in people by the input's ids (``kept_rows``)."""
+    released = fix.data
+    if entity not in released.columns:
+        if fix.kept_rows is None and len(released) != len(data):
+            raise ParameterError(
+                f"The fix drops the person-id column '{entity}' and changes the rows without saying which are kept: "
+                "the released table cannot be counted in people."
+            )
+        ids = data[entity].to_numpy() if fix.kept_rows is None else data[entity].to_numpy()[fix.kept_rows]
+        released = released.assign(**{entity: ids})
+    if contract.entity != entity:
+        kept = tuple(item for item in contract.fields if item.name != entity and item.role != ColumnRole.ENTITY)
+        contract = DataContract((*kept, FieldMetadata(entity, ColumnRole.ENTITY)))
+    return released, contract
 
 
 def _columns(contract: DataContract, released: DataContract, fix: AppliedFix | None) -> tuple[ColumnInfo, ...]:
@@ -951,9 +1130,10 @@ def _unit_shapes(units: pd.DataFrame, polygons: Mapping[str, Any] | None) -> Any
 _COLUMN_FACTS = frozenset({"column", "columns", "columns_dropped", "importance", "quasi_identifiers"})
 
 
-def _step_facts(result: TransformResult) -> str:
+def _step_facts(result: TransformResult, *, rows: bool = False) -> str:
     """A step's summary as ``name: value`` facts, numbers and column names only (a summary may hold values, e.g.
-    a top-coding threshold or unreadable postcodes, which the report does not print)."""
+    a top-coding threshold or unreadable postcodes, which the report does not print). ``rows``: the report counts
+    people, so the step's "records" are called rows."""
     parts = []
     for key, value in result.summary.items():
         if isinstance(value, bool | int | float | np.number):
@@ -964,7 +1144,8 @@ def _step_facts(result: TransformResult) -> str:
             shown = value if isinstance(value, str) else ", ".join(map(str, value))
         else:
             continue
-        parts.append(f"{key.replace('_', ' ')}: {shown}")
+        name = key.replace("_", " ")
+        parts.append(f"{name.replace('records', 'rows') if rows else name}: {shown}")
     return "; ".join(parts)
 
 
@@ -987,6 +1168,7 @@ def _fix_summary(
 ) -> FixSummary:
     published = fix.data
     qis = list(contract.quasi_identifiers)
+    people = contract.entity is not None
     changed_table = cells_changed(data, published, kept_rows=fix.kept_rows)
     changed = dict(zip(changed_table["column"], changed_table["changed"], strict=True))
     shares = dict(zip(changed_table["column"], changed_table["share"], strict=True))
@@ -1041,7 +1223,7 @@ def _fix_summary(
         recipe_sha256=hashlib.sha256((text + "\n").encode("utf-8")).hexdigest(),
         before=before,
         before_verdict=before.check(targets),
-        steps=tuple((result.step.kind, _step_facts(result)) for result in fix.results),
+        steps=tuple((result.step.kind, _step_facts(result, rows=people)) for result in fix.results),
         columns=columns,
         rows_in=len(data),
         rows_out=len(published),
@@ -1132,7 +1314,7 @@ def report_for_state(
         ("fix steps", str(len(state.fix))),
         ("made with", "the privdash dashboard"),
     )
-    return build_report(
+    report = build_report(
         loaded.frame,
         contract,
         targets,
@@ -1146,8 +1328,16 @@ def report_for_state(
         parameters=parameters,
         progress=report_progress,
         estimates=estimates,
-        model_risk=state.model_risk,
+        # model-based risk fits rows' QI combinations: not defined with a person id (the report says why)
+        model_risk=state.model_risk if contract.entity is None else (),
     )
+    if state.model_risk and contract.entity is not None:
+        note = (
+            "Model-based risk is left out: its log-linear models describe the table of QI combinations of rows, "
+            f"while with a person id ('{contract.entity}') a class is a set of combinations per person."
+        )
+        report = replace(report, left_out=(*report.left_out, note))
+    return report
 
 
 class ReportFiles:

@@ -40,6 +40,9 @@ FORMATS = {".html": "html", ".htm": "html", ".pdf": "pdf"}
 # The dashboard's colours (dashboard.ui.theme.COLORS): primary blue, dark crimson for what fails, muted grey.
 _PRIMARY, _DANGER, _MUTED, _GRID = "#1864ab", "#70002a", "#5c636a", "#e9ecef"
 
+#: The heading of the person-key column of the class table (the key as text: each tuple of the class's people).
+PERSON_KEY_LABEL = "QI tuples of each person of the class"
+
 _ENVIRONMENT = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
 
@@ -126,7 +129,7 @@ def risk_curve_svg(report: ReleaseReport) -> str:
         axes.set_xlim(0, 1)
         axes.set_ylim(0, 100)
         axes.set_xlabel("risk threshold tau")
-        axes.set_ylabel("records with risk > tau (%)")
+        axes.set_ylabel(f"{report.unit} with risk > tau (%)")
 
     return _svg("risk-curve", draw, width=6.4, height=2.3)
 
@@ -200,6 +203,14 @@ def _share(part: float, whole: float) -> str:
 
 def _risk(value: float) -> str:
     return fmt_share(value, 2)
+
+
+def in_people(text: str) -> str:
+    """A sentence of the core (the verdict, a target's reason) that says "records", said of people: with a person
+    id the records the diagnosis counts are people."""
+    text = re.sub(r"\brecords\b", "people", text)
+    text = re.sub(r"\brecord's\b", "person's", text)
+    return re.sub(r"\brecord\b", "person", text)
 
 
 def _attackers(diagnosis: Diagnosis) -> list[dict[str, str]]:
@@ -392,8 +403,9 @@ def _comparison(before: Diagnosis, after: Diagnosis, report: ReleaseReport) -> l
     def both(value: Any) -> tuple[str, str]:
         return value(before), value(after)
 
+    unit = report.unit
     rows = [
-        ("records", *both(lambda d: fmt_count(d.n_records))),
+        (unit, *both(lambda d: fmt_count(d.n_records))),
         ("equivalence classes", *both(lambda d: fmt_count(d.classes.n_classes))),
         ("k (smallest class)", *both(lambda d: fmt_count(d.k))),
         (
@@ -401,11 +413,11 @@ def _comparison(before: Diagnosis, after: Diagnosis, report: ReleaseReport) -> l
             *both(lambda d: f"{fmt_count(d.sample_uniques)} ({_share(d.sample_uniques, d.n_records)})"),
         ),
         (
-            f"records below k = {report.targets.k}",
+            f"{unit} below k = {report.targets.k}",
             *both(lambda d: fmt_count(d.classes.records_below(report.targets.k))),
         ),
         (
-            "records at risk (fail a target)",
+            f"{unit} at risk (fail a target)",
             fmt_count(fix.before_verdict.records_at_risk),
             fmt_count(report.verdict.records_at_risk),
         ),
@@ -415,6 +427,8 @@ def _comparison(before: Diagnosis, after: Diagnosis, report: ReleaseReport) -> l
         ("marketer risk", *both(lambda d: _risk(d.risk.marketer.average))),
         ("verdict", fix.before_verdict.status.upper(), report.verdict.status.upper()),
     ]
+    if fix.people_in is not None and fix.people_out is not None:
+        rows.insert(1, ("rows", fmt_count(fix.rows_in), fmt_count(fix.rows_out)))
     for name in after.sensitive_models:
         if name in before.sensitive_models:
             rows.append(
@@ -450,7 +464,7 @@ def _fix(report: ReleaseReport, number: int) -> dict[str, Any] | None:
             loss.append((name, fmt_number(before, 4), fmt_number(after, 4)))
         loss.append(
             (
-                "records suppressed",
+                "rows suppressed" if fix.people_in is not None else "records suppressed",
                 fmt_count(fix.loss_before.suppressed),
                 f"{fmt_count(fix.loss_after.suppressed)} ({_share(fix.loss_after.suppressed, fix.rows_in)})",
             )
@@ -511,18 +525,24 @@ def _glance(report: ReleaseReport) -> list[tuple[str, str]]:
     diagnosis = report.diagnosis
     n = diagnosis.n_records
     prosecutor = diagnosis.risk.prosecutor
-    rows = [
-        ("records", fmt_count(n)),
+    unit = report.unit
+    rows = [(unit, fmt_count(n))]
+    if diagnosis.entity is not None:
+        rows.append(("rows", fmt_count(diagnosis.rows - diagnosis.entity_rows_dropped)))
+    rows += [
         ("equivalence classes", fmt_count(diagnosis.classes.n_classes)),
         ("k (smallest class)", fmt_count(diagnosis.k)),
         ("sample uniques", f"{fmt_count(diagnosis.sample_uniques)} ({_share(diagnosis.sample_uniques, n)})"),
-        ("records at risk (fail a target)", fmt_count(report.verdict.records_at_risk)),
+        (f"{unit} at risk (fail a target)", fmt_count(report.verdict.records_at_risk)),
         ("highest prosecutor risk", _risk(prosecutor.highest)),
         ("average prosecutor risk", _risk(prosecutor.average)),
         ("marketer risk", _risk(diagnosis.risk.marketer.average)),
     ]
     fix = report.fix
-    if fix is not None:
+    if fix is not None and fix.people_in is not None and fix.people_out is not None:
+        rows.append(("people suppressed by the fix", fmt_count(fix.people_in - fix.people_out)))
+        rows.append(("rows suppressed by the fix", fmt_count(fix.rows_in - fix.rows_out)))
+    elif fix is not None:
         rows.append(("records suppressed by the fix", fmt_count(fix.rows_in - fix.rows_out)))
         rows.append(("information loss (loss, 0..1)", fmt_number(fix.loss_after.loss, 4) if fix.loss_after else "-"))
     return rows
@@ -530,7 +550,7 @@ def _glance(report: ReleaseReport) -> list[tuple[str, str]]:
 
 def _notice(report: ReleaseReport) -> str:
     shown = report.threshold
-    return (
+    notice = (
         f"This report never prints the quasi-identifier values of an equivalence class smaller than "
         f"{shown} records{' (the target k)' if shown == report.targets.k else ''}: such values would point at the "
         "few people who have them. Classes are listed with their values only when they hold at least "
@@ -538,6 +558,7 @@ def _notice(report: ReleaseReport) -> str:
         f"record having it is in a class of at least {shown} records. This release has "
         f"{fmt_count(report.withheld_classes)} smaller classes ({fmt_count(report.withheld_records)} records)."
     )
+    return in_people(notice) if report.diagnosis.entity is not None else notice
 
 
 def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
@@ -561,7 +582,11 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
         kept = sum(column.released != "dropped" for column in report.columns)
         fingerprint_rows.append(("released table (after the fix)", f"{fmt_count(diagnosis.rows)} rows, {kept} columns"))
     qis = list(diagnosis.quasi_identifiers)
+    unit = report.unit
+    people = diagnosis.entity is not None
+    said = in_people if people else str
     shown = report.shown_classes
+    shown_columns = [name for name in shown.columns if name != "size"] if len(shown.columns) else qis
     bins = report.size_bins
     number = 8 + (1 if report.postcodes else 0)
     fix = _fix(report, number)
@@ -576,7 +601,7 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
         "verdict": {
             "status": verdict.status,
             "label": "PASS: meets every target" if verdict.passed else "FAIL: not safe to release",
-            "sentence": verdict.sentence(),
+            "sentence": said(verdict.sentence()),
         },
         "targets": report.targets.describe(),
         "tau": f"{diagnosis.risk.max_risk:g}",
@@ -589,11 +614,14 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
                 "achieved": "-" if math.isnan(check.achieved) else f"{check.achieved:.4g}",
                 "status": "pass" if check.passed else "fail",
                 "failing": fmt_count(check.records_failing),
-                "reason": check.reason,
+                "reason": said(check.reason) if check.reason else check.reason,
             }
             for check in verdict.checks
         ],
-        "before_verdict": report.fix.before_verdict.sentence() if report.fix is not None else None,
+        "before_verdict": said(report.fix.before_verdict.sentence()) if report.fix is not None else None,
+        "unit": unit,
+        "people": report.people,
+        "left_out": list(report.left_out),
         "glance": _glance(report),
         "notice": _notice(report),
         "columns": report.columns,
@@ -605,7 +633,7 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
         "warnings": list(diagnosis.warnings),
         "classes": {
             "summary": (
-                f"{fmt_count(n)} records of the released table in {fmt_count(diagnosis.classes.n_classes)} classes "
+                f"{fmt_count(n)} {unit} of the released table in {fmt_count(diagnosis.classes.n_classes)} classes "
                 f"over {len(qis)} quasi-identifiers ({', '.join(qis)}); k = {fmt_count(diagnosis.k)}; "
                 f"{fmt_count(diagnosis.sample_uniques)} sample uniques ({_share(diagnosis.sample_uniques, n)})."
             ),
@@ -621,14 +649,15 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
                     bins["label"], bins["low"], bins["classes"], bins["records"], strict=True
                 )
             ],
-            "shown_columns": qis,
+            # with a person id the one key column is the person key (the class's QI tuples as text)
+            "shown_columns": [PERSON_KEY_LABEL] if people else shown_columns,
             "shown_rows": [
-                {"cells": [_value(row[name]) for name in qis], "size": fmt_count(row["size"])}
+                {"cells": [_value(row[name]) for name in shown_columns], "size": fmt_count(row["size"])}
                 for row in shown.to_dict("records")
             ],
             "withheld": (
                 f"{fmt_count(report.withheld_classes)} classes smaller than {report.threshold} "
-                f"({fmt_count(report.withheld_records)} records) are counted, never listed."
+                f"({fmt_count(report.withheld_records)} {unit}) are counted, never listed."
             ),
         },
         "risk": {

@@ -109,11 +109,12 @@ TEMPLATE = """<!DOCTYPE html>
 
 <section id="targets">
   <h2>2. Targets and verdict</h2>
-  <p>Targets: <strong>{{ targets }}</strong>. Records at risk are counted against the risk threshold
+  {% if people %}<p class="people" id="people-summary"><strong>Counted in people.</strong> {{ people }}</p>{% endif %}
+  <p>Targets: <strong>{{ targets }}</strong>. {{ unit | capitalize }} at risk are counted against the risk threshold
      tau = {{ tau }}.</p>
   <table>
     <thead><tr><th>target</th><th class="num">required</th><th class="num">achieved</th><th>status</th>
-      <th class="num">records failing</th><th>reason</th></tr></thead>
+      <th class="num">{{ unit }} failing</th><th>reason</th></tr></thead>
     <tbody>
     {% for row in checks %}<tr><td>{{ row.target }}</td><td class="num">{{ row.required }}</td>
       <td class="num">{{ row.achieved }}</td>
@@ -153,7 +154,7 @@ TEMPLATE = """<!DOCTYPE html>
   <div class="charts">
     <div>
       <table>
-        <thead><tr><th>class size</th><th class="num">classes</th><th class="num">records</th>
+        <thead><tr><th>class size</th><th class="num">classes</th><th class="num">{{ unit }}</th>
           <th class="num">share</th></tr></thead>
         <tbody>
         {% for row in classes.sizes %}<tr{% if row.below %} class="below"{% endif %}><td>{{ row.label }}</td>
@@ -166,7 +167,7 @@ TEMPLATE = """<!DOCTYPE html>
     </div>
     <div class="chart" role="img" aria-label="Histogram of class sizes">{{ charts.histogram | safe }}</div>
   </div>
-  <h3>The smallest classes that may be shown (at least {{ threshold }} records)</h3>
+  <h3>The smallest classes that may be shown (at least {{ threshold }} {{ unit }})</h3>
   {% if classes.shown_rows %}
   <table>
     <thead><tr>{% for name in classes.shown_columns %}<th>{{ name }}</th>{% endfor %}
@@ -177,15 +178,17 @@ TEMPLATE = """<!DOCTYPE html>
     {% endfor %}
     </tbody>
   </table>
-  {% else %}<p>No class has {{ threshold }} records or more.</p>{% endif %}
+  {% else %}<p>No class has {{ threshold }} {{ unit }} or more.</p>{% endif %}
   <p class="note">{{ classes.withheld }}</p>
 </section>
 
 <section id="risk" class="page">
   <h2>5. Re-identification risk</h2>
+  {% if people %}<p class="people"><strong>Counted in people.</strong> {{ people }} A person's risk is that of
+    their class of people.</p>{% endif %}
   <table>
     <thead><tr><th>attacker</th><th class="num">highest</th><th class="num">average</th><th class="num">lowest</th>
-      <th class="num">records at risk (risk &gt; {{ tau }})</th></tr></thead>
+      <th class="num">{{ unit }} at risk (risk &gt; {{ tau }})</th></tr></thead>
     <tbody>
     {% for row in risk.attackers %}<tr><td>{{ row.model }}</td><td class="num">{{ row.highest }}</td>
       <td class="num">{{ row.average }}</td><td class="num">{{ row.lowest }}</td>
@@ -237,14 +240,16 @@ TEMPLATE = """<!DOCTYPE html>
     </tbody>
   </table>
   {% endif %}
-  <h3>Records at risk against the risk threshold</h3>
-  <div class="chart" role="img" aria-label="Records at risk against the risk threshold">{{ charts.curve | safe }}</div>
+  <h3>{{ unit | capitalize }} at risk against the risk threshold</h3>
+  <div class="chart" role="img" aria-label="{{ unit | capitalize }} at risk against the risk threshold">
+    {{ charts.curve | safe }}</div>
   <table>
     <thead><tr><th>k</th>{% for row in risk.below_k %}<th class="num">{{ row.k }}</th>{% endfor %}</tr></thead>
-    <tbody><tr><td>records below k</td>
+    <tbody><tr><td>{{ unit }} below k</td>
       {% for row in risk.below_k %}<td class="num">{{ row.records }}</td>{% endfor %}</tr>
     <tr><td>share</td>{% for row in risk.below_k %}<td class="num">{{ row.share }}</td>{% endfor %}</tr></tbody>
   </table>
+  {% for note in left_out %}<p class="note left-out">{{ note }}</p>{% endfor %}
 </section>
 
 <section id="models" class="page">

@@ -11,6 +11,7 @@ import argparse
 import re
 import sys
 import time
+from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +25,7 @@ from dashboard.application.report import (
     recipe_fix,
     search_fix,
 )
-from dashboard.application.report_render import FORMATS, report_format, write_report
+from dashboard.application.report_render import FORMATS, in_people, report_format, write_report
 from dashboard.application.settings import Settings
 from dashboard.commands._common import split_columns
 from dashboard.commands.anonymize import _refuse_overwrite, default_hierarchies
@@ -92,6 +93,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="COL",
         help="household-id column (default: the contract's): the report adds the household risk, the probability "
         "that at least one member of a household is re-identified",
+    )
+    parser.add_argument(
+        "--entity",
+        metavar="COL",
+        help="person-id column when a person has several rows (default: the contract's is_entity_id column): every "
+        "count of the report is then of people, a person's key being all their QI tuples, and --fix least-lossy is "
+        "judged on people (whole people suppressed)",
+    )
+    parser.add_argument(
+        "--entity-key",
+        choices=["set", "multiset"],
+        default="set",
+        help="with --entity: a person's key is the set of their distinct QI tuples (default), or the multiset "
+        "(each tuple with its number of rows)",
     )
     parser.add_argument(
         "--model-risk",
@@ -163,10 +178,22 @@ def _contract(args: argparse.Namespace, data: pd.DataFrame) -> DataContract:
     qis = split_columns(args.qi)
     sensitive = split_columns(args.sensitive)
     household = args.household
-    named = [*qis, *sensitive, *([args.weights] if args.weights else []), *([household] if household else [])]
+    entity = args.entity
+    named = [
+        *qis,
+        *sensitive,
+        *([args.weights] if args.weights else []),
+        *([household] if household else []),
+        *([entity] if entity else []),
+    ]
     unknown = [name for name in named if name not in data]
     if unknown:
         raise ColumnError(f"{args.file.name} has no column {', '.join(repr(name) for name in unknown)}.")
+    if entity is not None:
+        others = (("quasi-identifier", qis), ("sensitive attribute", sensitive), ("weight column", [args.weights]))
+        for role, names in others:
+            if entity in names:
+                raise ColumnError(f"The person-id column '{entity}' cannot also be a {role}.")
     if household is not None:
         others = (("quasi-identifier", qis), ("sensitive attribute", sensitive), ("weight column", [args.weights]))
         for role, names in others:
@@ -188,18 +215,28 @@ def _contract(args: argparse.Namespace, data: pd.DataFrame) -> DataContract:
             if contract.household not in (None, household):
                 roles[str(contract.household)] = ColumnRole.INSENSITIVE
             roles[household] = ColumnRole.HOUSEHOLD
+        if entity:
+            if contract.entity not in (None, entity):
+                roles[str(contract.entity)] = ColumnRole.INSENSITIVE
+            roles[entity] = ColumnRole.ENTITY
         contract = contract.with_roles(roles)
         if household and household not in contract:  # a column the contract does not list
             contract = DataContract((*contract.fields, FieldMetadata(household, ColumnRole.HOUSEHOLD)))
+        if entity and entity not in contract:
+            contract = DataContract((*contract.fields, FieldMetadata(entity, ColumnRole.ENTITY)))
     else:
         contract = DataContract.for_columns(
-            data, quasi_identifiers=qis, sensitive=sensitive, weight=args.weights, household=household
+            data, quasi_identifiers=qis, sensitive=sensitive, weight=args.weights, household=household, entity=entity
         )
     if not contract.quasi_identifiers:
         raise ColumnError("Give the quasi-identifiers with --qi (comma-separated), or a --contract that marks some.")
     overlap = sorted(set(contract.quasi_identifiers) & set(contract.sensitive))
     if overlap:
         raise ColumnError(f"A column cannot be both quasi-identifier and sensitive: {', '.join(overlap)}.")
+    if args.entity_key != "set" and contract.entity is None:
+        raise ParameterError(
+            "--entity-key chooses how a person's rows form their key; name the person id with --entity."
+        )
     return contract
 
 
@@ -253,6 +290,7 @@ def _fix(
             metric=args.metric,
             population_size=population if isinstance(population, int | float) else None,
             sampling_fraction=args.sampling_fraction,
+            entity_key=args.entity_key,
         )
         if args.save_recipe is not None:
             fix.recipe.save(args.save_recipe)
@@ -298,6 +336,7 @@ _DEFAULTS = {
     "max_suppression": DEFAULT_MAX_SUPPRESSION,
     "metric": "loss",
     "postcode_threshold": DEFAULT_POPULATION_THRESHOLD,
+    "entity_key": "set",
 }
 
 
@@ -311,6 +350,35 @@ def _parameters(args: argparse.Namespace, targets: PrivacyTargets) -> list[tuple
     return [("command", " ".join(shown)), ("targets", targets.describe())]
 
 
+def recipe_entity(recipe: Recipe) -> tuple[str, str] | None:
+    """The person id and person key of the first ``generalize`` step of ``recipe`` that removes whole people
+    (``"entity": {"column": ..., "key": ...}``), or None."""
+    for step in recipe.steps:
+        spec = step.params.get("entity") if step.kind == "generalize" else None
+        if isinstance(spec, Mapping) and spec.get("column"):
+            return str(spec["column"]), str(spec.get("key") or "set")
+    return None
+
+
+def _with_recipe_entity(args: argparse.Namespace) -> argparse.Namespace:
+    """The options, with the person id of a ``--recipe`` whose generalization was judged on people when neither
+    --entity nor the contract names one: such a fix is reported in people, as it was made."""
+    if args.recipe is None or args.fix is not None or args.entity is not None:
+        return args
+    if args.contract is not None and DataContract.load(args.contract).entity is not None:
+        return args
+    found = recipe_entity(Recipe.load(args.recipe))
+    if found is None:
+        return args
+    column, key = found
+    print(
+        f"privdash report: note: the recipe's generalization is judged on the people of '{column}' ({key} of their "
+        "QI tuples); the report counts people too (--entity).",
+        file=sys.stderr,
+    )
+    return argparse.Namespace(**{**vars(args), "entity": column, "entity_key": key})
+
+
 def run(args: argparse.Namespace) -> int:
     kind = report_format(args.output)
     inputs: list[Path] = [args.file, *[p for p in (args.recipe, args.contract, args.save_recipe) if p is not None]]
@@ -322,6 +390,8 @@ def run(args: argparse.Namespace) -> int:
     data, info = read_table_with_info(args.file, sheet=args.sheet)
     for note in info.notes:
         print(f"privdash report: note: {note}", file=sys.stderr)
+    shown_args = args
+    args = _with_recipe_entity(args)
     contract = _contract(args, data)
     targets = _targets(args)
     population: Any = _population_argument(args.population) if args.population is not None else None
@@ -341,16 +411,19 @@ def run(args: argparse.Namespace) -> int:
         postcode_population=_postcode_population(contract),
         postcode_polygons=_postcode_polygons(contract),
         postcode_threshold=args.postcode_threshold,
-        parameters=_parameters(args, targets),
+        parameters=_parameters(shown_args, targets)
+        + ([("person id", f"'{args.entity}' of the recipe ({args.entity_key})")] if args is not shown_args else []),
         model_risk=parse_model_risk_methods(args.model_risk) if args.model_risk else (),
         estimates=[parse_estimate(text) for text in args.estimate or []],
+        entity_key=args.entity_key,
     )
     for warning in report.diagnosis.warnings:
         print(f"privdash report: warning: {warning}", file=sys.stderr)
     path, seconds = write_report(report, args.output, protect=inputs)
     total = time.perf_counter() - started
     verdict = report.verdict
-    print(f"{verdict.status.upper()}: {verdict.sentence()}")
+    sentence = verdict.sentence()
+    print(f"{verdict.status.upper()}: {in_people(sentence) if report.diagnosis.entity is not None else sentence}")
     print(
         f"Wrote the {kind.upper()} report to {path} ({path.stat().st_size:,} bytes; rendered in {seconds:.1f} s, "
         f"{total:.1f} s in all)."
