@@ -56,7 +56,7 @@ from dashboard.application.fixes import (
 )
 from dashboard.application.fixruns import FixRuns
 from dashboard.application.hierarchies import reference_hierarchies as stored_hierarchies
-from dashboard.application.riskview import fix_headlines, release_verdict, size_bins
+from dashboard.application.riskview import fix_headlines, release_rules_text, release_verdict, size_bins
 from dashboard.application.services import LoadedDataset, Services
 from dashboard.application.state import StateError, ViewState
 from dashboard.application.storage import parquet_safe
@@ -89,7 +89,7 @@ from dashboard.ui.components import (
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
 from dashboard.ui.report import register as register_report
 from dashboard.ui.report import report_card
-from dashboard.ui.targets import headline_grid, target_ids, target_inputs, with_targets
+from dashboard.ui.targets import headline_grid, release_error, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE, figure
 
 PATH = "/fix"
@@ -130,6 +130,7 @@ CONTROLS: dict[str, str] = {
     "fix-search-l": "checked",
     "fix-search-t": "checked",
     "fix-search-risk": "checked",
+    "fix-search-release": "checked",
     "fix-search-suppression": "value",
     "fix-search-metric": "value",
     "fix-search-recoding": "value",
@@ -216,6 +217,8 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
             max_suppression=_required(v.get("fix-search-suppression"), "the suppression limit") / 100,
             metric=v.get("fix-search-metric") or Metric.LOSS.value,
         )
+        if v.get("fix-search-release") and state.release:
+            spec["release"] = dict(state.release)
         if v.get("fix-search-recoding") == "local":
             spec["recoding"] = "local"
     return check_spec(spec)
@@ -1011,6 +1014,14 @@ def technique_panels(
                 disabled=not state.sensitive,
             ),
             dmc.Checkbox(id="fix-search-risk", label=f"highest risk ≤ {fmt_share(state.max_risk, 0)}", checked=True),
+            dmc.Checkbox(
+                id="fix-search-release",
+                label=f"the release rules: {release_rules_text(state.release)}"
+                if state.release
+                else "the release rules (none set: write them under Targets)",
+                checked=bool(state.release),
+                disabled=not state.release,
+            ),
             dmc.NumberInput(
                 id="fix-search-suppression",
                 label="Suppression limit (% of records)",
@@ -1497,6 +1508,7 @@ def register(app: Dash, services: Services) -> None:
     @app.callback(
         Output(PAGE_STATE, "data", allow_duplicate=True),
         *view_outputs,
+        Output("fix-target-release", "error"),
         *[Input(target, "value") for target in target_ids("fix-target-")],
         State(PAGE_STATE, "data"),
         State("fix-slow-request", "data"),
@@ -1504,14 +1516,15 @@ def register(app: Dash, services: Services) -> None:
     )
     def targets(*args: Any) -> tuple[Any, ...]:
         *values, data, request = args
+        rules_error = release_error(values[-1])  # explained under the release-rules input
         state = state_from_store(data)
         try:
             new_state = with_targets(state, *values)
         except StateError:
-            return (no_update, *unchanged)
+            return (no_update, *unchanged, rules_error)
         if new_state == state:
-            return (no_update, *unchanged)
-        return (new_state.to_dict(), *_refresh(runs, new_state, request))
+            return (no_update, *unchanged, None)
+        return (new_state.to_dict(), *_refresh(runs, new_state, request), None)
 
     app.clientside_callback(
         "function(request) { return request || window.dash_clientside.no_update; }",
