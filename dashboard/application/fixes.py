@@ -70,13 +70,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dashboard.application.state import RELEASE_KEYS
 from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
 from dashboard.core.errors import PrivdashError, check_columns
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.search.entities import people_generalization
 from dashboard.core.search.lattice import optimal_generalization
 from dashboard.core.search.local import RECODING_CHOICES, local_recoding
-from dashboard.core.targets import GLOBAL_TARGETS, POPULATION_TARGETS, PrivacyTargets
+from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import RULE_SETTINGS, TOP, Hierarchy, canonical_text, search_hierarchy
 from dashboard.core.transform.hierarchy import build_hierarchy as core_build_hierarchy
 from dashboard.core.transform.identifiers import KEY_ENV, MIN_KEY_BYTES, key_fingerprint
@@ -358,7 +359,7 @@ def check_spec(spec: Any) -> dict[str, Any]:
 
 #: The release rules a search spec may carry (``release``): the targets of :class:`PrivacyTargets` judged on the whole
 #: table or against the population, and the population-uniqueness estimator.
-RELEASE_RULES = (*GLOBAL_TARGETS, *POPULATION_TARGETS, "population_uniques_estimator")
+RELEASE_RULES = RELEASE_KEYS
 
 
 def _release(value: Any) -> dict[str, Any]:

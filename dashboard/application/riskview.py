@@ -39,13 +39,7 @@ from dashboard.core.measure.combinations import (
 from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.measure.risk import AttackerRisk
 from dashboard.core.measure.verdict import TargetCheck, Verdict
-from dashboard.core.targets import (
-    GLOBAL_TARGETS,
-    POPULATION_TARGETS,
-    TARGET_ALIASES,
-    PrivacyTargets,
-    parse_targets,
-)
+from dashboard.core.targets import PrivacyTargets, parse_targets
 
 __all__ = [
     "RELEASE_RULES",
@@ -151,8 +145,7 @@ def release_verdict(diagnosis: Diagnosis, state: ViewState) -> Verdict:
 
 #: The rules of the "More release rules" input: the release targets beyond k, l, t and max_risk (the names of
 #: :class:`PrivacyTargets` and of ``privdash ... --targets``).
-RELEASE_RULES = (*GLOBAL_TARGETS, *POPULATION_TARGETS)
-_PER_CLASS = ("k", "l", "t", "max_risk")
+RELEASE_RULES = tuple(name for name in RELEASE_KEYS if name != "population_uniques_estimator")
 #: What a release rule that cannot be measured needs on the page (the core's reasons name command-line flags).
 _NEEDS = {
     "household_risk": "no household column: give a column the role 'household' (the household id) on the Data page",
@@ -183,7 +176,8 @@ def release_rules(text: str | None) -> dict[str, Any]:
     except PrivdashError as exc:
         raise StateError(str(exc)) from None
     given = {part.partition("=")[0].strip().lower() for part in text.replace(";", ",").split(",")}
-    own = [name for name in _PER_CLASS if {TARGET_ALIASES.get(g, g) for g in given} & {name}]
+    own = ["k"] if "k" in given else []
+    own += [name for name in ("l", "t", "max_risk") if getattr(targets, name) is not None]
     if own:
         raise StateError(
             f"{', '.join(own)} {'has its' if len(own) == 1 else 'have their'} own input beside this one; write here "
@@ -241,6 +235,8 @@ def release_headlines(diagnosis: Diagnosis, state: ViewState, verdict: Verdict |
         detail = rule
         if name in ("k_map", "delta_presence", "population_uniques"):
             detail += f"; population from the sampling weights in '{weight}'" if weight else ""
+        elif name == "global_risk":
+            detail += f"; ER/n, sampling weights in '{weight}'" if weight else "; ER/n, risk 1/f (no sampling weights)"
         out.append(Headline(_LABELS[name], value, check.passed, detail, f"release-{name}"))
     return out
 
