@@ -1014,14 +1014,7 @@ def technique_panels(
                 disabled=not state.sensitive,
             ),
             dmc.Checkbox(id="fix-search-risk", label=f"highest risk ≤ {fmt_share(state.max_risk, 0)}", checked=True),
-            dmc.Checkbox(
-                id="fix-search-release",
-                label=f"the release rules: {release_rules_text(state.release)}"
-                if state.release
-                else "the release rules (none set: write them under Targets)",
-                checked=bool(state.release),
-                disabled=not state.release,
-            ),
+            dmc.Checkbox(id="fix-search-release", **release_checkbox(state)),
             dmc.NumberInput(
                 id="fix-search-suppression",
                 label="Suppression limit (% of records)",
@@ -1076,6 +1069,14 @@ def technique_panels(
         )
         for kind, children in panels.items()
     ]
+
+
+def release_checkbox(state: ViewState) -> dict[str, Any]:
+    """The label, state and availability of the search's "release rules" checkbox: ticked when the view has release
+    rules (those of the Targets input), unavailable without."""
+    if not state.release:
+        return {"label": "the release rules (none set: write them under Targets)", "checked": False, "disabled": True}
+    return {"label": f"the release rules: {release_rules_text(state.release)}", "checked": True, "disabled": False}
 
 
 def _shown(visible: bool) -> dict[str, str]:
@@ -1509,6 +1510,9 @@ def register(app: Dash, services: Services) -> None:
         Output(PAGE_STATE, "data", allow_duplicate=True),
         *view_outputs,
         Output("fix-target-release", "error"),
+        Output("fix-search-release", "label"),
+        Output("fix-search-release", "checked"),
+        Output("fix-search-release", "disabled"),
         *[Input(target, "value") for target in target_ids("fix-target-")],
         State(PAGE_STATE, "data"),
         State("fix-slow-request", "data"),
@@ -1521,10 +1525,17 @@ def register(app: Dash, services: Services) -> None:
         try:
             new_state = with_targets(state, *values)
         except StateError:
-            return (no_update, *unchanged, rules_error)
+            return (no_update, *unchanged, rules_error, no_update, no_update, no_update)
         if new_state == state:
-            return (no_update, *unchanged, None)
-        return (new_state.to_dict(), *_refresh(runs, new_state, request), None)
+            return (no_update, *unchanged, None, no_update, no_update, no_update)
+        # The search's checkbox follows the rules: new rules are met by the next search unless it is unticked.
+        checkbox = release_checkbox(new_state) if new_state.release != state.release else {}
+        return (
+            new_state.to_dict(),
+            *_refresh(runs, new_state, request),
+            None,
+            *(checkbox.get(prop, no_update) for prop in ("label", "checked", "disabled")),
+        )
 
     app.clientside_callback(
         "function(request) { return request || window.dash_clientside.no_update; }",

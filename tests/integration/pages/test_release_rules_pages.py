@@ -115,6 +115,14 @@ def test_the_fix_page_searches_for_the_release_rules(services: Services, survey:
     spec = fix_page.spec_from_controls("search", values, state)
     assert spec["release"] == {"global_risk": 0.002}
     assert "release" not in fix_page.spec_from_controls("search", {**values, "fix-search-release": False}, state)
+    # the checkbox follows the rules of the Targets input (ticked when there are some, unavailable without)
+    assert fix_page.release_checkbox(state) == {
+        "label": "the release rules: global_risk=0.002",
+        "checked": True,
+        "disabled": False,
+    }
+    assert fix_page.release_checkbox(survey)["disabled"] is True
+    assert "release" not in fix_page.spec_from_controls("search", values, survey)
     fixed = state.updated(fix=(spec,))
     body = fix_page.preview(FixRuns(services), fixed)
     # before and after judged on the same rules: the search's table meets global_risk
