@@ -1676,6 +1676,7 @@ __all__ = [
     "recipe_outcome",
     "recipe_view",
     "register",
+    "release_checkbox",
     "risk_cards",
     "sample_table",
     "spec_from_controls",
