@@ -213,7 +213,7 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
             k=_whole(_required(v.get("fix-search-k"), "k")),
             l=state.l if v.get("fix-search-l") else None,
             t=state.t if v.get("fix-search-t") else None,
-            max_risk=state.max_risk if v.get("fix-search-risk") else None,
+            max_risk=state.max_risk if v.get("fix-search-risk") and state.max_risk else None,  # 0: no risk target
             max_suppression=_required(v.get("fix-search-suppression"), "the suppression limit") / 100,
             metric=v.get("fix-search-metric") or Metric.LOSS.value,
         )

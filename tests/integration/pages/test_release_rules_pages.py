@@ -122,6 +122,8 @@ def test_the_fix_page_searches_for_the_release_rules(services: Services, survey:
         "disabled": False,
     }
     assert fix_page.release_checkbox(survey)["disabled"] is True
+    # a view without a risk cap (max_risk 0) searches without one, ticked or not
+    assert fix_page.spec_from_controls("search", {**values, "fix-search-risk": True}, state)["max_risk"] is None
     assert "release" not in fix_page.spec_from_controls("search", values, survey)
     fixed = state.updated(fix=(spec,))
     body = fix_page.preview(FixRuns(services), fixed)
