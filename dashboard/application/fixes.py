@@ -29,11 +29,19 @@ Spec kinds (keys besides ``kind``; ``?`` = optional)::
     microaggregate    k, decimals?
     drop / mask       columns (mask: first?, last?)  (characters kept at the start / end)
     pseudonymize      columns, length?
-    search            k, l?, t?, max_risk?, max_suppression, metric?, pick?, recoding?
+    search            k, l?, t?, max_risk?, max_suppression, metric?, pick?, recoding?, release?
                       (pick: which of the best :data:`SOLUTIONS_SHOWN` solutions is published, 1 = the least
                       lossy, the default; a steward's pick on the page. recoding: "global", the default, one level
                       per QI; "local", levels per group of records, :func:`~dashboard.core.search.local.local_recoding`,
-                      recorded as a ``local_recode`` step; a local recoding has no solutions to pick from)
+                      recorded as a ``local_recode`` step; a local recoding has no solutions to pick from.
+                      release: the release rules beyond k by their names in :class:`PrivacyTargets`, e.g.
+                      ``{"global_risk": 0.002}``, met at each node with the contract's sampling weights (the
+                      population) and household id, as ``privdash anonymize --targets`` does; global recoding only)
+
+When the contract marks a person id (role ``entity``), the search is judged on people
+(:func:`~dashboard.core.search.entities.people_generalization`, as ``privdash anonymize --entity``): whole people are
+suppressed, the suppression limit counts people, and the options it does not take (a pick among several solutions,
+local recoding, the release rules, a lattice too large to search whole) are refused with a message.
 
 Links made before the vocabulary was unified may say ``budget`` (suppress_records), ``suppression`` and
 ``risk`` (search): :func:`check_spec` reads them as ``max_suppression`` and ``max_risk``.
@@ -62,11 +70,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from dashboard.application.state import RELEASE_KEYS
 from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
 from dashboard.core.errors import PrivdashError, check_columns
 from dashboard.core.measure.classes import MissingPolicy
+from dashboard.core.search.entities import people_generalization
 from dashboard.core.search.lattice import optimal_generalization
 from dashboard.core.search.local import RECODING_CHOICES, local_recoding
+from dashboard.core.targets import PrivacyTargets
 from dashboard.core.transform.hierarchy import RULE_SETTINGS, TOP, Hierarchy, canonical_text, search_hierarchy
 from dashboard.core.transform.hierarchy import build_hierarchy as core_build_hierarchy
 from dashboard.core.transform.identifiers import KEY_ENV, MIN_KEY_BYTES, key_fingerprint
@@ -310,7 +321,7 @@ def check_spec(spec: Any) -> dict[str, Any]:
                 raise FixError(f"The pseudonym length must be at most 64, got {length}.")
             out["length"] = length
     else:
-        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric", "pick", "recoding"))
+        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric", "pick", "recoding", "release"))
         out.update(
             k=_whole(spec["k"], "k", 1), max_suppression=_share(spec["max_suppression"], "The suppression limit")
         )
@@ -335,7 +346,36 @@ def check_spec(spec: Any) -> dict[str, Any]:
             out["recoding"] = "local"  # global, the default, is left out (links made before keep their key)
         if solution != 1:
             out["pick"] = solution
+        release = _release(spec.get("release"))
+        if release:
+            if recoding == "local":
+                raise FixError(
+                    f"The release rules ({', '.join(release)}) are met by the global recoding search only: choose "
+                    "global recoding, or leave the release rules out."
+                )
+            out["release"] = release
     return out
+
+
+#: The release rules a search spec may carry (``release``): the targets of :class:`PrivacyTargets` judged on the whole
+#: table or against the population, and the population-uniqueness estimator.
+RELEASE_RULES = RELEASE_KEYS
+
+
+def _release(value: Any) -> dict[str, Any]:
+    """The release rules of a search spec, checked by :class:`PrivacyTargets` (an empty or missing value: none)."""
+    if value in (None, {}):
+        return {}
+    if not isinstance(value, Mapping):
+        raise FixError('The search\'s release rules must be an object, e.g. {"global_risk": 0.002}.')
+    unknown = sorted(str(name)[:40] for name in value if name not in RELEASE_RULES)
+    if unknown:
+        raise FixError(f"Unknown release rule(s): {', '.join(unknown)}; the rules are {', '.join(RELEASE_RULES)}.")
+    try:
+        targets = PrivacyTargets(k=1, **value)
+    except (PrivdashError, TypeError) as exc:
+        raise FixError(str(exc)) from None
+    return {name: getattr(targets, name) for name in RELEASE_RULES if getattr(targets, name) is not None}
 
 
 # --- hierarchy rules -----------------------------------------------------------------------------------------------
@@ -805,6 +845,21 @@ def least_lossy_search(data: pd.DataFrame, spec: Mapping[str, Any], context: Ste
         "metric": spec["metric"],
     }
     hierarchies = {name: context.hierarchies[name] for name in qis}
+    if context.contract.entity is not None:
+        return _people_search(data, spec, context, hierarchies, options)
+    release = spec.get("release") or {}
+    if release:
+        # As privdash anonymize --targets: the targets whole, with the population of the sampling weights and the
+        # household id of the contract.
+        targets = PrivacyTargets(
+            k=spec["k"],
+            l=spec["l"],
+            t=spec["t"],
+            sensitive=tuple(options["sensitive"]),
+            max_risk=spec["max_risk"],
+            **release,
+        )
+        options.update(targets=targets, weights=context.contract.weight, household=context.contract.household)
     if spec.get("recoding") == "local":
         local = local_recoding(data, hierarchies, **options)
         transform = local.transform
@@ -815,6 +870,51 @@ def least_lossy_search(data: pd.DataFrame, spec: Mapping[str, Any], context: Ste
     transform = found.transform
     summary = {**transform.summary, "search": found.summary()}
     return TransformResult(transform.data, transform.step, summary, transform.mapping, transform.kept_rows)
+
+
+def _people_search(
+    data: pd.DataFrame,
+    spec: Mapping[str, Any],
+    context: StepContext,
+    hierarchies: Mapping[str, Hierarchy],
+    options: Mapping[str, Any],
+) -> TransformResult:
+    """The search judged on people (the contract's person id, as ``privdash anonymize --entity``): whole people
+    suppressed, the limit counting people. The options the people search does not take are refused here."""
+    entity = str(context.contract.entity)
+    refused = {
+        "a pick among several solutions": spec.get("pick", 1) != 1,
+        "local recoding": spec.get("recoding") == "local",
+        "the release rules " + ", ".join(spec.get("release") or {}): bool(spec.get("release")),
+    }
+    given = [name for name, present in refused.items() if present]
+    if given:
+        raise FixError(
+            f"The search judged on people (person id '{entity}') does not take {_joined(given)}: it finds the one "
+            "least lossy global generalization meeting k, l, t and the highest risk on people. Leave them out, or "
+            f"take the person-id role off '{entity}' to search on rows."
+        )
+    try:
+        found = people_generalization(data, hierarchies, entity=entity, **options)
+    except PrivdashError as exc:
+        raise FixError(
+            f"{exc} (the search on people visits every node of the lattice: there is no best-first search on people)"
+            if "nodes" in str(exc)
+            else str(exc)
+        ) from None
+    transform = found.transform
+    search = {
+        **found.summary(),
+        "suppressed": found.rows_suppressed,
+        "nodes_checked": found.nodes_counted,
+        "lattice_size": found.nodes,
+        "loss": found.value,
+        "search": "exact",
+        "proven_optimal": True,
+    }
+    return TransformResult(
+        transform.data, transform.step, {**transform.summary, "search": search}, transform.mapping, transform.kept_rows
+    )
 
 
 def _local_mapping(
@@ -864,6 +964,9 @@ def describe_spec(spec: Mapping[str, Any]) -> str:
         for key, sign in (("l", "≥"), ("t", "≤"), ("max_risk", "≤")):
             if spec.get(key) is not None:
                 targets.append(f"{key} {sign} {spec[key]:g}")
+        for key, value in (spec.get("release") or {}).items():
+            if key != "population_uniques_estimator":
+                targets.append(f"{key} {'≥' if key == 'k_map' else '≤'} {value:g}")
         limit = 100 * float(spec.get("max_suppression", 0))
         chosen = f"; solution {spec['pick']}" if spec.get("pick", 1) != 1 else ""
         what = "Least-lossy local recoding" if spec.get("recoding") == "local" else "Least-lossy generalization"
@@ -902,6 +1005,11 @@ def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
         bound = f"; bound by {_target_words(found['bound_by'])}" if found.get("bound_by") else ""
         if found.get("search") == "heuristic" and not found.get("proven_optimal"):
             checked += f" (best-first, at most {found.get('gap', 0):.1%} above the optimum)"
+        if found.get("entity"):
+            return (
+                f"judged on people ('{found['entity']}'): levels {levels}; {found.get('people_suppressed', 0):,} "
+                f"people ({found.get('rows_suppressed', 0):,} rows) suppressed; {checked}"
+            )
         return f"levels {levels}; {found.get('suppressed', 0):,} records suppressed; {checked}{bound}"
     return ""
 

@@ -5,6 +5,9 @@
   what passes and what fails is the core's verdict
   (:meth:`~dashboard.core.measure.diagnose.Diagnosis.check`) on the view's targets (:func:`view_targets`), read in
   one place (:func:`verdicts`);
+* the release rules beyond k (``global_risk``, ``household_risk``, ``average_risk``, ``k_map``, ``delta_presence``,
+  ``population_uniques``): read from the command line's syntax (:func:`release_rules`), written back
+  (:func:`release_rules_text`) and shown one headline per rule with its measured value (:func:`release_headlines`);
 * the per-class table with the targets each class misses (:func:`class_table`, :func:`class_rows`);
 * the household risk, when the roles name a household column (:func:`household_headline`, :func:`household_rows`);
 * the QI-combination analysis of a view (:func:`run_combinations`).
@@ -23,8 +26,9 @@ import pandas as pd
 
 from dashboard.application.formats import fmt_count, fmt_number, fmt_share
 from dashboard.application.services import Services
-from dashboard.application.state import ViewState
+from dashboard.application.state import RELEASE_KEYS, StateError, ViewState
 from dashboard.core.data.contract import ColumnRole
+from dashboard.core.errors import PrivdashError
 from dashboard.core.measure.classes import MissingPolicy
 from dashboard.core.measure.combinations import (
     CombinationRisk,
@@ -34,10 +38,11 @@ from dashboard.core.measure.combinations import (
 )
 from dashboard.core.measure.diagnose import Diagnosis
 from dashboard.core.measure.risk import AttackerRisk
-from dashboard.core.measure.verdict import Verdict
-from dashboard.core.targets import PrivacyTargets
+from dashboard.core.measure.verdict import TargetCheck, Verdict
+from dashboard.core.targets import PrivacyTargets, parse_targets
 
 __all__ = [
+    "RELEASE_RULES",
     "SINGLE_SIZES",
     "SIZE_BINS",
     "ClassTable",
@@ -51,6 +56,9 @@ __all__ = [
     "household_headline",
     "household_rows",
     "missing_effect",
+    "release_headlines",
+    "release_rules",
+    "release_rules_text",
     "release_verdict",
     "risk_headlines",
     "run_combinations",
@@ -125,8 +133,112 @@ class Verdicts:
 
 def release_verdict(diagnosis: Diagnosis, state: ViewState) -> Verdict:
     """The verdict the page opens with: the core's :meth:`~dashboard.core.measure.diagnose.Diagnosis.check` on the
-    view's targets, so the page, ``privdash diagnose --targets`` and the API say the same."""
-    return diagnosis.check(view_targets(state, diagnosis))
+    view's targets (the release rules included), so the page, ``privdash diagnose --targets`` and the API say the
+    same; a release rule that could not be measured says what the page needs (a role) instead of a command-line
+    flag."""
+    verdict = diagnosis.check(view_targets(state, diagnosis))
+    checks = tuple(_page_check(check, diagnosis) for check in verdict.checks)
+    return replace(verdict, checks=checks) if checks != verdict.checks else verdict
+
+
+# --- release rules beyond k -----------------------------------------------------------------------------------------
+
+#: The rules of the "More release rules" input: the release targets beyond k, l, t and max_risk (the names of
+#: :class:`PrivacyTargets` and of ``privdash ... --targets``).
+RELEASE_RULES = tuple(name for name in RELEASE_KEYS if name != "population_uniques_estimator")
+#: What a release rule that cannot be measured needs on the page (the core's reasons name command-line flags).
+_NEEDS = {
+    "household_risk": "no household column: give a column the role 'household' (the household id) on the Data page",
+    "population": "no population: give a column the role 'weight' (the sampling weights, whose sums per class "
+    "estimate the population) on the Data page",
+}
+_LABELS = {
+    "global_risk": "Global risk",
+    "household_risk": "Household risk target",
+    "average_risk": "Average risk",
+    "k_map": "k-map",
+    "delta_presence": "δ-presence",
+    "population_uniques": "Population uniques",
+}
+
+
+def release_rules(text: str | None) -> dict[str, Any]:
+    """The release rules of the text ``global_risk=0.03, household_risk=0.05`` (the command line's ``--targets``
+    syntax, read by :func:`~dashboard.core.targets.parse_targets`), by name, for :attr:`ViewState.release`; empty
+    for an empty text. Raises :class:`StateError` with the reason for a text that cannot be read or a rule that has
+    its own input (k, l, t, max_risk)."""
+    if text is None or not str(text).strip():
+        return {}
+    if not isinstance(text, str) or len(text) > 1_000:
+        raise StateError("The release rules must be a short text such as global_risk=0.03, household_risk=0.05.")
+    try:
+        targets = parse_targets(text.replace(";", ","))
+    except PrivdashError as exc:
+        raise StateError(str(exc)) from None
+    given = {part.partition("=")[0].strip().lower() for part in text.replace(";", ",").split(",")}
+    own = ["k"] if "k" in given else []
+    own += [name for name in ("l", "t", "max_risk") if getattr(targets, name) is not None]
+    if own:
+        raise StateError(
+            f"{', '.join(own)} {'has its' if len(own) == 1 else 'have their'} own input beside this one; write here "
+            f"the rules {', '.join(RELEASE_RULES)} (and population_uniques_estimator)."
+        )
+    return {name: getattr(targets, name) for name in RELEASE_KEYS if getattr(targets, name) is not None}
+
+
+def release_rules_text(release: Mapping[str, Any]) -> str:
+    """The text of the release rules ``release`` (what :func:`release_rules` reads back), in the order of the
+    targets."""
+    return ", ".join(
+        f"{name}={value:g}" if isinstance(value, int | float) else f"{name}={value}"
+        for name in RELEASE_KEYS
+        if (value := release.get(name)) is not None
+    )
+
+
+def _page_check(check: TargetCheck, diagnosis: Diagnosis) -> TargetCheck:
+    """``check`` with the page's reason when it is a release rule that was not measured for want of a role."""
+    if not np.isnan(check.achieved) or diagnosis.n_records == 0:
+        return check
+    if check.target == "household_risk" and diagnosis.household_risk is None:
+        return replace(check, reason=f"{check.target} was not measured: {_NEEDS['household_risk']}")
+    if (
+        check.target in ("k_map", "delta_presence", "population_uniques")
+        and diagnosis.population.kind.value == "sample"
+    ):
+        return replace(check, reason=f"{check.target} was not measured: {_NEEDS['population']}")
+    return check
+
+
+def release_headlines(diagnosis: Diagnosis, state: ViewState, verdict: Verdict | None = None) -> list[Headline]:
+    """One headline per release rule of the view (keys ``release-<name>``): the measured value, passed or failed as
+    the verdict judges it, the rule and the reason; ``not measured: <reason>`` (failed) when it could not be
+    measured. The rules on the population say where the population comes from (the weight column), or that there
+    is none."""
+    found = verdict if verdict is not None else release_verdict(diagnosis, state)
+    checks = {check.target: check for check in found.checks}
+    weight = next((name for name, role in state.roles.items() if role == ColumnRole.WEIGHT), None)
+    out = []
+    for name in RELEASE_RULES:
+        check = checks.get(name)
+        if check is None:
+            continue
+        sign = "≥" if name == "k_map" else "≤"
+        rule = f"{name} {sign} {check.required:g}"
+        if name == "population_uniques":
+            rule += f" ({state.targets.estimator})"
+        if np.isnan(check.achieved):
+            reason = check.reason.split(" was not measured: ", 1)[-1]
+            out.append(Headline(_LABELS[name], "-", False, f"{rule}; not measured: {reason}", f"release-{name}"))
+            continue
+        value = f"{check.achieved:,.4g}" if name == "k_map" else f"{check.achieved:.4g}"
+        detail = rule
+        if name in ("k_map", "delta_presence", "population_uniques"):
+            detail += f"; population from the sampling weights in '{weight}'" if weight else ""
+        elif name == "global_risk":
+            detail += f"; ER/n, sampling weights in '{weight}'" if weight else "; ER/n, risk 1/f (no sampling weights)"
+        out.append(Headline(_LABELS[name], value, check.passed, detail, f"release-{name}"))
+    return out
 
 
 def verdicts(diagnosis: Diagnosis, state: ViewState) -> Verdicts:
@@ -182,8 +294,8 @@ def _sensitive_headlines(diagnosis: Diagnosis, state: ViewState, found: Verdicts
 
 
 def risk_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
-    """The Risk page's headlines: k, l, t and the three attacker risks (keys ``k``, ``l``, ``t``, ``prosecutor``,
-    ``journalist``, ``marketer``)."""
+    """The Risk page's headlines: k, l, t, the three attacker risks and the release rules (keys ``k``, ``l``, ``t``,
+    ``prosecutor``, ``journalist``, ``marketer``, ``release-<name>``: :func:`release_headlines`)."""
     found = verdicts(diagnosis, state)
     out = [_k_headline(diagnosis, state, found.k)]
     sensitive = _sensitive_headlines(diagnosis, state, found, distance=True)
@@ -206,7 +318,7 @@ def risk_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
             "marketer",
         )
     )
-    return out
+    return out + release_headlines(diagnosis, state)
 
 
 def _attacker(label: str, risk: AttackerRisk, key: str, passed: bool) -> Headline:
@@ -259,7 +371,8 @@ def household_rows(diagnosis: Diagnosis) -> list[tuple[str, str]] | None:
 
 def fix_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
     """The Fix page's headlines of one side (before or after): k, highest prosecutor risk, records at risk, and l
-    and t when there are sensitive attributes (keys ``k``, ``risk``, ``at-risk``, ``l``, ``t``)."""
+    and t when there are sensitive attributes, and the release rules (keys ``k``, ``risk``, ``at-risk``, ``l``, ``t``,
+    ``release-<name>``)."""
     found = verdicts(diagnosis, state)
     prosecutor = diagnosis.risk.prosecutor
     return [
@@ -279,6 +392,7 @@ def fix_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
             "at-risk",
         ),
         *_sensitive_headlines(diagnosis, state, found, distance=False),
+        *release_headlines(diagnosis, state),
     ]
 
 

@@ -56,7 +56,7 @@ from dashboard.application.fixes import (
 )
 from dashboard.application.fixruns import FixRuns
 from dashboard.application.hierarchies import reference_hierarchies as stored_hierarchies
-from dashboard.application.riskview import fix_headlines, release_verdict, size_bins
+from dashboard.application.riskview import fix_headlines, release_rules_text, release_verdict, size_bins
 from dashboard.application.services import LoadedDataset, Services
 from dashboard.application.state import StateError, ViewState
 from dashboard.application.storage import parquet_safe
@@ -89,7 +89,7 @@ from dashboard.ui.components import (
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
 from dashboard.ui.report import register as register_report
 from dashboard.ui.report import report_card
-from dashboard.ui.targets import headline_grid, target_ids, target_inputs, with_targets
+from dashboard.ui.targets import headline_grid, release_error, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE, figure
 
 PATH = "/fix"
@@ -130,6 +130,7 @@ CONTROLS: dict[str, str] = {
     "fix-search-l": "checked",
     "fix-search-t": "checked",
     "fix-search-risk": "checked",
+    "fix-search-release": "checked",
     "fix-search-suppression": "value",
     "fix-search-metric": "value",
     "fix-search-recoding": "value",
@@ -212,10 +213,12 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
             k=_whole(_required(v.get("fix-search-k"), "k")),
             l=state.l if v.get("fix-search-l") else None,
             t=state.t if v.get("fix-search-t") else None,
-            max_risk=state.max_risk if v.get("fix-search-risk") else None,
+            max_risk=state.max_risk if v.get("fix-search-risk") and state.max_risk else None,  # 0: no risk target
             max_suppression=_required(v.get("fix-search-suppression"), "the suppression limit") / 100,
             metric=v.get("fix-search-metric") or Metric.LOSS.value,
         )
+        if v.get("fix-search-release") and state.release:
+            spec["release"] = dict(state.release)
         if v.get("fix-search-recoding") == "local":
             spec["recoding"] = "local"
     return check_spec(spec)
@@ -1011,6 +1014,7 @@ def technique_panels(
                 disabled=not state.sensitive,
             ),
             dmc.Checkbox(id="fix-search-risk", label=f"highest risk ≤ {fmt_share(state.max_risk, 0)}", checked=True),
+            dmc.Checkbox(id="fix-search-release", **release_checkbox(state)),
             dmc.NumberInput(
                 id="fix-search-suppression",
                 label="Suppression limit (% of records)",
@@ -1065,6 +1069,14 @@ def technique_panels(
         )
         for kind, children in panels.items()
     ]
+
+
+def release_checkbox(state: ViewState) -> dict[str, Any]:
+    """The label, state and availability of the search's "release rules" checkbox: ticked when the view has release
+    rules (those of the Targets input), unavailable without."""
+    if not state.release:
+        return {"label": "the release rules (none set: write them under Targets)", "checked": False, "disabled": True}
+    return {"label": f"the release rules: {release_rules_text(state.release)}", "checked": True, "disabled": False}
 
 
 def _shown(visible: bool) -> dict[str, str]:
@@ -1497,6 +1509,10 @@ def register(app: Dash, services: Services) -> None:
     @app.callback(
         Output(PAGE_STATE, "data", allow_duplicate=True),
         *view_outputs,
+        Output("fix-target-release", "error"),
+        Output("fix-search-release", "label"),
+        Output("fix-search-release", "checked"),
+        Output("fix-search-release", "disabled"),
         *[Input(target, "value") for target in target_ids("fix-target-")],
         State(PAGE_STATE, "data"),
         State("fix-slow-request", "data"),
@@ -1504,14 +1520,22 @@ def register(app: Dash, services: Services) -> None:
     )
     def targets(*args: Any) -> tuple[Any, ...]:
         *values, data, request = args
+        rules_error = release_error(values[-1])  # explained under the release-rules input
         state = state_from_store(data)
         try:
             new_state = with_targets(state, *values)
         except StateError:
-            return (no_update, *unchanged)
+            return (no_update, *unchanged, rules_error, no_update, no_update, no_update)
         if new_state == state:
-            return (no_update, *unchanged)
-        return (new_state.to_dict(), *_refresh(runs, new_state, request))
+            return (no_update, *unchanged, None, no_update, no_update, no_update)
+        # The search's checkbox follows the rules: new rules are met by the next search unless it is unticked.
+        checkbox = release_checkbox(new_state) if new_state.release != state.release else {}
+        return (
+            new_state.to_dict(),
+            *_refresh(runs, new_state, request),
+            None,
+            *(checkbox.get(prop, no_update) for prop in ("label", "checked", "disabled")),
+        )
 
     app.clientside_callback(
         "function(request) { return request || window.dash_clientside.no_update; }",
@@ -1652,6 +1676,7 @@ __all__ = [
     "recipe_outcome",
     "recipe_view",
     "register",
+    "release_checkbox",
     "risk_cards",
     "sample_table",
     "spec_from_controls",

@@ -57,7 +57,7 @@ from dashboard.ui.components import (
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
 from dashboard.ui.report import register as register_report
 from dashboard.ui.report import report_card
-from dashboard.ui.targets import headline_grid, target_ids, target_inputs, with_targets
+from dashboard.ui.targets import headline_grid, release_error, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, figure
 
 PATH = "/risk"
@@ -581,7 +581,8 @@ def controls_state(
     *targets: Any,
 ) -> ViewState:
     """The state the controls describe: roles, missing-value policy, model-based risk methods and the targets k, l,
-    t, risk (in that order). Raises :class:`StateError` or ``PrivdashError`` for settings that are not valid."""
+    t, risk and the release rules' text (in that order; the text may be left out: the state's rules are kept).
+    Raises :class:`StateError` or ``PrivdashError`` for settings that are not valid."""
     if models is not None and not isinstance(models, list):
         raise StateError("The model-based risk methods must be a list.")
     chosen = state.with_quasi_identifiers(qis or [], sas or []).updated(
@@ -604,6 +605,7 @@ def register(app: Dash, services: Services) -> None:
         Output("risk-sas", "value"),
         Output("missing-help", "children"),
         Output("combo-request", "data"),
+        Output("target-release", "error"),
         Input("risk-qis", "value"),
         Input("risk-sas", "value"),
         Input("risk-missing", "value"),
@@ -618,14 +620,18 @@ def register(app: Dash, services: Services) -> None:
         qis: list[str] | None, sas: list[str] | None, missing: str, models: list[str] | None, *rest: Any
     ) -> tuple[Any, ...]:
         *targets, data, previous_request, previous_slow = rest
+        # Release rules that cannot be read are explained under their input; the page keeps what it shows.
+        rules_error = release_error(targets[-1])
+        if rules_error:
+            return (*(no_update,) * 7, rules_error)
         try:
             current = state_from_store(data)
             new_state = controls_state(current, qis, sas, missing, models, *targets)
         except (StateError, PrivdashError, ValueError) as exc:
             alert = error_alert(str(exc), title="These settings are not valid")
-            return (no_update, alert, None, no_update, no_update, no_update, no_update)
+            return (no_update, alert, None, no_update, no_update, no_update, no_update, None)
         if new_state == current:  # a control settling on the value it shows: nothing to compute (or count) again
-            return (no_update,) * 7
+            return (*(no_update,) * 7, None)
         request = combination_request(new_state)
         return (
             new_state.to_dict(),
@@ -633,6 +639,7 @@ def register(app: Dash, services: Services) -> None:
             list(new_state.sensitive),
             POLICY_HELP[new_state.missing],
             request if request != previous_request else no_update,
+            None,
         )
 
     @app.callback(

@@ -9,7 +9,14 @@ import pytest
 
 from dashboard.application.riskview import Headline
 from dashboard.application.state import StateError, ViewState
-from dashboard.ui.targets import TARGET_KEYS, headline_grid, target_ids, target_inputs, with_targets
+from dashboard.ui.targets import (
+    TARGET_KEYS,
+    headline_grid,
+    release_error,
+    target_ids,
+    target_inputs,
+    with_targets,
+)
 
 
 def as_json(component: object) -> str:
@@ -18,12 +25,13 @@ def as_json(component: object) -> str:
 
 @pytest.mark.parametrize(("prefix", "compact"), [("target-", False), ("fix-target-", True)])
 def test_inputs_hold_the_states_targets(prefix: str, compact: bool) -> None:
-    state = ViewState(k=7, l=3, t=0.35, max_risk=0.1)
-    group = target_inputs(prefix, state, compact=compact)
-    inputs = {item.id: item for item in group.children}
+    state = ViewState(k=7, l=3, t=0.35, max_risk=0.1, release={"global_risk": 0.03, "k_map": 3})
+    row, rules = target_inputs(prefix, state, compact=compact).children
+    inputs = {item.id: item for item in [*row.children, rules]}
     assert list(inputs) == target_ids(prefix) == [f"{prefix}{key}" for key in TARGET_KEYS]
     values = [inputs[f"{prefix}{key}"].value for key in TARGET_KEYS]
-    assert values == [7, 3, 0.35, 0.1]
+    assert values == [7, 3, 0.35, 0.1, "global_risk=0.03, k_map=3"]
+    assert rules.label == "More release rules"
     assert inputs[f"{prefix}t"].max == inputs[f"{prefix}risk"].max == 1
     label = inputs[f"{prefix}k"].label
     assert label == ("k" if compact else "Target k")
@@ -38,6 +46,20 @@ def test_the_parser_keeps_empty_inputs_and_refuses_bad_ones() -> None:
         with_targets(state, "many", None, None, None)
     with pytest.raises(StateError, match=r"t is a distance between 0 and 1"):
         with_targets(state, None, None, 1.5, None)
+
+
+def test_the_release_rules_text_sets_clears_or_keeps_the_rules() -> None:
+    state = ViewState(k=5, release={"average_risk": 0.1})
+    assert with_targets(state, None, None, None, None, "global_risk=0.03, household_risk=0.05").release == {
+        "global_risk": 0.03,
+        "household_risk": 0.05,
+    }
+    assert with_targets(state, None, None, None, None, None).release == {"average_risk": 0.1}
+    assert with_targets(state, None, None, None, None, " ").release == {}
+    with pytest.raises(StateError, match="delta_presence must lie in"):
+        with_targets(state, None, None, None, None, "delta_presence=0")
+    assert release_error("k_map=2.5") == "The target k_map must be a whole number, got 2.5."
+    assert release_error("population_uniques=0.01, population_uniques_estimator=snb") is None
 
 
 def test_headline_cards_show_the_verdicts() -> None:
