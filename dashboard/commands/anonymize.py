@@ -607,7 +607,14 @@ def _check_entity(args: argparse.Namespace) -> None:
         "--pick": args.pick is not None,
         "--compare-exact": args.compare_exact,
         "--estimate": bool(args.estimate),
+        "--household": args.household is not None,
+        "--population-size": args.population_size is not None,
+        "--sampling-fraction": args.sampling_fraction is not None,
     }
+    if args.targets is not None and _targets(args).judged_per_node:
+        refused[
+            "--targets with global_risk, household_risk, average_risk, k_map, delta_presence or population_uniques"
+        ] = True
     given = [name for name, present in refused.items() if present]
     if given:
         raise ParameterError(

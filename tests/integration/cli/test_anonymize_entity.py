@@ -88,3 +88,17 @@ def test_saved_recipe_removes_the_same_people(capsys: pytest.CaptureFixture[str]
     code, _, err = run(capsys, "anonymize", "--recipe", str(recipe), str(wards), "-o", str(tmp_path / "third.csv"),
                        "--engine", "duckdb")  # fmt: skip
     assert code == 2 and "suppresses whole people" in err
+
+
+def test_entity_refuses_release_targets_it_cannot_judge_on_people(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    source = tmp_path / "visits.csv"
+    pd.DataFrame({"pid": [1, 1, 2, 3, 3, 4], "age": [30, 31, 30, 40, 41, 40], "sex": list("FFMMMF")}).to_csv(
+        source, index=False
+    )
+    for extra in (["--targets", "k=2,average_risk=0.5"], ["--household", "sex"], ["--population-size", "100"]):
+        code = main(["anonymize", str(source), "--qi", "age,sex", "--entity", "pid", *extra])
+        err = capsys.readouterr().err
+        assert code == 2, extra
+        assert "--entity" in err and "does not combine" in err, err
