@@ -83,6 +83,7 @@ from dashboard.core.transform.hierarchy import build_hierarchy as core_build_hie
 from dashboard.core.transform.identifiers import KEY_ENV, MIN_KEY_BYTES, key_fingerprint
 from dashboard.core.transform.microaggregation import types_from_contract
 from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
+from dashboard.core.transform.suppression import SUPPRESSION_RISK_TARGETS
 from dashboard.core.utility.metrics import InformationLoss, Metric, information_loss
 
 __all__ = [
@@ -295,10 +296,19 @@ def check_spec(spec: Any) -> dict[str, Any]:
             raise FixError("Top / bottom coding needs a top or a bottom threshold.")
         out.update(column=spec["column"], top=top, bottom=bottom, quantiles=quantiles, labels=bool(spec.get("labels")))
     elif kind == "suppress_records":
-        _keys(spec, ("k", "max_suppression"), ())
+        _keys(spec, ("k", "max_suppression"), ("release",))
         out.update(
             k=_whole(spec["k"], "k", 2), max_suppression=_share(spec["max_suppression"], "The suppression limit")
         )
+        release = _release(spec.get("release"))
+        beyond = sorted(set(release) - set(SUPPRESSION_RISK_TARGETS))
+        if beyond:
+            raise FixError(
+                f"Record suppression meets {', '.join(SUPPRESSION_RISK_TARGETS)}; {', '.join(beyond)} need(s) the "
+                "search (generalization with the population)."
+            )
+        if release:
+            out["release"] = release
     elif kind == "suppress_cells":
         _keys(spec, ("k",), ("importance",))
         out.update(
@@ -798,6 +808,16 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
             "missing": context.missing.value,
             "orders": context.orders,
         }
+        release = spec.get("release") or {}
+        if release:
+            household = context.contract.household
+            if "household_risk" in release and household is None:
+                raise FixError("household_risk needs a household column: give a column the role 'household'.")
+            params.update(
+                risk_targets=dict(release),
+                weights=context.contract.weight,
+                household=household if "household_risk" in release else None,
+            )
         return Step("record_suppression", params)
     if kind == "suppress_cells":
         given = [name for name in spec["importance"] if name in qis]
@@ -950,7 +970,8 @@ def describe_spec(spec: Mapping[str, Any]) -> str:
         return f"Top/bottom-code {spec.get('column')}: {', '.join(parts)}{unit}"
     if kind == "suppress_records":
         limit = 100 * float(spec.get("max_suppression", 0))
-        return f"Suppress records of classes smaller than {spec.get('k')} (at most {limit:g}% of rows)"
+        rules = "".join(f", {name} ≤ {value:g}" for name, value in (spec.get("release") or {}).items())
+        return f"Suppress records of classes smaller than {spec.get('k')}{rules} (at most {limit:g}% of rows)"
     if kind == "suppress_cells":
         order = ", ".join(spec.get("importance") or []) or "fewest distinct values first"
         return f"Blank QI cells until k = {spec.get('k')} (importance: {order})"

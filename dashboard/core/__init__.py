@@ -208,7 +208,12 @@ from dashboard.core.transform.perturbation import (
 )
 from dashboard.core.transform.release_targets import release_verdict
 from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
-from dashboard.core.transform.suppression import suppress_cells, suppress_records, top_bottom_code
+from dashboard.core.transform.suppression import (
+    SUPPRESSION_RISK_TARGETS,
+    suppress_cells,
+    suppress_records,
+    top_bottom_code,
+)
 from dashboard.core.utility.estimates import (
     ESTIMATE_KINDS,
     ConfidenceInterval,
@@ -258,6 +263,7 @@ __all__ = [
     "RULE_SETTINGS",
     "SEARCH_STRATEGIES",
     "STREAMABLE_STEPS",
+    "SUPPRESSION_RISK_TARGETS",
     "TOP",
     "Aggregate",
     "AttackReport",

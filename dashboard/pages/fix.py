@@ -69,6 +69,7 @@ from dashboard.core.measure.risk import records_at_risk_by_k
 from dashboard.core.search.solutions import SolutionEstimates
 from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
 from dashboard.core.transform.hierarchy import default_rule
+from dashboard.core.transform.suppression import SUPPRESSION_RISK_TARGETS
 from dashboard.core.utility.metrics import Metric, cells_changed, classifier_accuracy, value_distributions
 from dashboard.ui import attack as attack_section
 from dashboard.ui import dp_release as dp_release_section
@@ -131,6 +132,7 @@ CONTROLS: dict[str, str] = {
     "fix-search-t": "checked",
     "fix-search-risk": "checked",
     "fix-search-release": "checked",
+    "fix-rs-release": "checked",
     "fix-search-suppression": "value",
     "fix-search-metric": "value",
     "fix-search-recoding": "value",
@@ -188,6 +190,9 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
             k=_whole(_required(v.get("fix-rs-k"), "k")),
             max_suppression=_required(v.get("fix-rs-budget"), "the suppression limit") / 100,
         )
+        rules = suppression_rules(state)
+        if v.get("fix-rs-release") and rules:
+            spec["release"] = rules
     elif kind == "suppress_cells":
         spec.update(k=_whole(_required(v.get("fix-cs-k"), "k")), importance=list(v.get("fix-cs-importance") or []))
     elif kind == "microaggregate":
@@ -954,9 +959,11 @@ def technique_panels(
                 step=1,
                 w=180,
             ),
+            dmc.Checkbox(id="fix-rs-release", **suppression_checkbox(state)),
             dmc.Text(
                 "Records of classes smaller than k are removed, smallest classes first, within the budget "
-                "(the classes are formed as on the Risk page).",
+                "(the classes are formed as on the Risk page); then, for the risk rules, the riskiest records "
+                "first.",
                 size="xs",
                 c="dimmed",
             ),
@@ -1069,6 +1076,23 @@ def technique_panels(
         )
         for kind, children in panels.items()
     ]
+
+
+def suppression_rules(state: ViewState) -> dict[str, float]:
+    """The view's release rules record suppression can meet (global, household and average risk)."""
+    return {name: value for name, value in state.release.items() if name in SUPPRESSION_RISK_TARGETS}
+
+
+def suppression_checkbox(state: ViewState) -> dict[str, Any]:
+    """The label, state and availability of record suppression's "risk rules" checkbox (as the search's)."""
+    rules = suppression_rules(state)
+    if not rules:
+        return {
+            "label": f"the risk rules ({', '.join(SUPPRESSION_RISK_TARGETS)}; none set under Targets)",
+            "checked": False,
+            "disabled": True,
+        }
+    return {"label": f"also the risk rules: {release_rules_text(rules)}", "checked": True, "disabled": False}
 
 
 def release_checkbox(state: ViewState) -> dict[str, Any]:
@@ -1513,6 +1537,9 @@ def register(app: Dash, services: Services) -> None:
         Output("fix-search-release", "label"),
         Output("fix-search-release", "checked"),
         Output("fix-search-release", "disabled"),
+        Output("fix-rs-release", "label"),
+        Output("fix-rs-release", "checked"),
+        Output("fix-rs-release", "disabled"),
         *[Input(target, "value") for target in target_ids("fix-target-")],
         State(PAGE_STATE, "data"),
         State("fix-slow-request", "data"),
@@ -1525,16 +1552,19 @@ def register(app: Dash, services: Services) -> None:
         try:
             new_state = with_targets(state, *values)
         except StateError:
-            return (no_update, *unchanged, rules_error, no_update, no_update, no_update)
+            return (no_update, *unchanged, rules_error, *(no_update,) * 6)
         if new_state == state:
-            return (no_update, *unchanged, None, no_update, no_update, no_update)
+            return (no_update, *unchanged, None, *(no_update,) * 6)
         # The search's checkbox follows the rules: new rules are met by the next search unless it is unticked.
-        checkbox = release_checkbox(new_state) if new_state.release != state.release else {}
+        changed = new_state.release != state.release
+        checkbox = release_checkbox(new_state) if changed else {}
+        suppression = suppression_checkbox(new_state) if changed else {}
         return (
             new_state.to_dict(),
             *_refresh(runs, new_state, request),
             None,
             *(checkbox.get(prop, no_update) for prop in ("label", "checked", "disabled")),
+            *(suppression.get(prop, no_update) for prop in ("label", "checked", "disabled")),
         )
 
     app.clientside_callback(
@@ -1681,5 +1711,7 @@ __all__ = [
     "sample_table",
     "spec_from_controls",
     "step_list",
+    "suppression_checkbox",
     "suppression_curve",
+    "suppression_rules",
 ]

@@ -222,3 +222,29 @@ def test_people_search_refuses_what_it_does_not_take(
     spec = fixes.check_spec({"kind": "search", "k": 2, "max_suppression": 0.2, "metric": "loss", **extra})
     run = FixRuns(services).run(wards.updated(fix=(spec,)))
     assert run.error is not None and message in run.error and "person id 'pid'" in run.error
+
+
+def test_fix_record_suppression_meets_the_risk_rules(services: Services, survey: ViewState) -> None:
+    from dashboard.pages import fix as page
+
+    runs = FixRuns(services)
+    rules = {"global_risk": 0.002, "household_risk": 0.01}
+    state = survey.updated(k=2, max_risk=0, release={**rules, "k_map": 3})
+    assert page.suppression_rules(state) == rules  # k_map needs generalization: not a suppression rule
+    assert page.suppression_checkbox(state)["checked"] is True
+    assert page.suppression_checkbox(survey)["disabled"] is True
+    spec = fixes.check_spec({"kind": "suppress_records", "k": 2, "max_suppression": 0.1, "release": rules})
+    fixed = state.updated(release=rules, fix=(spec,))
+    run = runs.run(fixed)
+    assert run.error is None, run.error
+    published = diagnose(run.data, KEYS, weights="sampling_weight", household="ori_hid")
+    assert published.k >= 2
+    assert published.individual_risk.global_risk <= 0.002 and published.household_risk.global_risk <= 0.01
+    verdict = riskview.release_verdict(runs.fixed_diagnosis(run, fixed), fixed)
+    assert verdict.passed, verdict.sentence()
+    assert "global_risk ≤ 0.002" in fixes.describe_spec(spec)
+    with pytest.raises(fixes.FixError, match="need\\(s\\) the search"):
+        fixes.check_spec({"kind": "suppress_records", "k": 2, "max_suppression": 0.1, "release": {"k_map": 3}})
+    # household_risk without a household column: the step says which role is missing
+    no_home = fixed.with_columns(roles={"ori_hid": ColumnRole.INSENSITIVE})
+    assert "household" in (runs.run(no_home).error or "")
