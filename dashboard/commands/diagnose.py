@@ -16,7 +16,7 @@ from dashboard.core.engines.database import redact_url
 from dashboard.core.engines.streaming import with_record_sizes, write_person_sizes, write_record_sizes
 from dashboard.core.errors import ParameterError
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
-from dashboard.core.measure.model_risk import MODEL_RISK_METHODS
+from dashboard.core.measure.model_risk import MODEL_RISK_METHODS, population_unique_probability
 from dashboard.core.measure.risk import DEFAULT_MAX_RISK, individual_risk
 from dashboard.core.measure.verdict import Verdict
 from dashboard.core.targets import parse_targets
@@ -129,8 +129,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=Path,
         metavar="OUT",
         help="also write every record with its class size, prosecutor risk 1/f, individual risk (sdcMicro's, 1/f "
-        "without weights) and, with --household, household risk (.parquet, .csv or .tsv); the duckdb engine streams "
-        "it, never holding the sizes as a list",
+        "without weights), with --household its household risk, and with --model-risk each method's estimated "
+        "P(F=1 | f=1) of the sample uniques (population_unique_<method>) (.parquet, .csv or .tsv); the duckdb engine "
+        "streams it, never holding the sizes as a list",
     )
     parser.add_argument(
         "--engine",
@@ -237,6 +238,11 @@ def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, resu
             "individual": individual_risk(result.classes),
             "households": result.household_risk,
             "household": result.household if result.household_risk is not None else None,
+            # per method, the model's P(F = 1 | f = 1) of each sample unique (empty for the other records)
+            "class_values": {
+                f"population_unique_{method}": population_unique_probability(model, result.classes)
+                for method, model in result.model_risk.items()
+            },
         }
     )
     if engine == Engine.PANDAS:

@@ -239,13 +239,15 @@ def write_record_sizes(
     individual: IndividualRisk | None = None,
     households: HouseholdRisk | None = None,
     household: str | None = None,
+    class_values: Mapping[str, np.ndarray] | None = None,
 ) -> StreamedRecords:
     """Write every record of ``source`` with two more columns: ``class_size`` (f, the size of its equivalence
     class in ``classes``) and ``prosecutor_risk`` (1/f), streamed through DuckDB into a Parquet, CSV or TSV file.
     With ``individual`` (the individual risk of ``classes``), also ``individual_risk``, the record's class risk; with
     ``households`` (measured on this source, e.g. ``diagnose(..., household=household).household_risk``) and the
     ``household`` column, also ``household_risk``, its household's risk
-    (:func:`~dashboard.core.measure.household.record_household_risk`).
+    (:func:`~dashboard.core.measure.household.record_household_risk`). ``class_values`` adds one column per entry:
+    the value of the record's class (an array over the classes, e.g. a model-based risk).
 
     ``classes`` must be the classes of this source (e.g. ``diagnose(source, ..., engine="duckdb").classes``, built
     from the engine's aggregate): each batch looks its records' QI values up among the classes' keys, so the
@@ -287,10 +289,11 @@ def write_record_sizes(
             )
         size = sizes[np.where(unmatched, len(sizes) - 1, row_class)]
         extra = _record_risks(batch, np.where(unmatched, -1, row_class), individual, households, household)
+        extra.update(_class_columns(class_values, np.where(unmatched, -1, row_class), classes.n_classes))
         return _with_sizes(batch, size, extra), [(int(unmatched.sum()), 0)]
 
     with _streamed(source, batch_rows, memory_limit, temp_directory) as reader:
-        taken = [name for name in _added(individual, households) if name in reader.names]
+        taken = [name for name in [*_added(individual, households), *(class_values or {})] if name in reader.names]
         if taken:
             raise ParameterError(f"The source already has a column '{taken[0]}'; rename it to write record sizes.")
         check_columns(pd.DataFrame(columns=reader.names), qis, role="quasi-identifier")
@@ -391,10 +394,11 @@ def with_record_sizes(
     individual: IndividualRisk | None = None,
     households: HouseholdRisk | None = None,
     household: str | None = None,
+    class_values: Mapping[str, np.ndarray] | None = None,
 ) -> pd.DataFrame:
     """``data`` with the columns of :func:`write_record_sizes`, for classes built from these rows in memory."""
     _check_risks(individual, households, household)
-    taken = [name for name in _added(individual, households) if name in data.columns]
+    taken = [name for name in [*_added(individual, households), *(class_values or {})] if name in data.columns]
     if taken:
         raise ParameterError(f"The table already has a column '{taken[0]}'; rename it to add record sizes.")
     if household is not None:
@@ -403,6 +407,7 @@ def with_record_sizes(
     size[size == 0] = np.nan  # in no class (the drop policy)
     assert classes.record_class is not None  # record_sizes raised otherwise
     extra = _record_risks(data, classes.record_class, individual, households, household)
+    extra.update(_class_columns(class_values, classes.record_class, classes.n_classes))
     return _with_sizes(data, size, extra)
 
 
@@ -439,6 +444,21 @@ def _record_risks(
     out[INDIVIDUAL_RISK] = class_risk[np.where(record_class >= 0, record_class, len(class_risk) - 1)]
     if households is not None and household is not None:
         out[HOUSEHOLD_RISK] = record_household_risk(households, individual, data[household], record_class)
+    return out
+
+
+def _class_columns(
+    class_values: Mapping[str, np.ndarray] | None, record_class: np.ndarray, n_classes: int
+) -> dict[str, np.ndarray]:
+    """Per record, the value of its class in each array of ``class_values`` (NaN for records in no class)."""
+    out: dict[str, np.ndarray] = {}
+    record_class = np.asarray(record_class, dtype=np.int64)
+    for name, values in (class_values or {}).items():
+        per_class = np.asarray(values, dtype=np.float64)
+        if per_class.shape != (n_classes,):
+            raise ParameterError(f"'{name}' must hold one value per class ({n_classes:,}).")
+        padded = np.append(per_class, np.nan)
+        out[name] = padded[np.where(record_class >= 0, record_class, n_classes)]
     return out
 
 

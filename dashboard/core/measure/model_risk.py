@@ -77,6 +77,7 @@ __all__ = [
     "check_model_request",
     "model_risk",
     "parse_model_risk_methods",
+    "population_unique_probability",
 ]
 
 #: The methods of sdcMicro's ``modRisk``, in its order.
@@ -534,3 +535,23 @@ def _fit_poisson(response: np.ndarray, design: np.ndarray, offset: np.ndarray | 
         )
     iterations = int(result.fit_history.get("iteration", 0))
     return np.asarray(result.mu, dtype=np.float64), bool(result.converged), iterations
+
+
+def population_unique_probability(model: ModelRisk, classes: EquivalenceClasses) -> np.ndarray:
+    """Per class of ``classes``, the model's estimated ``P(F = 1 | f = 1)`` of its record when the class is a
+    sample-unique cell of the model (``exp(-(1 - p) lambda)``, sdcMicro's per-cell risk1 before the division by
+    ``m``), NaN for every other class (larger classes, cells outside the denominator, a missing key).
+
+    ``classes`` must be those the model was fitted on, or any classes over the same key values (the keys are
+    matched by value)."""
+    keys = list(model.keys)
+    missing = [name for name in keys if name not in classes.quasi_identifiers]
+    if missing:
+        raise ParameterError(f"The classes have no key {', '.join(missing)} of the model.")
+    left = classes.keys()[keys].astype(object).reset_index(drop=True)
+    right = model.sample_uniques[[*keys, "p_population_unique"]].copy()
+    for name in keys:
+        right[name] = right[name].astype(object)
+    joined = left.merge(right, on=keys, how="left", sort=False, validate="many_to_one")
+    values = joined["p_population_unique"].to_numpy(dtype=np.float64)
+    return np.where(np.asarray(classes.sizes) == 1, values, np.nan)

@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from dashboard.cli import main
+from dashboard.core.data.tables import read_table
+from dashboard.core.measure.diagnose import diagnose
 
 KEYS = "urbrur,roof,walls,water,electcon,relat,sex"
 R_TESTDATA = {
@@ -104,3 +106,27 @@ def test_bad_input_exits_2(
     code, _, err = run(capsys, "diagnose", testdata, "--qi", KEYS, *arguments)
     assert code == 2
     assert message in err
+
+
+@pytest.mark.parametrize("engine", ["pandas", "duckdb"])
+def test_record_risk_gives_each_sample_unique_its_probability_of_population_uniqueness(
+    capsys: pytest.CaptureFixture[str], data_dir: Path, tmp_path: Path, engine: str
+) -> None:
+    source = data_dir / "sdcmicro_testdata" / "testdata.csv"
+    keys = "urbrur,roof,walls,water,electcon,relat,sex"
+    out = tmp_path / f"records-{engine}.csv"
+    args = ["diagnose", str(source), "--qi", keys, "--weights", "sampling_weight", "--model-risk", "IPF,default"]
+    assert main([*args, "--engine", engine, "--record-risk", str(out)]) == 0, capsys.readouterr().err
+    written = read_table(out)
+    result = diagnose(read_table(source), keys.split(","), weights="sampling_weight", model_risk=["IPF", "default"])
+    for method in ("IPF", "default"):
+        column = written[f"population_unique_{method}"]
+        uniques = written["class_size"] == 1
+        # every sample unique in a cell of the model has its probability; the other records none
+        assert column[~uniques].isna().all() and column[uniques].notna().sum() == len(
+            result.model_risk[method].sample_uniques
+        )
+        # the per-record values add up to sdcMicro's gr1 times the cells of its denominator
+        model = result.model_risk[method]
+        assert column.sum() == pytest.approx(model.risk1 * model.risk_cells, rel=1e-9)
+        assert ((column[uniques] > 0) & (column[uniques] <= 1)).all()
