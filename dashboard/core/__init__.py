@@ -111,7 +111,13 @@ from dashboard.core.measure.combinations import (
 )
 from dashboard.core.measure.diagnose import Diagnosis, diagnose
 from dashboard.core.measure.entities import EntityClasses, EntityKey, entity_classes, entity_classes_from_aggregate
-from dashboard.core.measure.model_risk import MODEL_RISK_METHODS, ModelRisk, model_risk, parse_model_risk_methods
+from dashboard.core.measure.model_risk import (
+    MODEL_RISK_METHODS,
+    ModelRisk,
+    model_risk,
+    parse_model_risk_methods,
+    population_unique_probability,
+)
 from dashboard.core.measure.models import SensitiveModels, sensitive_models
 from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
 from dashboard.core.measure.population import PopulationCounts, PopulationSource
@@ -415,6 +421,7 @@ __all__ = [
     "perturbation_risk",
     "perturbed_numeric_columns",
     "population_counts",
+    "population_unique_probability",
     "pram",
     "prosecutor_risk",
     "pseudonymize",
