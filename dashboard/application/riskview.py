@@ -154,7 +154,7 @@ _NEEDS = {
 }
 _LABELS = {
     "global_risk": "Global risk",
-    "household_risk": "Household risk target",
+    "household_risk": "Household risk",
     "average_risk": "Average risk",
     "k_map": "k-map",
     "delta_presence": "δ-presence",

@@ -90,7 +90,7 @@ from dashboard.ui.components import (
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
 from dashboard.ui.report import register as register_report
 from dashboard.ui.report import report_card
-from dashboard.ui.targets import headline_grid, release_error, target_ids, target_inputs, with_targets
+from dashboard.ui.targets import card_columns, headline_grid, release_error, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE, figure
 
 PATH = "/fix"
@@ -239,7 +239,7 @@ def risk_cards(diagnosis: Diagnosis, state: ViewState, side: str) -> Any:
         fix_headlines(diagnosis, state),
         card_prefix=f"fix-{side}-",
         grid_id=f"fix-{side}-cards",
-        cols={"base": 2, "xl": 3},
+        cols=card_columns((2, 3), gap=12),  # spacing "sm"
         spacing="sm",
     )
 

@@ -57,7 +57,7 @@ from dashboard.ui.components import (
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
 from dashboard.ui.report import register as register_report
 from dashboard.ui.report import report_card
-from dashboard.ui.targets import headline_grid, release_error, target_ids, target_inputs, with_targets
+from dashboard.ui.targets import card_columns, headline_grid, release_error, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, figure
 
 PATH = "/risk"
@@ -148,7 +148,7 @@ def records_at_risk_figure(diagnosis: Diagnosis, k_target: int) -> go.Figure:
 
 def headline_cards(items: Sequence[Headline]) -> Any:
     """The headline numbers with their verdicts (card ids ``card-<key>``)."""
-    return headline_grid(items, card_prefix="card-", grid_id="headline-cards", cols={"base": 2, "sm": 3, "lg": 6})
+    return headline_grid(items, card_prefix="card-", grid_id="headline-cards", cols=card_columns((2, 3, 6), gap=16))
 
 
 def records_analysed(diagnosis: Diagnosis) -> str:
