@@ -851,7 +851,9 @@ def preview(runs: FixRuns, state: ViewState, progress: Callable[[int, str], None
         problem = str(exc)
     if after is not None:
         # The decision first, for the fixed table (the Risk page's banner, with what the search found).
-        parts.insert(0, verdict_banner(release_verdict(after, state), cheapest_fix(run), banner_id="fix-verdict"))
+        verdict = release_verdict(after, state)
+        people = after.entity is not None
+        parts.insert(0, verdict_banner(verdict, cheapest_fix(run), banner_id="fix-verdict", people=people))
     parts += [
         card("Steps applied", steps_table(run)),
         *[section for section in (solutions_card(run),) if section is not None],

@@ -404,7 +404,7 @@ def results(services: Services, state: ViewState) -> Any:
     survey = survey_risk_rows(diagnosis)
     return dmc.Stack(
         [
-            verdict_banner(release_verdict(diagnosis, state)),
+            verdict_banner(release_verdict(diagnosis, state), people=diagnosis.entity is not None),
             summary_line(diagnosis),
             headline_cards(risk_headlines(diagnosis, state)),
             *(
