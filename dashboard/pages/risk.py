@@ -27,7 +27,9 @@ from dashboard.application.riskview import (
     cached_class_table,
     class_rows,
     combination_request,
+    combinations_left_out,
     missing_effect,
+    people_column,
     release_verdict,
     risk_headlines,
     run_combinations,
@@ -736,6 +738,9 @@ def register(app: Dash, services: Services) -> None:
             return dmc.Text("Choose at least one quasi-identifier.", size="sm", c="dimmed")
         try:
             state = state_from_store(data)
+            entity = people_column(state)
+            if entity is not None:  # the classes are of people: row combinations would count other things
+                return dmc.Text(combinations_left_out(entity), size="sm", c="dimmed", id="combo-left-out")
             risk, msus = run_combinations(services, state, set_progress)
         except PrivdashError as exc:
             return error_alert(str(exc), title="The combinations were not analysed")

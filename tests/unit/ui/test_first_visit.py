@@ -11,6 +11,7 @@ import pandas as pd
 import plotly.utils
 import pytest
 
+from dashboard.application.riskview import combinations_left_out, people_column
 from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
@@ -82,3 +83,7 @@ def test_the_verdict_counts_people_when_a_column_is_the_person_id(services: Serv
     banner = as_json(verdict_banner(verdict, people=True))
     assert "people" in banner and "records" not in banner
     assert as_json(verdict_banner(verdict)).count("records") == verdict.sentence().count("records")
+    # the QI-combination analysis counts rows: with a person id the page says why it is left out, as the report does
+    assert people_column(state) == "pid"
+    assert people_column(state.with_columns(roles={"pid": ColumnRole.INSENSITIVE})) is None
+    assert "left out" in combinations_left_out("pid") and "('pid')" in combinations_left_out("pid")
