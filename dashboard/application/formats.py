@@ -7,8 +7,9 @@ the page builders show the same text.
 from __future__ import annotations
 
 import math
+import re
 
-__all__ = ["fmt_count", "fmt_number", "fmt_share"]
+__all__ = ["fmt_count", "fmt_number", "fmt_share", "in_people"]
 
 
 def fmt_count(value: float | int | None) -> str:
@@ -37,3 +38,11 @@ def fmt_share(value: float | None, digits: int = 1) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "-"
     return f"{100 * float(value):.{digits}f}%"
+
+
+def in_people(text: str) -> str:
+    """A sentence of the core (the verdict, a target's reason) that says "records", said of people: with a person
+    id the records the diagnosis counts are people (the report, ``privdash`` and the pages' verdict say it so)."""
+    text = re.sub(r"\brecords\b", "people", text)
+    text = re.sub(r"\brecord's\b", "person's", text)
+    return re.sub(r"\brecord\b", "person", text)

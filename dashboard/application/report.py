@@ -53,7 +53,7 @@ import pandas as pd
 
 import dashboard
 from dashboard.application.fixes import adapt_contract, describe_spec
-from dashboard.application.riskview import missing_effect, size_bins
+from dashboard.application.riskview import combinations_left_out, missing_effect, size_bins
 from dashboard.application.services import default_k_values
 from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
 from dashboard.core.data.tables import csv_text
@@ -900,11 +900,7 @@ def build_report(
         combinations, msus, combinations_note = _combinations(data, list(contract.quasi_identifiers), policy, targets.k)
     else:
         combinations, msus = None, None
-        combinations_note = (
-            "The QI-combination analysis is left out: it counts rows per combination of quasi-identifiers, while "
-            f"with a person id ('{entity}') a person's key is the set of their QI tuples over all their rows, which "
-            "a subset of columns of one row does not describe."
-        )
+        combinations_note = combinations_left_out(entity)
 
     report_progress(65, "Listing classes and postcode units ...")
     shown = classes.sizes >= threshold

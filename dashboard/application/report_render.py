@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from dashboard.application.estimates import fmt_interval, fmt_overlap
-from dashboard.application.formats import fmt_count, fmt_number, fmt_share
+from dashboard.application.formats import fmt_count, fmt_number, fmt_share, in_people
 from dashboard.application.report import PostcodeUnits, ReleaseReport
 from dashboard.application.report_template import STYLE, TEMPLATE
 from dashboard.application.riskview import household_rows
@@ -203,14 +203,6 @@ def _share(part: float, whole: float) -> str:
 
 def _risk(value: float) -> str:
     return fmt_share(value, 2)
-
-
-def in_people(text: str) -> str:
-    """A sentence of the core (the verdict, a target's reason) that says "records", said of people: with a person
-    id the records the diagnosis counts are people."""
-    text = re.sub(r"\brecords\b", "people", text)
-    text = re.sub(r"\brecord's\b", "person's", text)
-    return re.sub(r"\brecord\b", "person", text)
 
 
 def _attackers(diagnosis: Diagnosis) -> list[dict[str, str]]:

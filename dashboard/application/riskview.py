@@ -52,10 +52,12 @@ __all__ = [
     "class_rows",
     "class_table",
     "combination_request",
+    "combinations_left_out",
     "fix_headlines",
     "household_headline",
     "household_rows",
     "missing_effect",
+    "people_column",
     "release_headlines",
     "release_rules",
     "release_rules_text",
@@ -154,7 +156,7 @@ _NEEDS = {
 }
 _LABELS = {
     "global_risk": "Global risk",
-    "household_risk": "Household risk target",
+    "household_risk": "Household risk",
     "average_risk": "Average risk",
     "k_map": "k-map",
     "delta_presence": "δ-presence",
@@ -517,6 +519,21 @@ def _json_value(value: Any) -> Any:
 
 
 # --- QI combinations -----------------------------------------------------------------------------------------------
+
+
+def combinations_left_out(entity: str) -> str:
+    """Why the QI-combination analysis is left out when ``entity`` is the person id (the report and the Risk page
+    say the same)."""
+    return (
+        "The QI-combination analysis is left out: it counts rows per combination of quasi-identifiers, while "
+        f"with a person id ('{entity}') a person's key is the set of their QI tuples over all their rows, which "
+        "a subset of columns of one row does not describe."
+    )
+
+
+def people_column(state: ViewState) -> str | None:
+    """The column with the person-id role, if any."""
+    return next((name for name, role in state.roles.items() if role == ColumnRole.ENTITY), None)
 
 
 def combination_request(state: ViewState) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pandas as pd
 
+from dashboard.application.formats import in_people
 from dashboard.application.report import (
     AppliedFix,
     build_report,
@@ -25,7 +26,7 @@ from dashboard.application.report import (
     recipe_fix,
     search_fix,
 )
-from dashboard.application.report_render import FORMATS, in_people, report_format, write_report
+from dashboard.application.report_render import FORMATS, report_format, write_report
 from dashboard.application.settings import Settings
 from dashboard.commands._common import split_columns
 from dashboard.commands.anonymize import _refuse_overwrite, default_hierarchies

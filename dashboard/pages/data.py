@@ -61,7 +61,8 @@ TYPE_OPTIONS = (
 ROLE_HELP = (
     "ID: direct identifier (name, e-mail, id), left out of the analysis. QI: quasi-identifier an attacker may "
     "know (age, sex, postcode). Sensitive: what must not be disclosed (diagnosis, income). Other: not used. "
-    "Weight: sampling weight."
+    "Weight: sampling weight. Household: household id (its members can be linked). Person id: one person's id when "
+    "a person has several rows (then people are counted, not rows)."
 )
 
 # --- builders ------------------------------------------------------------------------------------------------------

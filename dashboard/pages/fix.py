@@ -90,7 +90,7 @@ from dashboard.ui.components import (
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
 from dashboard.ui.report import register as register_report
 from dashboard.ui.report import report_card
-from dashboard.ui.targets import headline_grid, release_error, target_ids, target_inputs, with_targets
+from dashboard.ui.targets import card_columns, headline_grid, release_error, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE, figure
 
 PATH = "/fix"
@@ -239,7 +239,7 @@ def risk_cards(diagnosis: Diagnosis, state: ViewState, side: str) -> Any:
         fix_headlines(diagnosis, state),
         card_prefix=f"fix-{side}-",
         grid_id=f"fix-{side}-cards",
-        cols={"base": 2, "xl": 3},
+        cols=card_columns((2, 3), gap=12),  # spacing "sm"
         spacing="sm",
     )
 
@@ -851,7 +851,9 @@ def preview(runs: FixRuns, state: ViewState, progress: Callable[[int, str], None
         problem = str(exc)
     if after is not None:
         # The decision first, for the fixed table (the Risk page's banner, with what the search found).
-        parts.insert(0, verdict_banner(release_verdict(after, state), cheapest_fix(run), banner_id="fix-verdict"))
+        verdict = release_verdict(after, state)
+        people = after.entity is not None
+        parts.insert(0, verdict_banner(verdict, cheapest_fix(run), banner_id="fix-verdict", people=people))
     parts += [
         card("Steps applied", steps_table(run)),
         *[section for section in (solutions_card(run),) if section is not None],

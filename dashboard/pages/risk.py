@@ -27,7 +27,9 @@ from dashboard.application.riskview import (
     cached_class_table,
     class_rows,
     combination_request,
+    combinations_left_out,
     missing_effect,
+    people_column,
     release_verdict,
     risk_headlines,
     run_combinations,
@@ -57,7 +59,7 @@ from dashboard.ui.components import (
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
 from dashboard.ui.report import register as register_report
 from dashboard.ui.report import report_card
-from dashboard.ui.targets import headline_grid, release_error, target_ids, target_inputs, with_targets
+from dashboard.ui.targets import card_columns, headline_grid, release_error, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, figure
 
 PATH = "/risk"
@@ -148,7 +150,7 @@ def records_at_risk_figure(diagnosis: Diagnosis, k_target: int) -> go.Figure:
 
 def headline_cards(items: Sequence[Headline]) -> Any:
     """The headline numbers with their verdicts (card ids ``card-<key>``)."""
-    return headline_grid(items, card_prefix="card-", grid_id="headline-cards", cols={"base": 2, "sm": 3, "lg": 6})
+    return headline_grid(items, card_prefix="card-", grid_id="headline-cards", cols=card_columns((2, 3, 6), gap=16))
 
 
 def records_analysed(diagnosis: Diagnosis) -> str:
@@ -404,7 +406,7 @@ def results(services: Services, state: ViewState) -> Any:
     survey = survey_risk_rows(diagnosis)
     return dmc.Stack(
         [
-            verdict_banner(release_verdict(diagnosis, state)),
+            verdict_banner(release_verdict(diagnosis, state), people=diagnosis.entity is not None),
             summary_line(diagnosis),
             headline_cards(risk_headlines(diagnosis, state)),
             *(
@@ -736,6 +738,9 @@ def register(app: Dash, services: Services) -> None:
             return dmc.Text("Choose at least one quasi-identifier.", size="sm", c="dimmed")
         try:
             state = state_from_store(data)
+            entity = people_column(state)
+            if entity is not None:  # the classes are of people: row combinations would count other things
+                return dmc.Text(combinations_left_out(entity), size="sm", c="dimmed", id="combo-left-out")
             risk, msus = run_combinations(services, state, set_progress)
         except PrivdashError as exc:
             return error_alert(str(exc), title="The combinations were not analysed")

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 import dash_mantine_components as dmc
 from dash import dcc, html
 
-from dashboard.application.formats import fmt_count, fmt_number, fmt_share
+from dashboard.application.formats import fmt_count, fmt_number, fmt_share, in_people
 from dashboard.ui.theme import THEME
 
 if TYPE_CHECKING:
@@ -271,11 +271,15 @@ def stat_card(
     )
 
 
-def verdict_banner(verdict: Verdict, fix: str | None = None, *, banner_id: str = "verdict") -> Any:
+def verdict_banner(
+    verdict: Verdict, fix: str | None = None, *, banner_id: str = "verdict", people: bool = False
+) -> Any:
     """The decision first: the core's verdict in one sentence and its status, in words as well as in colour; ``fix``
-    adds what the least-lossy search found (the Fix page)."""
+    adds what the least-lossy search found (the Fix page). ``people``: the diagnosis counts people (a column has the
+    person-id role), and the sentence says people where the core says records, as the report and the CLI do."""
     title = "Meets every target" if verdict.passed else "Not safe to release"
-    children: list[Any] = [dmc.Text(verdict.sentence(), size="sm")]
+    sentence = verdict.sentence()
+    children: list[Any] = [dmc.Text(in_people(sentence) if people else sentence, size="sm")]
     if fix:
         children.append(dmc.Text(fix, size="sm", mt=4, className="verdict-fix"))
     return dmc.Alert(

@@ -24,6 +24,7 @@ from dashboard.ui.components import stat_card
 
 __all__ = [
     "TARGET_KEYS",
+    "card_columns",
     "headline_grid",
     "release_error",
     "release_input",
@@ -121,8 +122,28 @@ def with_targets(state: ViewState, k: Any, l: Any, t: Any, risk: Any, release: A
 def headline_grid(
     items: Sequence[Headline], *, card_prefix: str, grid_id: str, cols: dict[str, int], spacing: str = "md"
 ) -> Any:
-    """The headline numbers as stat cards with their pass / fail badges; card ids ``<card_prefix><key>``."""
+    """The headline numbers as stat cards with their pass / fail badges; card ids ``<card_prefix><key>``.
+
+    ``cols`` maps the width of the grid itself (a container query: ``{"base": 1, "350px": 2}``), not of the window,
+    to a number of columns: the same grid sits in a full-width row on the Risk page and in half a column on the Fix
+    page, and a card narrower than :data:`MIN_CARD_WIDTH` pixels lets its label run under its pass / fail badge.
+    """
     cards = [
         stat_card(h.label, h.value, passed=h.passed, detail=h.detail, card_id=f"{card_prefix}{h.key}") for h in items
     ]
-    return dmc.SimpleGrid(cards, cols=cols, spacing=spacing, id=grid_id)
+    return dmc.SimpleGrid(cards, cols=cols, spacing=spacing, id=grid_id, type="container")
+
+
+#: The narrowest stat card whose one-word label ("Prosecutor", "Household") still fits beside its badge, in pixels.
+MIN_CARD_WIDTH = 168
+
+
+def card_columns(counts: Sequence[int], gap: int) -> dict[str, int]:
+    """The container-query columns of :func:`headline_grid` for the column counts ``counts`` (ascending): each count
+    from the grid width at which its cards are :data:`MIN_CARD_WIDTH` wide with ``gap`` pixels between them; one
+    column below the first."""
+    cols: dict[str, int] = {"base": 1}
+    for n in counts:
+        if n > 1:
+            cols[f"{n * MIN_CARD_WIDTH + (n - 1) * gap}px"] = n
+    return cols

@@ -127,6 +127,8 @@ def test_rules_that_cannot_be_measured_fail_and_say_why(services: Services, surv
     assert headlines["release-k_map"].value == "-" and headlines["release-k_map"].passed is False
     assert "not measured: no population" in headlines["release-k_map"].detail
     assert "not measured: no household column" in headlines["release-household_risk"].detail
+    # the card names the measure as the survey table and the report do (the rule and its target are in the detail)
+    assert headlines["release-household_risk"].label == "Household risk"
 
 
 # --- the Fix page's search ------------------------------------------------------------------------------------------

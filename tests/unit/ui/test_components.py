@@ -7,6 +7,7 @@ import math
 
 import plotly
 
+from dashboard.pages.data import ROLE_HELP, ROLE_OPTIONS
 from dashboard.ui.components import (
     NAV_ITEMS,
     error_alert,
@@ -66,3 +67,10 @@ def test_progress_panel_ids_and_status() -> None:
     assert "Waiting ..." in text and "dimmed" in text
     plain = as_json(progress_panel("upload", status="", dimmed=False))
     assert '"upload-status"' in plain and "dimmed" not in plain
+
+
+def test_the_role_help_explains_every_role_the_control_offers() -> None:
+    labels = [label for _, label in ROLE_OPTIONS]
+    assert {"Household", "Person id", "Weight"} <= set(labels)
+    for label in labels:
+        assert f"{label}: " in ROLE_HELP, label

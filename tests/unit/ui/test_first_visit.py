@@ -3,17 +3,22 @@ banner carries the fix the search found."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 
+import pandas as pd
 import plotly.utils
 import pytest
 
+from dashboard.application.riskview import combinations_left_out, people_column
 from dashboard.application.services import Services
 from dashboard.application.settings import Settings
 from dashboard.application.state import ViewState
+from dashboard.core.data.contract import ColumnRole
 from dashboard.core.measure.diagnose import diagnose
 from dashboard.core.targets import PrivacyTargets
+from dashboard.pages import risk
 from dashboard.ui.components import no_dataset, verdict_banner
 from dashboard.ui.pagestate import DEFAULT_DATASET, open_page
 
@@ -57,3 +62,28 @@ def test_verdict_banner_adds_the_fix(services: Services) -> None:
     assert banner.id == "b" and verdict.sentence() in text and "The cheapest fix found" in text
     assert ("PASS" if verdict.passed else "FAIL") in banner.title
     assert "verdict-fix" not in as_json(verdict_banner(verdict))
+
+
+def visits_csv() -> bytes:
+    """Four people over seven rows: p1 and p2 share (30, F), p3 and p4 are unique."""
+    rows = ["pid,age,sex", "p1,30,F", "p1,30,F", "p2,30,F", "p3,41,M", "p3,41,M", "p3,41,M", "p4,52,F"]
+    return ("\n".join(rows) + "\n").encode()
+
+
+def test_the_verdict_counts_people_when_a_column_is_the_person_id(services: Services) -> None:
+    loaded = services.dataset(services.ingest(visits_csv(), filename="visits.csv", session="s" * 40).id)
+    state = services.initial_state(loaded).with_columns(roles={"pid": ColumnRole.ENTITY})
+    state = state.with_quasi_identifiers(["age", "sex"], []).updated(k=2, max_risk=0)
+    text = as_json(risk.results(services, state))
+    # the Risk page's banner says what the report and privdash report say: 2 of 4 people, not 2 of 4 records
+    assert "2 of 4 people (50.0%) are unique on these 2 attributes" in text
+    assert "2 of 4 records" not in text
+    verdict = diagnose(pd.read_csv(io.BytesIO(visits_csv())), ["age", "sex"], entity="pid").check(PrivacyTargets(k=2))
+    assert "records" in verdict.sentence()  # the core's sentence, reworded only on the page
+    banner = as_json(verdict_banner(verdict, people=True))
+    assert "people" in banner and "records" not in banner
+    assert as_json(verdict_banner(verdict)).count("records") == verdict.sentence().count("records")
+    # the QI-combination analysis counts rows: with a person id the page says why it is left out, as the report does
+    assert people_column(state) == "pid"
+    assert people_column(state.with_columns(roles={"pid": ColumnRole.INSENSITIVE})) is None
+    assert "left out" in combinations_left_out("pid") and "('pid')" in combinations_left_out("pid")

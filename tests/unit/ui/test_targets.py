@@ -10,7 +10,9 @@ import pytest
 from dashboard.application.riskview import Headline
 from dashboard.application.state import StateError, ViewState
 from dashboard.ui.targets import (
+    MIN_CARD_WIDTH,
     TARGET_KEYS,
+    card_columns,
     headline_grid,
     release_error,
     target_ids,
@@ -69,3 +71,20 @@ def test_headline_cards_show_the_verdicts() -> None:
     assert [card.id for card in grid.children] == ["fix-after-k", "fix-after-l"]
     text = as_json(grid)
     assert text.count('"stat-status"') == 1 and '"fail"' in text
+
+
+def test_card_columns_keep_every_card_wide_enough_for_its_label_and_badge() -> None:
+    # the grid's own width decides: half a Fix page column at 1280 px (323 px) holds one card, at 1440 px (383 px)
+    # two, a full Risk page row at 1280 px (1000 px) three, at 1440 px (1160 px) six
+    cols = card_columns((2, 3, 6), gap=16)
+    assert cols == {"base": 1, "352px": 2, "536px": 3, "1088px": 6}
+    for width, n in cols.items():
+        if width != "base":
+            assert (int(width.removesuffix("px")) - (n - 1) * 16) / n >= MIN_CARD_WIDTH
+
+    def columns(grid_width: int) -> int:
+        return max(n for width, n in cols.items() if width == "base" or int(width[:-2]) <= grid_width)
+
+    assert [columns(w) for w in (323, 383, 1000, 1160)] == [1, 2, 3, 6]
+    grid = headline_grid([], card_prefix="card-", grid_id="headline-cards", cols=cols)
+    assert grid.type == "container"  # container queries: the breakpoints are the grid's width, not the window's
