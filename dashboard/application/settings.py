@@ -92,7 +92,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from dashboard.core.errors import ParameterError
-from dashboard.core.geo.geography import default_cache_dir
 from dashboard.core.geo.postcodes import default_data_dir
 from dashboard.core.privacy.mechanisms import PrivacyBudget
 
@@ -173,6 +172,14 @@ READ_LIMIT_VARIABLES: Mapping[str, str] = {
 }
 
 
+def _default_cache_dir() -> Path:
+    """:func:`dashboard.core.geo.geography.default_cache_dir`, imported when asked for: the geography module loads
+    geopandas and shapely, which a command that only reads its settings does not need."""
+    from dashboard.core.geo.geography import default_cache_dir
+
+    return default_cache_dir()
+
+
 @dataclass(frozen=True)
 class Settings:
     """Where the dashboard keeps its files, how large an upload may be, where the reference data is, and the key.
@@ -230,7 +237,7 @@ class Settings:
     cache_items: int = 4
     cache_bytes: int = 1_024_000_000
     data_dir: Path = field(default_factory=default_data_dir)
-    geo_cache_dir: Path = field(default_factory=default_cache_dir)
+    geo_cache_dir: Path = field(default_factory=_default_cache_dir)
     pseudonym_key: str | None = field(default=None, repr=False)
     host: str = "127.0.0.1"
     port: int = 8050

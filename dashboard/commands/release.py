@@ -24,31 +24,31 @@ import sys
 import threading
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from dashboard.application.storage import exclusive_lock
 from dashboard.commands._common import format_table, jsonable, print_json, split_columns
-from dashboard.core import (
-    DPRelease,
-    Mechanism,
-    ParameterError,
-    PrivacyBudget,
-    check_max_rows,
-    dp_class_sizes,
-    dp_count,
-    dp_histogram,
-    dp_mean,
-    dp_sum,
-    load_hierarchies,
-    read_domain_file,
-    read_table_with_info,
-    write_table,
+from dashboard.core.data.tables import read_table_with_info, write_table
+from dashboard.core.errors import DataReadError, ParameterError, check_finite
+from dashboard.core.privacy.contributions import check_max_rows
+from dashboard.core.privacy.ledger import (
+    BudgetLedger,
+    DatasetAccount,
+    TableFingerprint,
+    check_identity,
+    file_sha256,
+    is_read_only,
 )
-from dashboard.core.errors import DataReadError, check_finite
-from dashboard.core.privacy import BudgetLedger, DatasetAccount, TableFingerprint, check_identity, file_sha256
-from dashboard.core.privacy.ledger import is_read_only
+from dashboard.core.privacy.mechanisms import Mechanism, PrivacyBudget
+from dashboard.core.transform.hierarchy import load_hierarchies
+
+if TYPE_CHECKING:
+    from dashboard.core.privacy.release import DPRelease
+
+# The queries (dp_count ... in dashboard.core.privacy.release) are imported where they run: with OpenDP, which
+# pulls in scikit-learn, they would add about a second to ``privdash release --help``.
 
 _QUERIES = ("count", "histogram", "sum", "mean")
 _OUTPUTS = (".csv", ".tsv", ".parquet", ".json")
@@ -316,6 +316,8 @@ def _check_query_arguments(args: argparse.Namespace) -> None:
 
 
 def _compute(args: argparse.Namespace, data: Any, mechanism: Mechanism) -> DPRelease:
+    from dashboard.core.privacy.release import dp_class_sizes, dp_count, dp_histogram, dp_mean, dp_sum
+
     common: dict[str, Any] = {
         "epsilon": args.epsilon,
         "delta": args.delta,
@@ -365,6 +367,8 @@ def _qi_domains(
 ) -> dict[str, list[str]] | None:
     if not values and hierarchies is None:
         return None
+    from dashboard.core.privacy.release import read_domain_file
+
     domains: dict[str, list[str]] = {}
     for item in values or ():
         if Path(item).is_file():
@@ -393,6 +397,8 @@ def _qi_domains(
 def _values(text: str) -> list[str] | dict[str, list[str]]:
     """A file of values, or comma-separated values."""
     if Path(text).is_file():
+        from dashboard.core.privacy.release import read_domain_file
+
         return read_domain_file(text)
     values = split_columns(text)
     if not values:

@@ -21,225 +21,475 @@ generalization, suppression, microaggregation, identifiers), :mod:`.geo` (postco
 docs/definitions.md the vocabulary.
 """
 
-from dashboard.core.attack import AttackReport, AttackResult, UnmatchedValuesError, attack_release
-from dashboard.core.choices import Choice
-from dashboard.core.data.contract import (
-    ColumnRole,
-    ColumnsByRole,
-    DataContract,
-    FieldMetadata,
-    StatisticalType,
-    infer_statistical_type,
-    suggest_contract,
-    suggest_roles,
-)
-from dashboard.core.data.demo import DEFAULT_DEMO, demo_datasets, people_contract, people_table, uniform_table
-from dashboard.core.data.tables import (
-    DEFAULT_READ_LIMITS,
-    ReadLimits,
-    csv_text,
-    escape_formulas,
-    read_table,
-    read_table_with_info,
-    write_table,
-)
-from dashboard.core.engines.aggregate import (
-    AUTO_DUCKDB_BYTES,
-    COUNT,
-    Aggregate,
-    DatabaseSource,
-    Engine,
-    SparkTable,
-    aggregate_table,
-    resolve_engine,
-    sample_rows,
-)
-from dashboard.core.engines.common import is_database_url
-from dashboard.core.engines.database import redact_url
-from dashboard.core.engines.streaming import (
-    CLASS_SIZE,
-    RECORD_RISK,
-    STREAMABLE_STEPS,
-    StreamedRecipe,
-    StreamedRecords,
-    apply_recipe_streaming,
-    with_record_sizes,
-    write_person_sizes,
-    write_record_sizes,
-)
-from dashboard.core.errors import (
-    ColumnError,
-    ContractError,
-    DataReadError,
-    ParameterError,
-    PrivdashError,
-    ReadLimitError,
-    TooManyQuasiIdentifiersError,
-    check_columns,
-    check_finite,
-)
-from dashboard.core.geo.geography import default_cache_dir, district_neighbours, district_polygons_dir
-from dashboard.core.geo.geomask import SpatialK, donut_mask, masking_points, perturb_coordinates, spatial_k_anonymity
-from dashboard.core.geo.postcodes import (
-    DEFAULT_POPULATION_THRESHOLD,
-    Neighbours,
-    PopulationTable,
-    PostcodeGeneralization,
-    Strategy,
-    default_data_dir,
-    fails_threshold,
-    generalize_postcodes,
-    neighbours_from_doogal,
-    parse_postcodes,
-    population_counts,
-    read_population,
-    recode_postcodes,
-)
-from dashboard.core.measure.classes import (
-    MISSING_LABEL,
-    EquivalenceClasses,
-    MissingPolicy,
-    class_size_frequencies,
-    equivalence_classes,
-    equivalence_classes_from_aggregate,
-)
-from dashboard.core.measure.combinations import (
-    CombinationRisk,
-    MinimalSampleUniques,
-    combination_risk,
-    minimal_sample_uniques,
-)
-from dashboard.core.measure.diagnose import Diagnosis, diagnose
-from dashboard.core.measure.entities import EntityClasses, EntityKey, entity_classes, entity_classes_from_aggregate
-from dashboard.core.measure.model_risk import (
-    MODEL_RISK_METHODS,
-    ModelRisk,
-    model_risk,
-    parse_model_risk_methods,
-    population_unique_probability,
-)
-from dashboard.core.measure.models import SensitiveModels, sensitive_models
-from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
-from dashboard.core.measure.population import PopulationCounts, PopulationSource
-from dashboard.core.measure.risk import (
-    DEFAULT_MAX_RISK,
-    AttackerRisk,
-    RiskCurve,
-    RiskSummary,
-    individual_risk,
-    journalist_risk,
-    marketer_risk,
-    prosecutor_risk,
-    records_at_risk_by_k,
-    records_at_risk_curve,
-    risk_summary,
-)
-from dashboard.core.measure.verdict import TargetCheck, Verdict, check_targets
-from dashboard.core.privacy import (
-    BudgetExceededError,
-    BudgetLedger,
-    ContributionBound,
-    DatasetAccount,
-    DPRelease,
-    IdentityResolution,
-    Mechanism,
-    PrivacyBudget,
-    TableFingerprint,
-    bound_contributions,
-    check_identity,
-    check_max_rows,
-    dp_class_sizes,
-    dp_count,
-    dp_histogram,
-    dp_mean,
-    dp_sum,
-    file_sha256,
-    frame_sha256,
-    is_read_only,
-    most_rows_per_person,
-    read_domain_file,
-)
-from dashboard.core.privacy.release import DP_ERROR, DP_TRUE_VALUE, DP_VALUE
-from dashboard.core.search.entities import DEFAULT_MAX_PEOPLE_NODES, PeopleSearchResult, people_generalization
-from dashboard.core.search.heuristic import DEFAULT_MAX_CHECKS, heuristic_search
-from dashboard.core.search.lattice import (
-    DEFAULT_MAX_NODES,
-    SEARCH_STRATEGIES,
-    SearchResult,
-    Solution,
-    optimal_generalization,
-    suppression_budget,
-)
-from dashboard.core.search.local import RECODING_CHOICES, LocalRecodingResult, anonymize, local_recoding
-from dashboard.core.search.solutions import SolutionEstimates, solution_estimates, solution_table, step_with_levels
-from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import (
-    RULE_SETTINGS,
-    TOP,
-    Hierarchy,
-    HierarchyError,
-    build_hierarchy,
-    canonical_text,
-    default_rule,
-    hierarchy_from_rule,
-    load_hierarchies,
-    read_arx_hierarchy,
-    search_hierarchy,
-    write_arx_hierarchy,
-)
-from dashboard.core.transform.identifiers import (
-    KEY_ENV,
-    MIN_KEY_BYTES,
-    drop_identifiers,
-    key_fingerprint,
-    mask_identifiers,
-    pseudonymize,
-)
-from dashboard.core.transform.jobs import run_job_file
-from dashboard.core.transform.microaggregation import (
-    microaggregate,
-    microaggregate_with_contract,
-    types_from_contract,
-)
-from dashboard.core.transform.perturbation import (
-    NOISE_METHODS,
-    NUMERICAL_PERTURBATIONS,
-    PERTURBATIVE_STEPS,
-    add_noise,
-    perturbed_numeric_columns,
-    pram,
-    rank_swap,
-    shuffle_within_classes,
-)
-from dashboard.core.transform.release_targets import release_verdict
-from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
-from dashboard.core.transform.suppression import (
-    SUPPRESSION_RISK_TARGETS,
-    suppress_cells,
-    suppress_records,
-    top_bottom_code,
-)
-from dashboard.core.utility.estimates import (
-    ESTIMATE_KINDS,
-    ConfidenceInterval,
-    Estimate,
-    EstimateComparison,
-    EstimateRow,
-    compare_estimates,
-    estimates_table,
-    interval_overlap,
-    parse_estimate,
-)
-from dashboard.core.utility.metrics import (
-    InformationLoss,
-    Metric,
-    cells_changed,
-    classifier_accuracy,
-    information_loss,
-    utility_report,
-    value_distributions,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from dashboard.core.attack import AttackReport, AttackResult, UnmatchedValuesError, attack_release
+    from dashboard.core.choices import Choice
+    from dashboard.core.data.contract import (
+        ColumnRole,
+        ColumnsByRole,
+        DataContract,
+        FieldMetadata,
+        StatisticalType,
+        infer_statistical_type,
+        suggest_contract,
+        suggest_roles,
+    )
+    from dashboard.core.data.demo import DEFAULT_DEMO, demo_datasets, people_contract, people_table, uniform_table
+    from dashboard.core.data.tables import (
+        DEFAULT_READ_LIMITS,
+        ReadLimits,
+        csv_text,
+        escape_formulas,
+        read_table,
+        read_table_with_info,
+        write_table,
+    )
+    from dashboard.core.engines.aggregate import (
+        AUTO_DUCKDB_BYTES,
+        COUNT,
+        Aggregate,
+        DatabaseSource,
+        Engine,
+        SparkTable,
+        aggregate_table,
+        resolve_engine,
+        sample_rows,
+    )
+    from dashboard.core.engines.common import is_database_url
+    from dashboard.core.engines.database import redact_url
+    from dashboard.core.engines.streaming import (
+        CLASS_SIZE,
+        RECORD_RISK,
+        STREAMABLE_STEPS,
+        StreamedRecipe,
+        StreamedRecords,
+        apply_recipe_streaming,
+        with_record_sizes,
+        write_person_sizes,
+        write_record_sizes,
+    )
+    from dashboard.core.errors import (
+        ColumnError,
+        ContractError,
+        DataReadError,
+        ParameterError,
+        PrivdashError,
+        ReadLimitError,
+        TooManyQuasiIdentifiersError,
+        check_columns,
+        check_finite,
+    )
+    from dashboard.core.geo.geography import default_cache_dir, district_neighbours, district_polygons_dir
+    from dashboard.core.geo.geomask import (
+        SpatialK,
+        donut_mask,
+        masking_points,
+        perturb_coordinates,
+        spatial_k_anonymity,
+    )
+    from dashboard.core.geo.postcodes import (
+        DEFAULT_POPULATION_THRESHOLD,
+        Neighbours,
+        PopulationTable,
+        PostcodeGeneralization,
+        Strategy,
+        default_data_dir,
+        fails_threshold,
+        generalize_postcodes,
+        neighbours_from_doogal,
+        parse_postcodes,
+        population_counts,
+        read_population,
+        recode_postcodes,
+    )
+    from dashboard.core.measure.classes import (
+        MISSING_LABEL,
+        EquivalenceClasses,
+        MissingPolicy,
+        class_size_frequencies,
+        equivalence_classes,
+        equivalence_classes_from_aggregate,
+    )
+    from dashboard.core.measure.combinations import (
+        CombinationRisk,
+        MinimalSampleUniques,
+        combination_risk,
+        minimal_sample_uniques,
+    )
+    from dashboard.core.measure.diagnose import Diagnosis, diagnose
+    from dashboard.core.measure.entities import EntityClasses, EntityKey, entity_classes, entity_classes_from_aggregate
+    from dashboard.core.measure.model_risk import (
+        MODEL_RISK_METHODS,
+        ModelRisk,
+        model_risk,
+        parse_model_risk_methods,
+        population_unique_probability,
+    )
+    from dashboard.core.measure.models import SensitiveModels, sensitive_models
+    from dashboard.core.measure.perturbed import PerturbationRisk, perturbation_risk
+    from dashboard.core.measure.population import PopulationCounts, PopulationSource
+    from dashboard.core.measure.risk import (
+        DEFAULT_MAX_RISK,
+        AttackerRisk,
+        RiskCurve,
+        RiskSummary,
+        individual_risk,
+        journalist_risk,
+        marketer_risk,
+        prosecutor_risk,
+        records_at_risk_by_k,
+        records_at_risk_curve,
+        risk_summary,
+    )
+    from dashboard.core.measure.verdict import TargetCheck, Verdict, check_targets
+    from dashboard.core.privacy import (
+        BudgetExceededError,
+        BudgetLedger,
+        ContributionBound,
+        DatasetAccount,
+        DPRelease,
+        IdentityResolution,
+        Mechanism,
+        PrivacyBudget,
+        TableFingerprint,
+        bound_contributions,
+        check_identity,
+        check_max_rows,
+        dp_class_sizes,
+        dp_count,
+        dp_histogram,
+        dp_mean,
+        dp_sum,
+        file_sha256,
+        frame_sha256,
+        is_read_only,
+        most_rows_per_person,
+        read_domain_file,
+    )
+    from dashboard.core.privacy.release import DP_ERROR, DP_TRUE_VALUE, DP_VALUE
+    from dashboard.core.search.entities import DEFAULT_MAX_PEOPLE_NODES, PeopleSearchResult, people_generalization
+    from dashboard.core.search.heuristic import DEFAULT_MAX_CHECKS, heuristic_search
+    from dashboard.core.search.lattice import (
+        DEFAULT_MAX_NODES,
+        SEARCH_STRATEGIES,
+        SearchResult,
+        Solution,
+        optimal_generalization,
+        suppression_budget,
+    )
+    from dashboard.core.search.local import RECODING_CHOICES, LocalRecodingResult, anonymize, local_recoding
+    from dashboard.core.search.solutions import SolutionEstimates, solution_estimates, solution_table, step_with_levels
+    from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
+    from dashboard.core.transform.generalization import generalize
+    from dashboard.core.transform.hierarchy import (
+        RULE_SETTINGS,
+        TOP,
+        Hierarchy,
+        HierarchyError,
+        build_hierarchy,
+        canonical_text,
+        default_rule,
+        hierarchy_from_rule,
+        load_hierarchies,
+        read_arx_hierarchy,
+        search_hierarchy,
+        write_arx_hierarchy,
+    )
+    from dashboard.core.transform.identifiers import (
+        KEY_ENV,
+        MIN_KEY_BYTES,
+        drop_identifiers,
+        key_fingerprint,
+        mask_identifiers,
+        pseudonymize,
+    )
+    from dashboard.core.transform.jobs import run_job_file
+    from dashboard.core.transform.microaggregation import (
+        microaggregate,
+        microaggregate_with_contract,
+        types_from_contract,
+    )
+    from dashboard.core.transform.perturbation import (
+        NOISE_METHODS,
+        NUMERICAL_PERTURBATIONS,
+        PERTURBATIVE_STEPS,
+        add_noise,
+        perturbed_numeric_columns,
+        pram,
+        rank_swap,
+        shuffle_within_classes,
+    )
+    from dashboard.core.transform.release_targets import release_verdict
+    from dashboard.core.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
+    from dashboard.core.transform.suppression import (
+        SUPPRESSION_RISK_TARGETS,
+        suppress_cells,
+        suppress_records,
+        top_bottom_code,
+    )
+    from dashboard.core.utility.estimates import (
+        ESTIMATE_KINDS,
+        ConfidenceInterval,
+        Estimate,
+        EstimateComparison,
+        EstimateRow,
+        compare_estimates,
+        estimates_table,
+        interval_overlap,
+        parse_estimate,
+    )
+    from dashboard.core.utility.metrics import (
+        InformationLoss,
+        Metric,
+        cells_changed,
+        classifier_accuracy,
+        information_loss,
+        utility_report,
+        value_distributions,
+    )
+
+# Where each public name lives; the module is imported on first use (PEP 562), so that importing the package
+# costs nothing until a name is asked for.
+_SOURCES: dict[str, str] = {
+    "AttackReport": "dashboard.core.attack",
+    "AttackResult": "dashboard.core.attack",
+    "UnmatchedValuesError": "dashboard.core.attack",
+    "attack_release": "dashboard.core.attack",
+    "Choice": "dashboard.core.choices",
+    "ColumnRole": "dashboard.core.data.contract",
+    "ColumnsByRole": "dashboard.core.data.contract",
+    "DataContract": "dashboard.core.data.contract",
+    "FieldMetadata": "dashboard.core.data.contract",
+    "StatisticalType": "dashboard.core.data.contract",
+    "infer_statistical_type": "dashboard.core.data.contract",
+    "suggest_contract": "dashboard.core.data.contract",
+    "suggest_roles": "dashboard.core.data.contract",
+    "DEFAULT_DEMO": "dashboard.core.data.demo",
+    "demo_datasets": "dashboard.core.data.demo",
+    "people_contract": "dashboard.core.data.demo",
+    "people_table": "dashboard.core.data.demo",
+    "uniform_table": "dashboard.core.data.demo",
+    "DEFAULT_READ_LIMITS": "dashboard.core.data.tables",
+    "ReadLimits": "dashboard.core.data.tables",
+    "csv_text": "dashboard.core.data.tables",
+    "escape_formulas": "dashboard.core.data.tables",
+    "read_table": "dashboard.core.data.tables",
+    "read_table_with_info": "dashboard.core.data.tables",
+    "write_table": "dashboard.core.data.tables",
+    "AUTO_DUCKDB_BYTES": "dashboard.core.engines.aggregate",
+    "COUNT": "dashboard.core.engines.aggregate",
+    "Aggregate": "dashboard.core.engines.aggregate",
+    "DatabaseSource": "dashboard.core.engines.aggregate",
+    "Engine": "dashboard.core.engines.aggregate",
+    "SparkTable": "dashboard.core.engines.aggregate",
+    "aggregate_table": "dashboard.core.engines.aggregate",
+    "resolve_engine": "dashboard.core.engines.aggregate",
+    "sample_rows": "dashboard.core.engines.aggregate",
+    "is_database_url": "dashboard.core.engines.common",
+    "redact_url": "dashboard.core.engines.database",
+    "CLASS_SIZE": "dashboard.core.engines.streaming",
+    "RECORD_RISK": "dashboard.core.engines.streaming",
+    "STREAMABLE_STEPS": "dashboard.core.engines.streaming",
+    "StreamedRecipe": "dashboard.core.engines.streaming",
+    "StreamedRecords": "dashboard.core.engines.streaming",
+    "apply_recipe_streaming": "dashboard.core.engines.streaming",
+    "with_record_sizes": "dashboard.core.engines.streaming",
+    "write_person_sizes": "dashboard.core.engines.streaming",
+    "write_record_sizes": "dashboard.core.engines.streaming",
+    "ColumnError": "dashboard.core.errors",
+    "ContractError": "dashboard.core.errors",
+    "DataReadError": "dashboard.core.errors",
+    "ParameterError": "dashboard.core.errors",
+    "PrivdashError": "dashboard.core.errors",
+    "ReadLimitError": "dashboard.core.errors",
+    "TooManyQuasiIdentifiersError": "dashboard.core.errors",
+    "check_columns": "dashboard.core.errors",
+    "check_finite": "dashboard.core.errors",
+    "default_cache_dir": "dashboard.core.geo.geography",
+    "district_neighbours": "dashboard.core.geo.geography",
+    "district_polygons_dir": "dashboard.core.geo.geography",
+    "SpatialK": "dashboard.core.geo.geomask",
+    "donut_mask": "dashboard.core.geo.geomask",
+    "masking_points": "dashboard.core.geo.geomask",
+    "perturb_coordinates": "dashboard.core.geo.geomask",
+    "spatial_k_anonymity": "dashboard.core.geo.geomask",
+    "DEFAULT_POPULATION_THRESHOLD": "dashboard.core.geo.postcodes",
+    "Neighbours": "dashboard.core.geo.postcodes",
+    "PopulationTable": "dashboard.core.geo.postcodes",
+    "PostcodeGeneralization": "dashboard.core.geo.postcodes",
+    "Strategy": "dashboard.core.geo.postcodes",
+    "default_data_dir": "dashboard.core.geo.postcodes",
+    "fails_threshold": "dashboard.core.geo.postcodes",
+    "generalize_postcodes": "dashboard.core.geo.postcodes",
+    "neighbours_from_doogal": "dashboard.core.geo.postcodes",
+    "parse_postcodes": "dashboard.core.geo.postcodes",
+    "population_counts": "dashboard.core.geo.postcodes",
+    "read_population": "dashboard.core.geo.postcodes",
+    "recode_postcodes": "dashboard.core.geo.postcodes",
+    "MISSING_LABEL": "dashboard.core.measure.classes",
+    "EquivalenceClasses": "dashboard.core.measure.classes",
+    "MissingPolicy": "dashboard.core.measure.classes",
+    "class_size_frequencies": "dashboard.core.measure.classes",
+    "equivalence_classes": "dashboard.core.measure.classes",
+    "equivalence_classes_from_aggregate": "dashboard.core.measure.classes",
+    "CombinationRisk": "dashboard.core.measure.combinations",
+    "MinimalSampleUniques": "dashboard.core.measure.combinations",
+    "combination_risk": "dashboard.core.measure.combinations",
+    "minimal_sample_uniques": "dashboard.core.measure.combinations",
+    "Diagnosis": "dashboard.core.measure.diagnose",
+    "diagnose": "dashboard.core.measure.diagnose",
+    "EntityClasses": "dashboard.core.measure.entities",
+    "EntityKey": "dashboard.core.measure.entities",
+    "entity_classes": "dashboard.core.measure.entities",
+    "entity_classes_from_aggregate": "dashboard.core.measure.entities",
+    "MODEL_RISK_METHODS": "dashboard.core.measure.model_risk",
+    "ModelRisk": "dashboard.core.measure.model_risk",
+    "model_risk": "dashboard.core.measure.model_risk",
+    "parse_model_risk_methods": "dashboard.core.measure.model_risk",
+    "population_unique_probability": "dashboard.core.measure.model_risk",
+    "SensitiveModels": "dashboard.core.measure.models",
+    "sensitive_models": "dashboard.core.measure.models",
+    "PerturbationRisk": "dashboard.core.measure.perturbed",
+    "perturbation_risk": "dashboard.core.measure.perturbed",
+    "PopulationCounts": "dashboard.core.measure.population",
+    "PopulationSource": "dashboard.core.measure.population",
+    "DEFAULT_MAX_RISK": "dashboard.core.measure.risk",
+    "AttackerRisk": "dashboard.core.measure.risk",
+    "RiskCurve": "dashboard.core.measure.risk",
+    "RiskSummary": "dashboard.core.measure.risk",
+    "individual_risk": "dashboard.core.measure.risk",
+    "journalist_risk": "dashboard.core.measure.risk",
+    "marketer_risk": "dashboard.core.measure.risk",
+    "prosecutor_risk": "dashboard.core.measure.risk",
+    "records_at_risk_by_k": "dashboard.core.measure.risk",
+    "records_at_risk_curve": "dashboard.core.measure.risk",
+    "risk_summary": "dashboard.core.measure.risk",
+    "TargetCheck": "dashboard.core.measure.verdict",
+    "Verdict": "dashboard.core.measure.verdict",
+    "check_targets": "dashboard.core.measure.verdict",
+    "BudgetExceededError": "dashboard.core.privacy",
+    "BudgetLedger": "dashboard.core.privacy",
+    "ContributionBound": "dashboard.core.privacy",
+    "DatasetAccount": "dashboard.core.privacy",
+    "DPRelease": "dashboard.core.privacy",
+    "IdentityResolution": "dashboard.core.privacy",
+    "Mechanism": "dashboard.core.privacy",
+    "PrivacyBudget": "dashboard.core.privacy",
+    "TableFingerprint": "dashboard.core.privacy",
+    "bound_contributions": "dashboard.core.privacy",
+    "check_identity": "dashboard.core.privacy",
+    "check_max_rows": "dashboard.core.privacy",
+    "dp_class_sizes": "dashboard.core.privacy",
+    "dp_count": "dashboard.core.privacy",
+    "dp_histogram": "dashboard.core.privacy",
+    "dp_mean": "dashboard.core.privacy",
+    "dp_sum": "dashboard.core.privacy",
+    "file_sha256": "dashboard.core.privacy",
+    "frame_sha256": "dashboard.core.privacy",
+    "is_read_only": "dashboard.core.privacy",
+    "most_rows_per_person": "dashboard.core.privacy",
+    "read_domain_file": "dashboard.core.privacy",
+    "DP_ERROR": "dashboard.core.privacy.release",
+    "DP_TRUE_VALUE": "dashboard.core.privacy.release",
+    "DP_VALUE": "dashboard.core.privacy.release",
+    "DEFAULT_MAX_PEOPLE_NODES": "dashboard.core.search.entities",
+    "PeopleSearchResult": "dashboard.core.search.entities",
+    "people_generalization": "dashboard.core.search.entities",
+    "DEFAULT_MAX_CHECKS": "dashboard.core.search.heuristic",
+    "heuristic_search": "dashboard.core.search.heuristic",
+    "DEFAULT_MAX_NODES": "dashboard.core.search.lattice",
+    "SEARCH_STRATEGIES": "dashboard.core.search.lattice",
+    "SearchResult": "dashboard.core.search.lattice",
+    "Solution": "dashboard.core.search.lattice",
+    "optimal_generalization": "dashboard.core.search.lattice",
+    "suppression_budget": "dashboard.core.search.lattice",
+    "RECODING_CHOICES": "dashboard.core.search.local",
+    "LocalRecodingResult": "dashboard.core.search.local",
+    "anonymize": "dashboard.core.search.local",
+    "local_recoding": "dashboard.core.search.local",
+    "SolutionEstimates": "dashboard.core.search.solutions",
+    "solution_estimates": "dashboard.core.search.solutions",
+    "solution_table": "dashboard.core.search.solutions",
+    "step_with_levels": "dashboard.core.search.solutions",
+    "DEFAULT_MAX_SUPPRESSION": "dashboard.core.targets",
+    "PrivacyTargets": "dashboard.core.targets",
+    "parse_targets": "dashboard.core.targets",
+    "generalize": "dashboard.core.transform.generalization",
+    "RULE_SETTINGS": "dashboard.core.transform.hierarchy",
+    "TOP": "dashboard.core.transform.hierarchy",
+    "Hierarchy": "dashboard.core.transform.hierarchy",
+    "HierarchyError": "dashboard.core.transform.hierarchy",
+    "build_hierarchy": "dashboard.core.transform.hierarchy",
+    "canonical_text": "dashboard.core.transform.hierarchy",
+    "default_rule": "dashboard.core.transform.hierarchy",
+    "hierarchy_from_rule": "dashboard.core.transform.hierarchy",
+    "load_hierarchies": "dashboard.core.transform.hierarchy",
+    "read_arx_hierarchy": "dashboard.core.transform.hierarchy",
+    "search_hierarchy": "dashboard.core.transform.hierarchy",
+    "write_arx_hierarchy": "dashboard.core.transform.hierarchy",
+    "KEY_ENV": "dashboard.core.transform.identifiers",
+    "MIN_KEY_BYTES": "dashboard.core.transform.identifiers",
+    "drop_identifiers": "dashboard.core.transform.identifiers",
+    "key_fingerprint": "dashboard.core.transform.identifiers",
+    "mask_identifiers": "dashboard.core.transform.identifiers",
+    "pseudonymize": "dashboard.core.transform.identifiers",
+    "run_job_file": "dashboard.core.transform.jobs",
+    "microaggregate": "dashboard.core.transform.microaggregation",
+    "microaggregate_with_contract": "dashboard.core.transform.microaggregation",
+    "types_from_contract": "dashboard.core.transform.microaggregation",
+    "NOISE_METHODS": "dashboard.core.transform.perturbation",
+    "NUMERICAL_PERTURBATIONS": "dashboard.core.transform.perturbation",
+    "PERTURBATIVE_STEPS": "dashboard.core.transform.perturbation",
+    "add_noise": "dashboard.core.transform.perturbation",
+    "perturbed_numeric_columns": "dashboard.core.transform.perturbation",
+    "pram": "dashboard.core.transform.perturbation",
+    "rank_swap": "dashboard.core.transform.perturbation",
+    "shuffle_within_classes": "dashboard.core.transform.perturbation",
+    "release_verdict": "dashboard.core.transform.release_targets",
+    "Recipe": "dashboard.core.transform.steps",
+    "Step": "dashboard.core.transform.steps",
+    "TransformResult": "dashboard.core.transform.steps",
+    "apply_recipe": "dashboard.core.transform.steps",
+    "apply_step": "dashboard.core.transform.steps",
+    "SUPPRESSION_RISK_TARGETS": "dashboard.core.transform.suppression",
+    "suppress_cells": "dashboard.core.transform.suppression",
+    "suppress_records": "dashboard.core.transform.suppression",
+    "top_bottom_code": "dashboard.core.transform.suppression",
+    "ESTIMATE_KINDS": "dashboard.core.utility.estimates",
+    "ConfidenceInterval": "dashboard.core.utility.estimates",
+    "Estimate": "dashboard.core.utility.estimates",
+    "EstimateComparison": "dashboard.core.utility.estimates",
+    "EstimateRow": "dashboard.core.utility.estimates",
+    "compare_estimates": "dashboard.core.utility.estimates",
+    "estimates_table": "dashboard.core.utility.estimates",
+    "interval_overlap": "dashboard.core.utility.estimates",
+    "parse_estimate": "dashboard.core.utility.estimates",
+    "InformationLoss": "dashboard.core.utility.metrics",
+    "Metric": "dashboard.core.utility.metrics",
+    "cells_changed": "dashboard.core.utility.metrics",
+    "classifier_accuracy": "dashboard.core.utility.metrics",
+    "information_loss": "dashboard.core.utility.metrics",
+    "utility_report": "dashboard.core.utility.metrics",
+    "value_distributions": "dashboard.core.utility.metrics",
+}
+
+if not TYPE_CHECKING:
+
+    def __getattr__(name: str) -> Any:
+        source = _SOURCES.get(name)
+        if source is None:
+            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+        value = getattr(importlib.import_module(source), name)
+        globals()[name] = value
+        return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "AUTO_DUCKDB_BYTES",

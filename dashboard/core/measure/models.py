@@ -44,7 +44,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from scipy.special import digamma
 
 from dashboard.core.choices import Choice
 from dashboard.core.errors import ColumnError, ParameterError, check_positive_int, check_threshold
@@ -373,6 +372,8 @@ def grassberger(n: np.ndarray | int) -> np.ndarray:
     ``sum_{k<=m} 1/(2k - 1) = H_{2m} - H_m / 2``, so ``G(n) = 2 psi(2m + 1) - psi(m + 1) - ln 2`` with
     ``m = floor(n / 2)``. ``G(1) = -gamma - ln 2``; ``G(n) - ln n -> 0`` as ``n`` grows.
     """
+    from scipy.special import digamma  # imported on use: scipy adds ~0.15 s to start-up
+
     values = np.asarray(n)
     if values.size and (values < 1).any():
         raise ParameterError("Grassberger's G(n) is defined for counts n >= 1.")

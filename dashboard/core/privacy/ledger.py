@@ -51,7 +51,6 @@ import pandas as pd
 from dashboard.core.errors import DataReadError, ParameterError
 from dashboard.core.measure.classes import MISSING_LABEL
 from dashboard.core.privacy.mechanisms import PrivacyBudget
-from dashboard.core.privacy.release import category_text
 
 __all__ = [
     "NEAR_COPY",
@@ -123,6 +122,8 @@ def row_hashes(data: pd.DataFrame) -> np.ndarray:
     ``column name + U+001F + category text`` (:func:`~dashboard.core.privacy.release.category_text`, missing as
     ``(missing)``) with pandas' ``hash_array`` (once per distinct value), and the cells of a row are combined in the
     order of the column names."""
+    from dashboard.core.privacy.release import category_text  # with OpenDP, which the ledger alone does not need
+
     hashes = np.zeros(len(data), dtype=np.uint64)
     order = sorted(range(data.shape[1]), key=lambda i: str(data.columns[i]))
     for position in order:

@@ -25,18 +25,27 @@ Mechanisms (the scale b is chosen so that OpenDP's privacy map of the whole meas
 The expected error is the half-width a of the interval that holds the noise with probability ``confidence``:
 P[|noise| <= a] >= confidence, from OpenDP's ``*_scale_to_accuracy`` helpers (for Laplace a = b·ln(1/α),
 α = 1 - confidence). Noise is never drawn here: OpenDP draws it from the operating system's randomness.
+
+OpenDP's "contrib" features: privdash's measurements are built from OpenDP's contributed (not yet vetted)
+constructors, which OpenDP refuses until ``enable_features("contrib")`` is called, a choice OpenDP leaves to the
+user. privdash does not make it for the whole process: :func:`contrib` (and the :func:`uses_contrib` decorator on
+:func:`calibrate`, :func:`accuracy` and the queries of :mod:`.release`) enables the feature only while privdash
+builds its own measurements and restores OpenDP's setting afterwards (``disable_features``), so a program that
+imports privdash and uses OpenDP itself sees the features it enabled itself. While a privdash query runs, another
+thread of the same process sees "contrib" enabled. OpenDP itself (and scikit-learn, which it pulls in) is imported
+on the first DP call, not with this module.
 """
 
 from __future__ import annotations
 
 import contextlib
+import functools
 import math
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
-
-import opendp.prelude as dp
+from typing import Any, ParamSpec, TypeVar
 
 from dashboard.core.errors import ParameterError, check_finite
 
@@ -48,9 +57,52 @@ __all__ = [
     "accuracy",
     "calibrate",
     "out_of_range",
+    "uses_contrib",
 ]
 
-dp.enable_features("contrib")
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+
+# The privdash calls inside contrib() (nested or in several threads) and whether the outermost one enabled the
+# feature (then the last one to leave disables it again).
+_CONTRIB_LOCK = threading.Lock()
+_contrib_users = 0
+_contrib_enabled_here = False
+
+
+@contextlib.contextmanager
+def contrib() -> Iterator[None]:
+    """OpenDP's "contrib" features enabled inside the block, and OpenDP's setting as it was after it: a user who
+    enabled them keeps them, one who did not gets them disabled again. Re-entrant and thread-safe."""
+    global _contrib_users, _contrib_enabled_here
+    import opendp.prelude as dp
+
+    with _CONTRIB_LOCK:
+        if _contrib_users == 0:
+            _contrib_enabled_here = "contrib" not in dp.GLOBAL_FEATURES
+            if _contrib_enabled_here:
+                dp.enable_features("contrib")
+        _contrib_users += 1
+    try:
+        yield
+    finally:
+        with _CONTRIB_LOCK:
+            _contrib_users -= 1
+            if _contrib_users == 0 and _contrib_enabled_here:
+                dp.disable_features("contrib")
+                _contrib_enabled_here = False
+
+
+def uses_contrib(function: Callable[_P, _R]) -> Callable[_P, _R]:
+    """``function`` run inside :func:`contrib`: for the privdash functions that build OpenDP measurements."""
+
+    @functools.wraps(function)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with contrib():
+            return function(*args, **kwargs)
+
+    return wrapper
+
 
 #: The probability that an error bar holds the noise (the 95% accuracy interval).
 DEFAULT_CONFIDENCE = 0.95
@@ -130,6 +182,8 @@ class Calibrated:
 def out_of_range(parameter: str) -> Iterator[None]:
     """Turn OpenDP's refusals (``OpenDPException``) and float overflows inside the block into a
     :class:`ParameterError` that names ``parameter``, the input whose value OpenDP cannot compute with."""
+    import opendp.prelude as dp
+
     try:
         yield
     except (dp.OpenDPException, OverflowError, ZeroDivisionError) as exc:
@@ -138,6 +192,7 @@ def out_of_range(parameter: str) -> Iterator[None]:
         raise ParameterError(f"Out of the range OpenDP can compute with: {parameter} ({reason}).") from None
 
 
+@uses_contrib
 def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget, d_in: int = D_IN) -> Calibrated:
     """Chain ``transformation`` (a query whose output is a number or a vector of numbers) with the noise of
     ``mechanism`` at the smallest scale whose privacy loss for one person (OpenDP's privacy map at ``d_in``, the
@@ -163,6 +218,8 @@ def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget, 
 
 
 def _calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget, d_in: int) -> Calibrated:
+    import opendp.prelude as dp
+
     sensitivity = float(transformation.map(d_in))
     if not math.isfinite(sensitivity):
         raise OverflowError(f"the sensitivity is {sensitivity:g}")
@@ -190,12 +247,15 @@ def _calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget,
     return Calibrated(measurement, scale, sensitivity, PrivacyBudget(float(measurement.map(d_in)), 0.0))
 
 
+@uses_contrib
 def accuracy(mechanism: Mechanism, scale: float, confidence: float = DEFAULT_CONFIDENCE) -> float:
     """Half-width a with P[|noise| <= a] >= ``confidence`` for the noise of ``mechanism`` at ``scale``; a
     :class:`ParameterError` when a is not a finite number >= 0 (a noise scale near the float limits)."""
     confidence = check_confidence(confidence)
     alpha = 1.0 - confidence
     what = f"The {confidence:.6g} error bar of noise of scale {scale:g}"
+    import opendp.prelude as dp
+
     with out_of_range(what):
         if mechanism is Mechanism.GEOMETRIC:
             value = float(dp.discrete_laplacian_scale_to_accuracy(scale, alpha))

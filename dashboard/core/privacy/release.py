@@ -62,6 +62,7 @@ from dashboard.core.privacy.mechanisms import (
     calibrate,
     check_confidence,
     out_of_range,
+    uses_contrib,
 )
 from dashboard.core.transform.hierarchy import canonical_text
 
@@ -211,6 +212,7 @@ class DPRelease:
 # --- the queries ---------------------------------------------------------------------------------------------
 
 
+@uses_contrib
 def dp_count(
     data: pd.DataFrame,
     *,
@@ -238,6 +240,7 @@ def dp_count(
     return _with(release, contribution=bound)
 
 
+@uses_contrib
 def dp_sum(
     data: pd.DataFrame,
     column: str,
@@ -266,6 +269,7 @@ def dp_sum(
     return _with(release, bounds=(low, high), contribution=bound)
 
 
+@uses_contrib
 def sum_measurement(
     bounds: tuple[float, float], mechanism: Mechanism | str, budget: PrivacyBudget, d_in: int = D_IN
 ) -> Calibrated:
@@ -281,6 +285,7 @@ def sum_measurement(
     return calibrate(transformation, kind, budget, d_in)
 
 
+@uses_contrib
 def dp_mean(
     data: pd.DataFrame,
     column: str,
@@ -338,6 +343,7 @@ def dp_mean(
     )
 
 
+@uses_contrib
 def dp_histogram(
     data: pd.DataFrame,
     column: str,
@@ -363,6 +369,7 @@ def dp_histogram(
     return _with(release, contribution=bound)
 
 
+@uses_contrib
 def dp_class_sizes(
     data: pd.DataFrame,
     quasi_identifiers: Sequence[str],
@@ -536,6 +543,7 @@ MAX_KEY_SELECTION_ROWS = 1000
 _DELTA_ROUNDING = 1e-12
 
 
+@uses_contrib
 def key_selection_delta(scale: float, threshold: int, max_rows_per_person: int = 1) -> float:
     """The exact δ of DP key selection: the chance that a key held by one person is released (with c rows per
     person, that at least one of the keys held by that person alone is released, at worst).
@@ -579,6 +587,7 @@ def key_selection_delta(scale: float, threshold: int, max_rows_per_person: int =
     return min(1.0, max(0.0, float(-math.expm1(best[c])) * (1 + _DELTA_ROUNDING)))
 
 
+@uses_contrib
 def key_selection_threshold(scale: float, delta: float, max_rows_per_person: int = 1) -> int:
     """The smallest threshold τ >= 1 whose exact δ (:func:`key_selection_delta`) is at most ``delta``: about
     1 + scale · ln(1 / ((1 + r) δ)), r = e^(-1/scale), for one row per person; found by bisection for c rows per

@@ -21,7 +21,7 @@ import pytest
 from scipy.stats import binomtest
 
 from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.privacy.mechanisms import Mechanism, PrivacyBudget, calibrate
+from dashboard.core.privacy.mechanisms import Mechanism, PrivacyBudget, calibrate, contrib
 from dashboard.core.privacy.release import (
     MAX_KEY_SELECTION_ROWS,
     dp_class_sizes,
@@ -36,6 +36,14 @@ from dashboard.core.privacy.release import (
 
 #: Three people with 3, 2 and 1 rows.
 SMALL = pd.DataFrame({"pid": ["a", "a", "a", "b", "b", "c"], "age": [30, 40, 50, 20, 60, 70], "sex": list("FMFMFM")})
+
+
+@pytest.fixture(autouse=True)
+def _contrib() -> Iterator[None]:
+    """These tests build OpenDP transformations themselves: like any OpenDP user they enable "contrib" (privdash
+    enables it only around its own calls)."""
+    with contrib():
+        yield
 
 
 def count_transformation(kind: Mechanism) -> object:
