@@ -265,7 +265,7 @@ DEFINITIONS: tuple[Definition, ...] = (
         "household h, and every member's record risk is hr_h.",
         ("member risk r_i", "sdcMicro's individual risk with sampling weights; 1 / f_j without weights"),
         ("expected re-identifications", "ER_h = sum over records of hr_h, each household counted once per member"),
-        ("global risk", "ER_h / n"),
+        ("household global risk", "ER_h / n"),
         "a record without a household id is a household of its own (hr = r)",
     ),
     _d(

@@ -233,8 +233,9 @@ def release_headlines(diagnosis: Diagnosis, state: ViewState, verdict: Verdict |
             reason = check.reason.split(" was not measured: ", 1)[-1]
             out.append(Headline(_LABELS[name], "-", False, f"{rule}; not measured: {reason}", f"release-{name}"))
             continue
-        value = f"{check.achieved:,.4g}" if name == "k_map" else f"{check.achieved:.4g}"
-        detail = rule
+        # shares as percentages, as the survey card and the report show them; the rule keeps the typed number
+        value = f"{check.achieved:,.4g}" if name == "k_map" else fmt_share(check.achieved, 2)
+        detail = rule if name == "k_map" else f"{rule} ({fmt_share(check.required, 2)})"
         if name in ("k_map", "delta_presence", "population_uniques"):
             detail += f"; population from the sampling weights in '{weight}'" if weight else ""
         elif name == "global_risk":
@@ -363,7 +364,7 @@ def household_rows(diagnosis: Diagnosis) -> list[tuple[str, str]] | None:
     rows = [
         ("households", fmt_count(households.n_households)),
         ("expected re-identifications", fmt_number(households.expected_reidentifications, 2)),
-        ("global risk", fmt_share(households.global_risk, 3)),
+        ("household global risk", fmt_share(households.global_risk, 3)),
         ("highest household risk", fmt_share(households.highest, 2)),
     ]
     if households.records_without_household:
@@ -617,8 +618,9 @@ def survey_risk_rows(diagnosis: Diagnosis) -> list[RiskRow]:
             RiskRow(
                 f"Model-based risk ({method})",
                 fmt_share(model.risk1, 2),
-                f"share of the sample-unique cells estimated population-unique (sdcMicro modRisk risk1, "
-                f"{model.model}); expected correct matches {fmt_share(model.risk2, 2)} (risk2){notes}",
+                f"share of the cells with records whose one record is estimated population-unique (sdcMicro "
+                f"modRisk risk 1; log-linear model {model.formula}); expected correct matches of the sample uniques "
+                f"{fmt_share(model.risk2, 2)} (risk 2){notes}",
                 f"model-{method}",
             )
         )

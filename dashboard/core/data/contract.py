@@ -392,7 +392,9 @@ _SENSITIVE_NAME = re.compile(
 )
 # The name ends with the coordinate word, after at most one prefix word ("home_lat"); "long_term" does not match.
 _COORDINATE_NAME = re.compile(r"^(?:[A-Za-z0-9]+[_ .-])?(lat|latitude|lon|lng|long|longitude)$", re.IGNORECASE)
-_WEIGHT_NAME = re.compile(r"^(sampling_)?weights?$|_weight$|^wgt|^w$", re.IGNORECASE)
+_WEIGHT_NAME = re.compile(r"^(sampling_)?weights?$|_weights?$|^wgt|^w$", re.IGNORECASE)
+# pid, person_id, patient_id, client_no ...: the person a row belongs to, when the values repeat (several rows each)
+_PERSON_NAME = re.compile(r"^(pid|(person|patient|client|member|individual|subject)[_ ]?(id|no|number|key))$", re.I)
 # hid, ori_hid, hh_id, hhid, household, household_id, household number: a household identifier (sdcMicro's hhId)
 _HOUSEHOLD_NAME = re.compile(r"(^|_)(hh_?id|hid|household([_ ]?(id|number|no))?)$", re.IGNORECASE)
 
@@ -460,14 +462,17 @@ def suggest_roles(data: pd.DataFrame) -> tuple[Suggestion, ...]:
 
     Direct identifiers: columns named like ids, names, e-mails, phones or addresses, or whose values look like
     e-mail addresses or phone numbers, or (for text columns) are distinct in (almost) every row.
-    Weights: positive numeric columns named like weights. Household id: the first column named like one (``hid``,
-    ``hh_id``, ``household``), with fewer distinct values than rows. Sensitive: names like diagnosis, income, amount.
+    Weights: the first positive numeric column named like a weight (another one is insensitive). Household id: the
+    first column named like one (``hid``, ``hh_id``, ``household``), with fewer distinct values than rows. Person id:
+    the first column named like one (``pid``, ``person_id``, ``patient_id``) whose values repeat (several rows per
+    person) and are never missing; a unique person id is a direct identifier. Sensitive: names like diagnosis,
+    income, amount.
     Quasi-identifiers: names of typical demographic attributes, postcodes, and the remaining low-cardinality
     columns. Everything else: insensitive. Suggestions are starting points for the user to confirm.
     """
     n = len(data)
     out = []
-    household_found = False
+    household_found = weight_found = person_found = False
     for name in data.columns:
         column = data[name]
         label = str(name)
@@ -486,10 +491,19 @@ def suggest_roles(data: pd.DataFrame) -> tuple[Suggestion, ...]:
         elif not household_found and _HOUSEHOLD_NAME.search(label) and column.nunique(dropna=True) < n:
             role, reason = ColumnRole.HOUSEHOLD, "the name suggests a household id: its members can be linked"
             household_found = True
+        elif (
+            not person_found and _PERSON_NAME.search(label) and column.notna().all() and column.nunique(dropna=True) < n
+        ):
+            role, reason = ColumnRole.ENTITY, "a person id whose values repeat: one person has several rows"
+            person_found = True
         elif _ID_NAME.search(label):
             role, reason = ColumnRole.IDENTIFIER, "the name suggests a direct identifier"
         elif _WEIGHT_NAME.search(label) and pd.api.types.is_numeric_dtype(column) and (column > 0).all():
-            role, reason = ColumnRole.WEIGHT, "positive numbers named like a sampling weight"
+            if weight_found:  # one sampling weight per table; another weight is no key an attacker knows
+                role, reason = ColumnRole.INSENSITIVE, "named like a weight, but the table has a sampling weight"
+            else:
+                role, reason = ColumnRole.WEIGHT, "positive numbers named like a sampling weight"
+                weight_found = True
         elif n >= 20 and distinct_share > 0.95 and stat_type == StatisticalType.NOMINAL:
             role, reason = ColumnRole.IDENTIFIER, "a different value in almost every row"
         elif stat_type == StatisticalType.POSTCODE:

@@ -91,7 +91,7 @@ def test_the_risk_page_judges_the_release_rules(services: Services, survey: View
     assert "FAIL: Not safe to release" in text
     expected = diagnose(read_table(data_dir / "sdcmicro_testdata" / "testdata.csv"), KEYS, weights="sampling_weight")
     assert f"global risk ER/n = {expected.individual_risk.global_risk:.4g} is above global_risk ≤ 0.002" in text
-    assert card(results, "card-release-global_risk") == (f"{expected.individual_risk.global_risk:.4g}", "fail")
+    assert card(results, "card-release-global_risk") == (f"{100 * expected.individual_risk.global_risk:.2f}%", "fail")
     assert card(results, "card-release-household_risk")[1] == "pass"
     assert card(results, "card-release-delta_presence")[1] == "pass"
     assert "population from the sampling weights in 'sampling_weight'" in text
@@ -130,7 +130,7 @@ def test_the_fix_page_searches_for_the_release_rules(services: Services, survey:
     # before and after judged on the same rules: the search's table meets global_risk
     assert card(body, "fix-before-release-global_risk")[1] == "fail"
     value, verdict = card(body, "fix-after-release-global_risk")
-    assert verdict == "pass" and float(value) <= 0.002
+    assert verdict == "pass" and float(value.rstrip("%")) <= 0.2
     text = as_json(body)
     assert '"fix-verdict"' in text and "PASS: Meets every target" in text
 

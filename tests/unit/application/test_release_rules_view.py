@@ -103,7 +103,7 @@ def test_the_verdict_judges_the_release_rules_of_the_state(
     assert [(c.target, c.passed) for c in independent.checks] == [(c.target, c.passed) for c in verdict.checks]
     # one headline per rule, with its measured value and verdict
     headlines = {h.key: h for h in riskview.risk_headlines(diagnosis, state)}
-    assert headlines["release-global_risk"].passed is False and headlines["release-global_risk"].value == "0.002353"
+    assert headlines["release-global_risk"].passed is False and headlines["release-global_risk"].value == "0.24%"
     assert headlines["release-household_risk"].passed is True
     assert "population from the sampling weights in 'sampling_weight'" in headlines["release-k_map"].detail
     # a looser rule passes

@@ -162,3 +162,23 @@ def test_household_id_is_suggested_once_and_round_trips(data_dir) -> None:
         two.validate(data)
     person = contract.with_roles({"relat": ColumnRole.ENTITY})
     assert person.entity == "relat"
+
+
+def test_one_weight_and_a_repeating_person_id_are_suggested(data_dir) -> None:
+    from dashboard.core.data.tables import read_table
+
+    survey = read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
+    roles = {s.name: s for s in suggest_roles(survey)}
+    assert roles["sampling_weight"].role == ColumnRole.WEIGHT
+    assert (
+        roles["household_weights"].role == ColumnRole.INSENSITIVE
+        and "sampling weight" in roles["household_weights"].reason
+    )
+    assert suggest_contract(survey).weight == "sampling_weight"
+    visits = pd.DataFrame({"pid": [1, 1, 2, 3, 3, 3], "patient_id": range(6), "age": [30, 30, 41, 52, 52, 53]})
+    roles = {s.name: s.role for s in suggest_roles(visits)}
+    assert roles["pid"] == ColumnRole.ENTITY  # repeats: one person, several rows
+    assert roles["patient_id"] == ColumnRole.IDENTIFIER  # unique per row: a direct identifier
+    assert suggest_contract(visits).entity == "pid"
+    with_gap = visits.astype({"pid": "float64"}).assign(pid=[1, 1, None, 3, 3, 3])
+    assert {s.name: s.role for s in suggest_roles(with_gap)}["pid"] != ColumnRole.ENTITY  # a missing id cannot be one
