@@ -81,7 +81,7 @@ def test_the_fix_page_searches_for_a_typed_release_rule(page: Page, live_server:
     expect(page.locator("#fix-search-k")).to_be_visible()
     page.locator("#fix-search-k").fill("1")
     page.click("#fix-add")
-    expect(page.locator("#fix-outcomes")).to_contain_text("global_risk ≤ 0.1", timeout=2 * TIMEOUT)
+    expect(page.locator("#fix-outcomes")).to_contain_text("global_risk ≤ 0.1", timeout=4 * TIMEOUT)
     after = page.locator("#fix-after-release-global_risk [data-verdict]")
     expect(after).to_have_attribute("data-verdict", "pass", timeout=TIMEOUT)
     expect(page.locator("#fix-verdict")).to_have_attribute("data-status", "pass", timeout=TIMEOUT)
