@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from dashboard.application.formats import fmt_count, fmt_number, fmt_share
+from dashboard.application.formats import fmt_count, fmt_number, fmt_share, in_people
 from dashboard.application.services import Services
 from dashboard.application.state import RELEASE_KEYS, StateError, ViewState
 from dashboard.core.data.contract import ColumnRole
@@ -321,7 +321,7 @@ def risk_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
             "marketer",
         )
     )
-    return out + release_headlines(diagnosis, state)
+    return _in_units(diagnosis, out + release_headlines(diagnosis, state))
 
 
 def _attacker(label: str, risk: AttackerRisk, key: str, passed: bool) -> Headline:
@@ -378,7 +378,7 @@ def fix_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
     ``release-<name>``)."""
     found = verdicts(diagnosis, state)
     prosecutor = diagnosis.risk.prosecutor
-    return [
+    headlines = [
         _k_headline(diagnosis, state, found.k),
         Headline(
             "Highest risk",
@@ -396,6 +396,18 @@ def fix_headlines(diagnosis: Diagnosis, state: ViewState) -> list[Headline]:
         ),
         *_sensitive_headlines(diagnosis, state, found, distance=False),
         *release_headlines(diagnosis, state),
+    ]
+    return _in_units(diagnosis, headlines)
+
+
+def _in_units(diagnosis: Diagnosis, headlines: list[Headline]) -> list[Headline]:
+    """The headlines as they are: with a person id every count of the diagnosis is of people, so "records" in a
+    label or a detail is said of people (the verdict, the report and the command line say it so)."""
+    if not diagnosis.entity:
+        return headlines
+    return [
+        replace(item, label=in_people(item.label).replace("Records", "People"), detail=in_people(item.detail))
+        for item in headlines
     ]
 
 
@@ -446,7 +458,7 @@ def class_table(diagnosis: Diagnosis, state: ViewState) -> ClassTable:
     columns["size"] = classes.sizes
     titles["size"] = "size"
     columns["records"] = classes.counts
-    titles["records"] = "records"
+    titles["records"] = "people" if diagnosis.entity else "records"
     columns["risk"] = diagnosis.risk.prosecutor.class_risk
     titles["risk"] = "risk"
     fails_k = classes.sizes < state.k

@@ -259,7 +259,8 @@ def side_view(diagnosis: Diagnosis | None, state: ViewState, side: str, title: s
             summary="Classes per size; hatched dark-red bars are below the target k.",
             columns=SIZE_COLUMNS,
         ),
-        description=f"{fmt_count(diagnosis.n_records)} records in {fmt_count(diagnosis.classes.n_classes)} classes"
+        description=f"{fmt_count(diagnosis.n_records)} {'people' if diagnosis.entity else 'records'} in "
+        f"{fmt_count(diagnosis.classes.n_classes)} classes"
         + (" (missing cells match any value)" if diagnosis.missing_policy == MissingPolicy.WILDCARD else ""),
     )
 

@@ -167,7 +167,11 @@ def summary_line(diagnosis: Diagnosis) -> Any:
         [
             dmc.Badge(records_analysed(diagnosis), id="records-analysed"),
             dmc.Badge(f"{fmt_count(diagnosis.classes.n_classes)} classes", id="class-count"),
-            dmc.Badge(f"{fmt_count(diagnosis.sample_uniques)} unique records", color="red", id="unique-count"),
+            dmc.Badge(
+                f"{fmt_count(diagnosis.sample_uniques)} unique {'people' if diagnosis.entity else 'records'}",
+                color="red",
+                id="unique-count",
+            ),
             dmc.Badge(missing_effect(diagnosis), color="gray", id="missing-effect"),
             dmc.Badge(
                 f"counted by {diagnosis.engine} in {diagnosis.counting_seconds:.2f} s", color="gray", id="engine-time"

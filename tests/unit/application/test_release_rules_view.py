@@ -250,3 +250,19 @@ def test_fix_record_suppression_meets_the_risk_rules(services: Services, survey:
     # household_risk without a household column: the step says which role is missing
     no_home = fixed.with_columns(roles={"ori_hid": ColumnRole.INSENSITIVE})
     assert "household" in (runs.run(no_home).error or "")
+
+
+def test_headlines_and_class_table_say_people_with_a_person_id(services: Services, wards: ViewState) -> None:
+    diagnosis = services.diagnosis(wards)
+    assert diagnosis.entity == "pid"
+    for headlines in (riskview.risk_headlines(diagnosis, wards), riskview.fix_headlines(diagnosis, wards)):
+        text = " ".join(f"{item.label} {item.detail}" for item in headlines)
+        assert "records" not in text.lower(), text
+    fix_side = {item.key: item for item in riskview.fix_headlines(diagnosis, wards)}
+    assert fix_side["at-risk"].label == "People at risk"
+    assert f"of {diagnosis.n_records} people" in fix_side["at-risk"].detail
+    assert riskview.class_table(diagnosis, wards).titles["records"] == "people"
+    # without the person id the same page says records
+    rows = wards.with_columns(roles={"pid": ColumnRole.INSENSITIVE})
+    plain = {item.key: item for item in riskview.fix_headlines(services.diagnosis(rows), rows)}
+    assert plain["at-risk"].label == "Records at risk"
