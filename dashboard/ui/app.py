@@ -37,6 +37,7 @@ import importlib.util
 import logging
 import secrets
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -268,9 +269,30 @@ def _layouts(app: Dash, services: Services, pages: list[Any], dataset_id: str) -
     return render
 
 
+def _serialize_setup(app: Dash) -> None:
+    """Dash sets its server up on the first request (``Dash._setup_server``, a ``before_request`` hook) with a flag
+    checked and set without a lock: two first requests of a threaded worker at once both run it, and one iterates
+    the callback map while the other fills it (``RuntimeError: dictionary changed size during iteration``, a 500).
+    This hook, first of all, runs the setup once under a lock; Dash's own call then finds it done."""
+    lock = threading.Lock()
+    done = False
+
+    def setup_once() -> None:
+        nonlocal done
+        if done:
+            return
+        with lock:
+            if not done:
+                app._setup_server()
+                done = True
+
+    app.server.before_request_funcs.setdefault(None, []).insert(0, setup_once)
+
+
 def _guard_callbacks(app: Dash, declared: DeclaredInputs) -> None:
     """Malformed callback requests and oversized bodies get 400 / 413 with a message instead of a 500."""
     server = app.server
+    _serialize_setup(app)
 
     @server.before_request
     def check_callback() -> tuple[flask.Response, int] | None:

@@ -134,7 +134,7 @@ def test_workers_killed_mid_write_leave_a_consistent_store(server: Server) -> No
         for thread in threads:
             thread.join(timeout=90)
     assert len(killed) == KILLS, "no worker was caught writing a dataset:\n" + "".join(server.log[-20:])
-    assert failures == []
+    assert failures == [], "".join(failures) + "server log:\n" + "".join(server.log[-60:])
 
     # The server kept answering: gunicorn replaced the killed workers, and a new upload is stored.
     http = requests.Session()

@@ -249,3 +249,26 @@ def test_the_client_address_is_the_forwarded_one_only_behind_a_trusted_proxy(tmp
         client.delete_cookie(SESSION_COOKIE)  # a client that drops its cookie every time
         statuses.append(response.status_code)
     assert statuses == ([200, 200, 400] if not trusted else [200, 200, 200])
+
+
+def test_simultaneous_first_requests_of_a_fresh_app_are_all_answered(tmp_path: Path) -> None:
+    """Dash sets its server up on the first request without a lock; a threaded worker just (re)started gets several
+    first requests at once. Each fresh app here gets 8 at the same moment: none may fail."""
+    import threading
+
+    for attempt in range(4):
+        fresh = create_app(Settings(store_dir=tmp_path / f"store{attempt}", cache_dir=tmp_path / f"cache{attempt}"))
+        start = threading.Barrier(8)
+        codes: list[int] = []
+
+        def first_request(app: Dash = fresh, barrier: threading.Barrier = start, answered: list[int] = codes) -> None:
+            client = app.server.test_client()
+            barrier.wait()
+            answered.append(client.get("/_dash-layout").status_code)
+
+        threads = [threading.Thread(target=first_request) for _ in range(8)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(timeout=60)
+        assert codes == [200] * 8, codes
