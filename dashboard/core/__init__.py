@@ -21,8 +21,9 @@ generalization, suppression, microaggregation, identifiers), :mod:`.geo` (postco
 docs/definitions.md the vocabulary.
 """
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dashboard.core._lazy import lazy_names
 
 if TYPE_CHECKING:
     from dashboard.core.attack import AttackReport, AttackResult, UnmatchedValuesError, attack_release
@@ -476,20 +477,6 @@ _SOURCES: dict[str, str] = {
     "value_distributions": "dashboard.core.utility.metrics",
 }
 
-if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> Any:
-        source = _SOURCES.get(name)
-        if source is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(source), name)
-        globals()[name] = value
-        return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
 
 __all__ = [
     "AUTO_DUCKDB_BYTES",
@@ -713,3 +700,6 @@ __all__ = [
     "write_record_sizes",
     "write_table",
 ]
+
+if not TYPE_CHECKING:  # mypy sees the names imported above; at run time they load on first use
+    __getattr__, __dir__ = lazy_names(__name__, globals(), _SOURCES, __all__)

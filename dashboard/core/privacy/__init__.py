@@ -3,8 +3,9 @@ privacy-budget ledger per dataset. See :mod:`.mechanisms` (definitions and noise
 contribution bounds, the domain rule, error bars), :mod:`.contributions` (people with several rows: the bound on rows
 per person and the truncation to it) and :mod:`.ledger` (sequential composition)."""
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from dashboard.core._lazy import lazy_names
 
 if TYPE_CHECKING:
     from dashboard.core.privacy.contributions import (
@@ -87,20 +88,6 @@ _SOURCES: dict[str, str] = {
     "sum_measurement": "dashboard.core.privacy.release",
 }
 
-if not TYPE_CHECKING:
-
-    def __getattr__(name: str) -> Any:
-        source = _SOURCES.get(name)
-        if source is None:
-            raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(source), name)
-        globals()[name] = value
-        return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
-
 
 __all__ = [
     "DEFAULT_CONFIDENCE",
@@ -137,3 +124,6 @@ __all__ = [
     "read_domain_file",
     "sum_measurement",
 ]
+
+if not TYPE_CHECKING:  # mypy sees the names imported above; at run time they load on first use
+    __getattr__, __dir__ = lazy_names(__name__, globals(), _SOURCES, __all__)
