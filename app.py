@@ -4,15 +4,15 @@ Development: ``python app.py`` serves on http://127.0.0.1:8050 (``--host`` / ``-
 environment variables); ``privdash serve`` and ``python -m dashboard`` do the same from an installed package.
 Production: ``gunicorn app:server`` (any number of workers; uploads and background jobs live on disk, see
 ``PRIVDASH_STORE_DIR`` and ``PRIVDASH_CACHE_DIR``). Every setting is read once, by
-:meth:`dashboard.application.settings.Settings.from_env`.
+:meth:`privdash.application.settings.Settings.from_env`.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from dashboard.application.settings import Settings
-from dashboard.ui.app import create_app
+from dashboard.app import create_app
+from privdash.application.settings import Settings
 
 settings = Settings.from_env()
 app = create_app(settings)

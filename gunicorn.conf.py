@@ -1,5 +1,5 @@
 """gunicorn's configuration when it runs from the repository (``gunicorn app:server -w 4``): the shipped one."""
 
-from dashboard.ui.gunicorn_conf import keepalive, threads, timeout, worker_class
+from dashboard.gunicorn_conf import keepalive, threads, timeout, worker_class
 
 __all__ = ["keepalive", "threads", "timeout", "worker_class"]

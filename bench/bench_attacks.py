@@ -22,8 +22,8 @@ import time
 import numpy as np
 
 from bench._common import best_time, data_path, machine
-from dashboard.core import attack_release, load_hierarchies, optimal_generalization, read_table
-from dashboard.core.attack import AttackReport
+from privdash import attack_release, load_hierarchies, optimal_generalization, read_table
+from privdash.attack import AttackReport
 
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass"]
 SENSITIVE = "salary-class"

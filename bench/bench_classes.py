@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from bench._common import best_time, machine, peak_memory, ratio
-from dashboard.core.measure.classes import class_size_frequencies
+from privdash.measure.classes import class_size_frequencies
 
 QIS = list("ABCIJKXY")
 

@@ -33,8 +33,8 @@ from bench._common import machine
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from dashboard.core.data.tables import read_table  # noqa: E402
-from dashboard.core.measure.combinations import combination_risk, minimal_sample_uniques  # noqa: E402
+from privdash.data.tables import read_table  # noqa: E402
+from privdash.measure.combinations import combination_risk, minimal_sample_uniques  # noqa: E402
 
 T = TypeVar("T")
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation"]

@@ -32,13 +32,13 @@ import pandas as pd
 import plotly
 
 from bench._common import machine
-from dashboard.application import riskview
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.contract import ColumnRole
+from dashboard.app import create_app
 from dashboard.pages import risk
-from dashboard.ui.app import create_app
+from privdash.application import riskview
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.contract import ColumnRole
 
 QIS = list("ABCIJKXY")
 TARGET_ROLE_CHANGE = 1.0

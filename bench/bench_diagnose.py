@@ -19,8 +19,8 @@ import numpy as np
 import pandas as pd
 
 from bench._common import best_time, data_path, machine, ratio
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.diagnose import diagnose
+from privdash.data.tables import read_table
+from privdash.measure.diagnose import diagnose
 
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
 SENSITIVE = "occupation"

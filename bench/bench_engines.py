@@ -34,15 +34,15 @@ SA = "s"
 RUNS = {
     "privdash pandas engine (read_table + classes)": """
         import pyarrow.csv
-        from dashboard.core.data.tables import read_table
-        from dashboard.core.measure.classes import equivalence_classes
+        from privdash.data.tables import read_table
+        from privdash.measure.classes import equivalence_classes
         classes = equivalence_classes(read_table(PATH), QIS, sensitive=[SA])
         result = classes.n_classes
     """,
     "privdash duckdb engine (aggregate + classes)": """
         import duckdb
-        from dashboard.core.engines.aggregate import COUNT, aggregate_table
-        from dashboard.core.measure.classes import equivalence_classes_from_aggregate
+        from privdash.engines.aggregate import COUNT, aggregate_table
+        from privdash.measure.classes import equivalence_classes_from_aggregate
         aggregate = aggregate_table(PATH, QIS + [SA], engine="duckdb")
         classes = equivalence_classes_from_aggregate(aggregate.frame, QIS, count=COUNT, sensitive=[SA])
         result = classes.n_classes

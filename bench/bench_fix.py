@@ -8,7 +8,7 @@ disk caches of earlier runs are cleared first, so every step is applied), diagno
 compute the information loss, and build and JSON-encode the page's components. The diagnosis of the original
 table is cached, as it is once the page is open (its cold time is listed separately).
 
-The table is the synthetic person table (:func:`dashboard.core.data.demo.people_table`) with more rows, stored as an
+The table is the synthetic person table (:func:`privdash.data.demo.people_table`) with more rows, stored as an
 upload. Two views: the demo's contract (5 quasi-identifiers including the full postcode, 2 sensitive attributes
 including the continuous amount) and a lighter one (age, sex, postcode; the diagnosis as sensitive attribute).
 
@@ -26,12 +26,12 @@ from typing import Any
 from plotly.io.json import to_json_plotly
 
 from bench._common import best_time, machine
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.demo import people_contract, people_table
 from dashboard.pages import fix as page
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.demo import people_contract, people_table
 
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
 DISTRICT = {"kind": "generalize", "column": "postcode", "rule": {"builder": "postcodes", "levels": ["district"]}}

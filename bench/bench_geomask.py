@@ -18,9 +18,9 @@ import numpy as np
 import pandas as pd
 
 from bench._common import DATA_DIR, best_time, data_path, machine, peak_memory
-from dashboard.core.geo.geography import load_areas, load_districts
-from dashboard.core.geo.geomask import donut_mask, masking_points, perturb_coordinates, spatial_k_anonymity
-from dashboard.core.transform.steps import TransformResult
+from privdash.geo.geography import load_areas, load_districts
+from privdash.geo.geomask import donut_mask, masking_points, perturb_coordinates, spatial_k_anonymity
+from privdash.transform.steps import TransformResult
 
 
 def homes(rows: int, seed: int = 3) -> pd.DataFrame:

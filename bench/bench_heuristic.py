@@ -23,10 +23,10 @@ import time
 from typing import Any
 
 from bench._common import data_path, machine
-from dashboard.core.data.contract import infer_statistical_type
-from dashboard.core.data.tables import read_table
-from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.transform.hierarchy import load_hierarchies, search_hierarchy
+from privdash.data.contract import infer_statistical_type
+from privdash.data.tables import read_table
+from privdash.search.lattice import optimal_generalization
+from privdash.transform.hierarchy import load_hierarchies, search_hierarchy
 
 OCCUPATION_QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
 SALARY_QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
@@ -78,7 +78,7 @@ def main() -> None:
     )
     print(row("testdata, 12 key variables, k=3, 5%", found, seconds, None))
     command = [
-        sys.executable, "-c", "import sys; from dashboard.cli import main; sys.exit(main())", "anonymize",
+        sys.executable, "-c", "import sys; from privdash.cli import main; sys.exit(main())", "anonymize",
         str(data_path("sdcmicro_testdata", "testdata.csv")), "--qi", ",".join(TESTDATA_QIS), "--k", "3", "--json",
     ]  # fmt: skip
     started = time.perf_counter()

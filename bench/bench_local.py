@@ -19,13 +19,13 @@ import argparse
 from typing import Any
 
 from bench._common import best_time, data_path, machine
-from dashboard.core.data.contract import infer_statistical_type
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.search.lattice import suppression_budget
-from dashboard.core.search.local import LocalRecodingResult, local_recoding
-from dashboard.core.transform.hierarchy import load_hierarchies, search_hierarchy
-from dashboard.core.transform.steps import apply_recipe
+from privdash.data.contract import infer_statistical_type
+from privdash.data.tables import read_table
+from privdash.measure.diagnose import diagnose
+from privdash.search.lattice import suppression_budget
+from privdash.search.local import LocalRecodingResult, local_recoding
+from privdash.transform.hierarchy import load_hierarchies, search_hierarchy
+from privdash.transform.steps import apply_recipe
 
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
 TESTDATA_QIS = [

@@ -20,11 +20,11 @@ import numpy as np
 import pandas as pd
 
 from bench._common import best_time, data_path, machine
-from dashboard.core.data.tables import read_table
-from dashboard.core.transform.identifiers import mask_identifiers, pseudonymize
-from dashboard.core.transform.microaggregation import microaggregate
-from dashboard.core.transform.steps import TransformResult
-from dashboard.core.transform.suppression import suppress_cells, suppress_records, top_bottom_code
+from privdash.data.tables import read_table
+from privdash.transform.identifiers import mask_identifiers, pseudonymize
+from privdash.transform.microaggregation import microaggregate
+from privdash.transform.steps import TransformResult
+from privdash.transform.suppression import suppress_cells, suppress_records, top_bottom_code
 
 NUMERICAL = ["x1", "x2", "x3", "x4"]
 

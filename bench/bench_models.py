@@ -1,6 +1,6 @@
 """Privacy-model speed on the compact class summary: every model for one sensitive attribute.
 
-Measures :func:`dashboard.core.measure.models.sensitive_models` (alpha-k, distinct / entropy / recursive l, t-closeness,
+Measures :func:`privdash.measure.models.sensitive_models` (alpha-k, distinct / entropy / recursive l, t-closeness,
 delta-disclosure, basic and enhanced beta) after the classes are built, for the equal, ordered and hierarchical
 t-closeness distances, on
 
@@ -21,9 +21,9 @@ import numpy as np
 import pandas as pd
 
 from bench._common import best_time, data_path, machine, peak_memory
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.models import sensitive_models
+from privdash.data.tables import read_table
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.models import sensitive_models
 
 
 def synthetic(rows: int, seed: int = 11) -> pd.DataFrame:

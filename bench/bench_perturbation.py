@@ -22,8 +22,8 @@ import numpy as np
 import pandas as pd
 
 from bench._common import best_time, machine
-from dashboard.core.measure.perturbed import perturbation_risk
-from dashboard.core.transform.perturbation import add_noise, pram, rank_swap, shuffle_within_classes
+from privdash.measure.perturbed import perturbation_risk
+from privdash.transform.perturbation import add_noise, pram, rank_swap, shuffle_within_classes
 
 NUMERICAL = ["x1", "x2", "x3", "x4", "x5"]
 CATEGORICAL = ["c1", "c2", "c3", "c4", "c5"]

@@ -24,14 +24,14 @@ import numpy as np
 import pandas as pd
 
 from bench._common import best_time, data_path, machine
-from dashboard.core.geo import geography
-from dashboard.core.geo.postcodes import (
+from privdash.geo import geography
+from privdash.geo.postcodes import (
     generalize_postcodes,
     neighbours_from_doogal,
     population_counts,
     read_population,
 )
-from dashboard.core.measure.classes import equivalence_classes
+from privdash.measure.classes import equivalence_classes
 
 EW = ("uk_postcode_population_ew2011_outward", "ew2011_outward_code_population.csv")
 DOOGAL = ("uk_postcode_districts_doogal", "postcode_districts.csv")

@@ -20,11 +20,11 @@ from pathlib import Path
 from plotly.io.json import to_json_plotly
 
 from bench._common import DATA_DIR, best_time, machine
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.geo.postcodes import Strategy
 from dashboard.pages import postcodes as page
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.geo.postcodes import Strategy
 
 
 def main() -> None:

@@ -28,8 +28,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from bench._common import best_time, machine, peak_memory, ratio
-from dashboard.core.engines.aggregate import DatabaseSource, aggregate_table
-from dashboard.core.measure.diagnose import diagnose
+from privdash.engines.aggregate import DatabaseSource, aggregate_table
+from privdash.measure.diagnose import diagnose
 from tests.integration.engines.postgres import PostgresServer, find_binaries, running_postgres
 
 QIS = [f"q{i}" for i in range(8)]

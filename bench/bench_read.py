@@ -48,15 +48,15 @@ from bench.bench_engines import make_table, print_runs
 RUNS = {
     "privdash read_table": """
         import pyarrow.csv
-        from dashboard.core.data.tables import read_table
+        from privdash.data.tables import read_table
         result = len(read_table(PATH))
     """,
     "privdash upload (Services.ingest: read, suggest roles, store as Parquet)": """
         import pyarrow.csv
         import tempfile
         from pathlib import Path
-        from dashboard.application.services import Services
-        from dashboard.application.settings import Settings
+        from privdash.application.services import Services
+        from privdash.application.settings import Settings
         folder = Path(tempfile.mkdtemp())
         limits = {"max_upload_bytes": 10**10, "max_rows": 10**9, "max_cells": 10**10, "max_parse_seconds": 600}
         services = Services(Settings(store_dir=folder / "store", cache_dir=folder / "cache", **limits))
@@ -64,7 +64,7 @@ RUNS = {
         result = info.rows
     """,
     "privdash reference parser (pandas C, cell by cell)": """
-        from dashboard.core.data import tables
+        from privdash.data import tables
         tables._read_text_arrow = lambda *args: None
         result = len(tables.read_table(PATH))
     """,
@@ -124,7 +124,7 @@ IN_PROCESS = """
 import sys, time
 import pandas as pd
 import pyarrow.csv
-from dashboard.core.data.tables import read_table_with_info
+from privdash.data.tables import read_table_with_info
 path, repeat = sys.argv[1], int(sys.argv[2])
 pd.read_csv(path); read_table_with_info(path)  # warm: first calls, caches
 pandas_times, privdash_times = [], []
@@ -154,7 +154,7 @@ def duckdb_command(path: Path, columns: str) -> list[str]:
 
 
 def diagnose_command(path: Path, qis: str) -> list[str]:
-    return [sys.executable, "-c", "import sys; from dashboard.cli import main; sys.exit(main(sys.argv[1:]))",
+    return [sys.executable, "-c", "import sys; from privdash.cli import main; sys.exit(main(sys.argv[1:]))",
             "diagnose", str(path), "--qi", qis]  # fmt: skip
 
 
@@ -190,7 +190,7 @@ def numeric(rows: int, repeat: int) -> None:
             )
             print(f"| {label} | {privdash_s:.2f} s | {duckdb_s:.2f} s | {ratio:.1f}x |")
         start = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "import dashboard.cli"], check=True)
+        subprocess.run([sys.executable, "-c", "import privdash.cli"], check=True)
         print(f"\n(importing the command line alone: {time.perf_counter() - start:.2f} s)")
 
 

@@ -23,8 +23,8 @@ from bench.bench_engines import QIS, SA, make_table, run
 
 RUNS = {
     "privdash diagnose + write_record_sizes (duckdb engine)": """
-        from dashboard.core.engines.streaming import write_record_sizes
-        from dashboard.core.measure.diagnose import diagnose
+        from privdash.engines.streaming import write_record_sizes
+        from privdash.measure.diagnose import diagnose
         classes = diagnose(PATH, QIS, sensitive=[SA], engine="duckdb").classes
         written = write_record_sizes(PATH, classes, PATH + ".privdash.parquet")
         result = classes.n_classes

@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from bench._common import best_time, data_path, machine
-from dashboard.core.data.tables import read_table
-from dashboard.core.privacy.release import dp_class_sizes, dp_count, dp_histogram, dp_mean, dp_sum
+from privdash.data.tables import read_table
+from privdash.dp.release import dp_class_sizes, dp_count, dp_histogram, dp_mean, dp_sum
 
 
 def report(label: str, seconds: float) -> None:

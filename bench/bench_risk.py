@@ -22,16 +22,16 @@ import numpy as np
 import pandas as pd
 
 from bench._common import best_time, data_path, machine
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.population import (
+from privdash.data.tables import read_table
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.population import (
     population_counts_from_size,
     population_counts_from_table,
     population_counts_from_weights,
     population_uniqueness,
     population_uniqueness_from_sizes,
 )
-from dashboard.core.measure.risk import (
+from privdash.measure.risk import (
     individual_risk,
     prosecutor_risk,
     records_at_risk_by_k,

@@ -44,12 +44,12 @@ RUNS = {
         result = len(frame)
     """,
     "privdash diagnose, engine duckdb": """
-        from dashboard.core.measure.diagnose import diagnose
+        from privdash.measure.diagnose import diagnose
         diagnosis = diagnose(GLOB, QIS, sensitive=[SA], engine="duckdb", memory_limit=MEMORY)
         result = diagnosis.classes.n_classes
     """,
     "privdash diagnose, engine auto": """
-        from dashboard.core.measure.diagnose import diagnose
+        from privdash.measure.diagnose import diagnose
         diagnosis = diagnose(GLOB, QIS, sensitive=[SA], memory_limit=MEMORY)
         assert diagnosis.engine == "duckdb", diagnosis.engine
         result = diagnosis.classes.n_classes
@@ -57,7 +57,7 @@ RUNS = {
 }
 IN_MEMORY = """
     import pandas as pd
-    from dashboard.core.measure.diagnose import diagnose
+    from privdash.measure.diagnose import diagnose
     frame = pd.read_parquet(FOLDER)
     diagnosis = diagnose(frame, QIS, sensitive=[SA], engine="pandas")
     result = diagnosis.classes.n_classes

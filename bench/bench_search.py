@@ -20,15 +20,15 @@ import time
 import numpy as np
 
 from bench._common import best_time, data_path, machine, ratio
-from dashboard.core.data.tables import read_table
-from dashboard.core.search.lattice import (
+from privdash.data.tables import read_table
+from privdash.search.lattice import (
     GeneralizationLattice,
     optimal_generalization,
     suppression_budget,
 )
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.hierarchy import load_hierarchies
-from dashboard.core.utility.metrics import Metric
+from privdash.targets import PrivacyTargets
+from privdash.transform.hierarchy import load_hierarchies
+from privdash.utility.metrics import Metric
 
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
 K = 5

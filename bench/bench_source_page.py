@@ -29,9 +29,9 @@ from werkzeug.serving import make_server
 
 from bench._common import DATA_DIR, machine
 from bench.bench_scale import QIS, generate
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.ui.app import create_app
+from dashboard.app import create_app
+from privdash.application.services import Services
+from privdash.application.settings import Settings
 
 TIMEOUT = int(os.environ.get("BENCH_TIMEOUT_MS", "600000"))
 

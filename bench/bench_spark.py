@@ -56,9 +56,9 @@ def main() -> None:
 
     import pyspark
 
-    from dashboard.core.engines.aggregate import aggregate_table
-    from dashboard.core.engines.spark import spark_session
-    from dashboard.core.measure.diagnose import diagnose
+    from privdash.engines.aggregate import aggregate_table
+    from privdash.engines.spark import spark_session
+    from privdash.measure.diagnose import diagnose
 
     print(f"{machine()}, pyspark {pyspark.__version__}, master {args.master}")
     with tempfile.TemporaryDirectory() as name:

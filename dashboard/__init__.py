@@ -1,3 +1,5 @@
-"""privdash: privacy risk diagnostics for microdata."""
+"""The privdash web app (Dash): pages, components and the server. The library is :mod:`privdash`."""
 
-__version__ = "0.1.0"
+from privdash import __version__
+
+__all__ = ["__version__"]

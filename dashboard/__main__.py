@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from dashboard.cli import main
+from privdash.cli import main
 
 if __name__ == "__main__":
     sys.exit(main(["serve", *sys.argv[1:]]))

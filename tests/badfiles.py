@@ -1,7 +1,7 @@
 """A corpus of bad input files for the table reader, generated on demand (nothing here is committed as a binary).
 
 :func:`write_corpus` writes every file into a folder and returns the :class:`Case` list: for each file, what a
-reader must do with it, either refuse it with a :class:`~dashboard.core.errors.DataReadError` whose message matches
+reader must do with it, either refuse it with a :class:`~privdash.errors.DataReadError` whose message matches
 ``error`` (a regular expression, searched), or read it into a table of ``shape`` with the stated columns, values
 and, for ``privdash diagnose FILE --qi <qi>``, the stated ``k`` and number of classes.
 
@@ -12,7 +12,7 @@ reader's unit tests and the upload endpoint's tests all run the same cases::
     for case in write_corpus(folder):
         ...  # case.path, case.error or case.shape/columns/values/k/classes; case.sheet; case.limits
 
-Cases with ``limits`` hold for :func:`~dashboard.core.data.tables.read_table` with those limits (a server sets them
+Cases with ``limits`` hold for :func:`~privdash.data.tables.read_table` with those limits (a server sets them
 from its settings; the command line reads with the defaults, and the same file has a case without limits). Cases
 with ``upload=False`` are about a path (a folder, a missing or unreadable file) and mean nothing for an upload.
 Cases with ``engine`` are counted by that engine on the command line (the reader must agree); cases with
@@ -36,7 +36,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from dashboard.core.data.tables import ReadLimits
+from privdash.data.tables import ReadLimits
 
 __all__ = ["Case", "write_corpus"]
 

@@ -32,7 +32,7 @@ def data_dir() -> Path:
 @pytest.fixture(scope="session")
 def adult(data_dir: Path):
     """The ARX version of UCI Adult (30,162 rows, 9 columns), read with privdash's reader."""
-    from dashboard.core.data.tables import read_table
+    from privdash.data.tables import read_table
 
     return read_table(data_dir / "arx_adult" / "adult.csv")
 

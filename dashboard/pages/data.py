@@ -1,6 +1,6 @@
 """Data page: open a built-in dataset or upload a file, preview it, and set each column's role and type.
 
-Uploads go to ``/api/upload`` (see :mod:`dashboard.ui.app`); the table stays on the server and the preview grid
+Uploads go to ``/api/upload`` (see :mod:`dashboard.app`); the table stays on the server and the preview grid
 asks for the rows it shows, a block at a time. Role and type edits, contract imports and ordinal orders all end in
 the page's view state (and so in the URL). For a workbook with several sheets the page says which sheet was read
 and reads another on request (the upload is kept for that); a browser can delete its own uploads, to make room
@@ -20,19 +20,19 @@ import numpy as np
 import pandas as pd
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from dashboard.application import hierarchies as hs
-from dashboard.application.columns import ColumnEdit, current_order, edit_columns, state_with_order
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.links import LINK_KEY
-from dashboard.application.presentations import presentation_links
-from dashboard.application.services import DEMO_PREFIX, LoadedDataset, Services, too_large_message
-from dashboard.application.state import QUERY_KEY, StateError, ViewState
-from dashboard.core.data.contract import ColumnRole, StatisticalType
-from dashboard.core.data.demo import demo_datasets
-from dashboard.core.errors import ContractError, PrivdashError
 from dashboard.ui import hierarchies as hierarchy_ui
 from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title, progress_panel
 from dashboard.ui.pagestate import PAGE_STATE, SESSION_COOKIE, open_page, session_token, state_from_store, state_store
+from privdash.application import hierarchies as hs
+from privdash.application.columns import ColumnEdit, current_order, edit_columns, state_with_order
+from privdash.application.fixruns import FixRuns
+from privdash.application.links import LINK_KEY
+from privdash.application.presentations import presentation_links
+from privdash.application.services import DEMO_PREFIX, LoadedDataset, Services, too_large_message
+from privdash.application.state import QUERY_KEY, StateError, ViewState
+from privdash.data.contract import ColumnRole, StatisticalType
+from privdash.data.demo import demo_datasets
+from privdash.errors import ContractError, PrivdashError
 
 PATH = "/data"
 NAME = "Data"
@@ -695,7 +695,7 @@ def register(app: Dash, services: Services) -> None:
 
 
 def register_hierarchies(app: Dash, services: Services) -> None:
-    """The hierarchy editor's callbacks: adapters between its controls and :mod:`dashboard.application.hierarchies`."""
+    """The hierarchy editor's callbacks: adapters between its controls and :mod:`privdash.application.hierarchies`."""
     ids = hierarchy_ui.IDS
 
     def given(loaded: LoadedDataset) -> Mapping[str, Any]:

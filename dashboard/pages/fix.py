@@ -1,11 +1,11 @@
 """Fix page: build a list of anonymization steps and see, before and after, what it does to risk and utility.
 
-The step list lives in the view state (``ViewState.fix``: settings only, see :mod:`dashboard.application.fixes`), so the
+The step list lives in the view state (``ViewState.fix``: settings only, see :mod:`privdash.application.fixes`), so the
 share link reproduces the fixed view; Undo drops the last step. This module is the Dash adapter: controls, layout,
 callbacks. The list is applied, cached and judged in the application layer:
-:class:`~dashboard.application.fixruns.FixRuns` applies it with the core's step registry (memory cache of every
-prefix, disk cache of slow lists, the diagnosis of the fixed table), :mod:`dashboard.application.riskview` words the
-headline numbers and their verdicts, :mod:`dashboard.core.utility.metrics` measures the utility. Step lists with
+:class:`~privdash.application.fixruns.FixRuns` applies it with the core's step registry (memory cache of every
+prefix, disk cache of slow lists, the diagnosis of the fixed table), :mod:`privdash.application.riskview` words the
+headline numbers and their verdicts, :mod:`privdash.utility.metrics` measures the utility. Step lists with
 microaggregation or the least-lossy search are previewed in a background job (progress bar, cancel button) whose
 result the other callbacks read from the disk cache. Downloads (fixed data, value mapping, recipe) go through
 ``dcc.Download``, never through a store.
@@ -28,49 +28,6 @@ import plotly.graph_objects as go
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from plotly.subplots import make_subplots
 
-from dashboard.application.estimates import (
-    fmt_estimate,
-    fmt_interval,
-    fmt_overlap,
-    read_estimates,
-    run_solution_estimates,
-)
-from dashboard.application.fixes import (
-    BUILDERS,
-    KINDS,
-    SOLUTIONS_SHOWN,
-    FixError,
-    FixRun,
-    RecipeOutcome,
-    RowSample,
-    cheapest_fix,
-    check_spec,
-    describe_result,
-    describe_spec,
-    information_loss_pair,
-    key_status,
-    reapply_recipe,
-    row_sample,
-    rule_from_text,
-    rule_text,
-)
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.hierarchies import reference_hierarchies as stored_hierarchies
-from dashboard.application.riskview import fix_headlines, release_rules_text, release_verdict, size_bins
-from dashboard.application.services import LoadedDataset, Services
-from dashboard.application.state import StateError, ViewState
-from dashboard.application.storage import parquet_safe
-from dashboard.core.data.contract import ColumnRole, StatisticalType
-from dashboard.core.data.tables import csv_text
-from dashboard.core.errors import PrivdashError
-from dashboard.core.measure.classes import MissingPolicy
-from dashboard.core.measure.diagnose import Diagnosis
-from dashboard.core.measure.risk import records_at_risk_by_k
-from dashboard.core.search.solutions import SolutionEstimates
-from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
-from dashboard.core.transform.hierarchy import default_rule
-from dashboard.core.transform.suppression import SUPPRESSION_RISK_TARGETS
-from dashboard.core.utility.metrics import Metric, cells_changed, classifier_accuracy, value_distributions
 from dashboard.ui import attack as attack_section
 from dashboard.ui import dp_release as dp_release_section
 from dashboard.ui import estimates as estimates_section
@@ -92,6 +49,49 @@ from dashboard.ui.report import register as register_report
 from dashboard.ui.report import report_card
 from dashboard.ui.targets import card_columns, headline_grid, release_error, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE, figure
+from privdash.application.estimates import (
+    fmt_estimate,
+    fmt_interval,
+    fmt_overlap,
+    read_estimates,
+    run_solution_estimates,
+)
+from privdash.application.fixes import (
+    BUILDERS,
+    KINDS,
+    SOLUTIONS_SHOWN,
+    FixError,
+    FixRun,
+    RecipeOutcome,
+    RowSample,
+    cheapest_fix,
+    check_spec,
+    describe_result,
+    describe_spec,
+    information_loss_pair,
+    key_status,
+    reapply_recipe,
+    row_sample,
+    rule_from_text,
+    rule_text,
+)
+from privdash.application.fixruns import FixRuns
+from privdash.application.hierarchies import reference_hierarchies as stored_hierarchies
+from privdash.application.riskview import fix_headlines, release_rules_text, release_verdict, size_bins
+from privdash.application.services import LoadedDataset, Services
+from privdash.application.state import StateError, ViewState
+from privdash.application.storage import parquet_safe
+from privdash.data.contract import ColumnRole, StatisticalType
+from privdash.data.tables import csv_text
+from privdash.errors import PrivdashError
+from privdash.measure.classes import MissingPolicy
+from privdash.measure.diagnose import Diagnosis
+from privdash.measure.risk import records_at_risk_by_k
+from privdash.search.solutions import SolutionEstimates
+from privdash.targets import DEFAULT_MAX_SUPPRESSION
+from privdash.transform.hierarchy import default_rule
+from privdash.transform.suppression import SUPPRESSION_RISK_TARGETS
+from privdash.utility.metrics import Metric, cells_changed, classifier_accuracy, value_distributions
 
 PATH = "/fix"
 NAME = "Fix"

@@ -2,12 +2,12 @@
 mapping applied to the open dataset's postcode column.
 
 The settings, the reference data, the traffic lights (red, amber, green) and the units each map shows are
-:mod:`dashboard.application.postcodes`; this module draws them.
+:mod:`privdash.application.postcodes`; this module draws them.
 
 The map shows, as the user picks, the source districts or the postcode areas coloured by their own population
 ("before"), or the published units of the strategy, districts dissolved by the mapping ("after"). It is a MapLibre
 choropleth on a blank style (``white-bg``): no tile server, so nothing leaves the host. Polygons come from
-:mod:`dashboard.core.geo.geography` (coverage-clean, simplified, memoised); the page rounds their coordinates to
+:mod:`privdash.geo.geography` (coverage-clean, simplified, memoised); the page rounds their coordinates to
 :data:`DISPLAY_DECIMALS` decimals (about 10 m, well under the 500 m simplification), which keeps shared vertices
 shared (no gaps) and the largest map (every UK district) under 2 MB. A threshold change that keeps the polygons
 sends only the new colours (a ``Patch``). The US data has no polygons, so ``zip3`` shows bars of the smallest ZIP3
@@ -30,8 +30,12 @@ import shapely
 from dash import Dash, Input, Output, Patch, State, dcc, html, no_update
 from shapely.geometry import mapping as geometry_mapping
 
-from dashboard.application.cache import BoundedCache
-from dashboard.application.postcodes import (
+from dashboard.ui.charts import chart
+from dashboard.ui.components import card, error_alert, fmt_count, fmt_share, page_title
+from dashboard.ui.pagestate import PAGE_STATE, state_from_query, state_from_store, state_store
+from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE
+from privdash.application.cache import BoundedCache
+from privdash.application.postcodes import (
     AMBER,
     DEFAULT_SETTINGS,
     GREEN,
@@ -58,15 +62,11 @@ from dashboard.application.postcodes import (
     traffic_lights,
     view_title,
 )
-from dashboard.application.services import Services
-from dashboard.application.state import ViewState
-from dashboard.core.errors import PrivdashError
-from dashboard.core.geo import geography
-from dashboard.core.geo.postcodes import PostcodeGeneralization, Strategy
-from dashboard.ui.charts import chart
-from dashboard.ui.components import card, error_alert, fmt_count, fmt_share, page_title
-from dashboard.ui.pagestate import PAGE_STATE, state_from_query, state_from_store, state_store
-from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE
+from privdash.application.services import Services
+from privdash.application.state import ViewState
+from privdash.errors import PrivdashError
+from privdash.geo import geography
+from privdash.geo.postcodes import PostcodeGeneralization, Strategy
 
 PATH = "/postcodes"
 NAME = "Postcodes"
@@ -730,7 +730,7 @@ def redraw(services: Services, state: ViewState, previous: GeoSettings | None) -
 
 def control_outputs(change: SettingsChange, source: Any, strategy: Any) -> tuple[Any, ...]:
     """The view state (when it changed), the source and strategy the controls must show when the change corrected
-    them (see :func:`~dashboard.application.postcodes.settings_from_controls`), the strategy's description and the
+    them (see :func:`~privdash.application.postcodes.settings_from_controls`), the strategy's description and the
     threshold label."""
     settings = change.settings
     return (

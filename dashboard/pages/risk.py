@@ -1,10 +1,10 @@
 """Risk page: equivalence classes, privacy models and re-identification risk of the open dataset.
 
-Every number comes from :func:`dashboard.core.measure.diagnose.diagnose` (through the per-process cache of
-:class:`~dashboard.application.services.Services`) or, for the QI-combination analysis, from
-:mod:`dashboard.core.measure.combinations` in a background job with a progress bar and a cancel button. What is shown
+Every number comes from :func:`privdash.measure.diagnose.diagnose` (through the per-process cache of
+:class:`~privdash.application.services.Services`) or, for the QI-combination analysis, from
+:mod:`privdash.measure.combinations` in a background job with a progress bar and a cancel button. What is shown
 of them (class-size bins, headlines and their verdicts, the per-class table) is computed in
-:mod:`dashboard.application.riskview`; the builders here only arrange it, and callbacks turn control values into a new
+:mod:`privdash.application.riskview`; the builders here only arrange it, and callbacks turn control values into a new
 view state and call the builders.
 """
 
@@ -20,30 +20,6 @@ import pandas as pd
 import plotly.graph_objects as go
 from dash import ClientsideFunction, Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from dashboard.application.riskview import (
-    ClassTable,
-    Headline,
-    RiskRow,
-    cached_class_table,
-    class_rows,
-    combination_request,
-    combinations_left_out,
-    missing_effect,
-    people_column,
-    release_verdict,
-    risk_headlines,
-    run_combinations,
-    size_bins,
-    survey_risk_rows,
-)
-from dashboard.application.services import Services
-from dashboard.application.state import StateError, ViewState
-from dashboard.core.errors import PrivdashError
-from dashboard.core.measure.classes import MissingPolicy
-from dashboard.core.measure.combinations import CombinationRisk, MinimalSampleUniques
-from dashboard.core.measure.diagnose import Diagnosis
-from dashboard.core.measure.model_risk import MODEL_RISK_METHODS
-from dashboard.core.measure.risk import records_at_risk_by_k
 from dashboard.ui.charts import SIZE_COLUMNS, chart, size_histogram
 from dashboard.ui.components import (
     card,
@@ -61,6 +37,30 @@ from dashboard.ui.report import register as register_report
 from dashboard.ui.report import report_card
 from dashboard.ui.targets import card_columns, headline_grid, release_error, target_ids, target_inputs, with_targets
 from dashboard.ui.theme import COLORS, figure
+from privdash.application.riskview import (
+    ClassTable,
+    Headline,
+    RiskRow,
+    cached_class_table,
+    class_rows,
+    combination_request,
+    combinations_left_out,
+    missing_effect,
+    people_column,
+    release_verdict,
+    risk_headlines,
+    run_combinations,
+    size_bins,
+    survey_risk_rows,
+)
+from privdash.application.services import Services
+from privdash.application.state import StateError, ViewState
+from privdash.errors import PrivdashError
+from privdash.measure.classes import MissingPolicy
+from privdash.measure.combinations import CombinationRisk, MinimalSampleUniques
+from privdash.measure.diagnose import Diagnosis
+from privdash.measure.model_risk import MODEL_RISK_METHODS
+from privdash.measure.risk import records_at_risk_by_k
 
 PATH = "/risk"
 NAME = "Risk"

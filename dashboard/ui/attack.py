@@ -4,7 +4,7 @@ beside the predicted risk.
 :func:`card` places the choice of the release (the fix previewed on the page, or an uploaded table), the sensitive
 attribute the inference attack guesses, and the button; nothing is computed on page load. The button starts a
 background job (:mod:`dashboard.ui.jobs`: queued, under the server's limits, with progress and cancel) that runs
-:func:`~dashboard.application.attack.attack_state` on the page's current view state. Its result: one sentence per
+:func:`~privdash.application.attack.attack_state` on the page's current view state. Its result: one sentence per
 attack, the table of rates with their 95% intervals, baselines, the risk beyond them and the model's figures, and a
 bar chart with error bars whose numbers are also a table (:func:`~dashboard.ui.charts.chart`).
 """
@@ -19,7 +19,12 @@ import dash_mantine_components as dmc
 import plotly.graph_objects as go
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
-from dashboard.application.attack import (
+from dashboard.ui.charts import chart
+from dashboard.ui.components import card as card_frame
+from dashboard.ui.components import error_alert, progress_panel
+from dashboard.ui.pagestate import PAGE_STATE, state_from_store
+from dashboard.ui.theme import COLORS, figure
+from privdash.application.attack import (
     ALLOW_UNMATCHED,
     SOURCES,
     AttackOutcome,
@@ -28,15 +33,10 @@ from dashboard.application.attack import (
     fmt_interval,
     fmt_rate,
 )
-from dashboard.application.formats import fmt_count
-from dashboard.application.services import LoadedDataset, Services, clean_filename
-from dashboard.application.state import StateError, ViewState
-from dashboard.core.errors import PrivdashError
-from dashboard.ui.charts import chart
-from dashboard.ui.components import card as card_frame
-from dashboard.ui.components import error_alert, progress_panel
-from dashboard.ui.pagestate import PAGE_STATE, state_from_store
-from dashboard.ui.theme import COLORS, figure
+from privdash.application.formats import fmt_count
+from privdash.application.services import LoadedDataset, Services, clean_filename
+from privdash.application.state import StateError, ViewState
+from privdash.errors import PrivdashError
 
 __all__ = ["attack_figure", "attack_table", "attack_view", "card", "register"]
 

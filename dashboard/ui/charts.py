@@ -82,7 +82,7 @@ def chart(
 
 
 def size_histogram(binned: pd.DataFrame, k_target: int) -> go.Figure:
-    """Bars of the number of classes per size bin (:func:`dashboard.application.riskview.size_bins`); bars below
+    """Bars of the number of classes per size bin (:func:`privdash.application.riskview.size_bins`); bars below
     the k target are dark red *and* hatched, and say "below k" (status never by colour alone)."""
     below = (binned["low"] < k_target).to_numpy()
     colors = [COLORS["danger"] if low else COLORS["primary"] for low in below]

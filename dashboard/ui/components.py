@@ -1,7 +1,7 @@
 """Component builders shared by the pages: the app shell, cards, headline numbers, messages.
 
 Builders are plain functions returning Dash components, so they are tested as data (no browser). The number formats
-(``fmt_count``, ``fmt_number``, ``fmt_share``) live in :mod:`dashboard.application.formats` and are re-exported here.
+(``fmt_count``, ``fmt_number``, ``fmt_share``) live in :mod:`privdash.application.formats` and are re-exported here.
 
 Accessibility (WCAG 2.1 AA)
     The shell starts with a skip link to the main content (:data:`MAIN_ID`), has header, navigation and main
@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 import dash_mantine_components as dmc
 from dash import dcc, html
 
-from dashboard.application.formats import fmt_count, fmt_number, fmt_share, in_people
 from dashboard.ui.theme import THEME
+from privdash.application.formats import fmt_count, fmt_number, fmt_share, in_people
 
 if TYPE_CHECKING:
-    from dashboard.core.measure.verdict import Verdict
+    from privdash.measure.verdict import Verdict
 
 __all__ = [
     "MAIN_ID",

@@ -1,7 +1,7 @@
 """The Fix page's "Differential privacy" section: counts, histograms, sums and means released with OpenDP, their error
 bars and the dataset's budget ledger.
 
-A thin adapter over :mod:`dashboard.application.dp_release`: the form is checked there, the release is computed by
+A thin adapter over :mod:`privdash.application.dp_release`: the form is checked there, the release is computed by
 the core and charged to the dataset's ledger (kept on the server, in the store folder). Nothing is computed when
 the page loads: the card reads the ledger to show what was spent. Pressing "Release" shows each DP value with its
 95% error bar (table and chart) and, beside it, the true value in a column for the data owner only; the download
@@ -21,7 +21,12 @@ import pandas as pd
 import plotly.graph_objects as go
 from dash import Dash, Input, Output, State, dcc, html, no_update
 
-from dashboard.application.dp_release import (
+from dashboard.ui.charts import chart
+from dashboard.ui.components import card as card_box
+from dashboard.ui.components import error_alert
+from dashboard.ui.pagestate import PAGE_STATE, state_from_store
+from dashboard.ui.theme import COLORS, figure
+from privdash.application.dp_release import (
     CATEGORY_SOURCES,
     MAX_ROWS_FIELD,
     QUERIES,
@@ -35,15 +40,10 @@ from dashboard.application.dp_release import (
     result_rows,
     table_keys,
 )
-from dashboard.application.services import LoadedDataset, Services
-from dashboard.application.state import ViewState
-from dashboard.core.errors import PrivdashError
-from dashboard.core.privacy import BudgetExceededError, DatasetAccount, Mechanism
-from dashboard.ui.charts import chart
-from dashboard.ui.components import card as card_box
-from dashboard.ui.components import error_alert
-from dashboard.ui.pagestate import PAGE_STATE, state_from_store
-from dashboard.ui.theme import COLORS, figure
+from privdash.application.services import LoadedDataset, Services
+from privdash.application.state import ViewState
+from privdash.dp import BudgetExceededError, DatasetAccount, Mechanism
+from privdash.errors import PrivdashError
 
 __all__ = ["card", "register"]
 

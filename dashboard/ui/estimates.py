@@ -1,10 +1,10 @@
 """The Fix page's "Estimates" section: the estimates the data are published for, before and after the previewed fix.
 
 :func:`card` places a text box where the steward names the estimates, one a line (``mean:income by region``,
-``share:sex=Female``, ``crosstab:sex*race``, ``coef:income~age+sex``; :mod:`dashboard.core.utility.estimates`),
+``share:sex=Female``, ``crosstab:sex*race``, ``coef:income~age+sex``; :mod:`privdash.utility.estimates`),
 and a button; nothing is computed on page load. The button starts a background job (:mod:`dashboard.ui.jobs`:
 queued, under the server's limits, with cancel) that computes them on the fix the page previews
-(:meth:`~dashboard.application.fixruns.FixRuns.run`, from its cache) and shows each number before and after with
+(:meth:`~privdash.application.fixruns.FixRuns.run`, from its cache) and shows each number before and after with
 its 95% interval and Karr et al.'s interval overlap, weighted by the contract's weight column, then the notes on
 how "after" was computed. The text box's id is a pattern (``{"type": "estimates-input", "page": "fix"}``) so that
 the release report, made from the same page, names the same estimates.
@@ -19,7 +19,10 @@ from typing import Any
 import dash_mantine_components as dmc
 from dash import Dash, Input, Output, State, html, no_update
 
-from dashboard.application.estimates import (
+from dashboard.ui.components import card as card_frame
+from dashboard.ui.components import error_alert, progress_panel
+from dashboard.ui.pagestate import PAGE_STATE, state_from_store
+from privdash.application.estimates import (
     EXAMPLES,
     MAX_TEXT,
     fmt_interval,
@@ -27,14 +30,11 @@ from dashboard.application.estimates import (
     read_estimates,
     run_estimates,
 )
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import LoadedDataset, Services
-from dashboard.application.state import StateError, ViewState
-from dashboard.core.errors import PrivdashError
-from dashboard.core.utility.estimates import EstimateComparison
-from dashboard.ui.components import card as card_frame
-from dashboard.ui.components import error_alert, progress_panel
-from dashboard.ui.pagestate import PAGE_STATE, state_from_store
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import LoadedDataset, Services
+from privdash.application.state import StateError, ViewState
+from privdash.errors import PrivdashError
+from privdash.utility.estimates import EstimateComparison
 
 __all__ = ["INPUT_ID", "card", "estimates_table", "estimates_view", "register"]
 

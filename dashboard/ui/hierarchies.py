@@ -1,7 +1,7 @@
 """The Data page's hierarchy editor: import ARX hierarchy files for an upload and build each quasi-identifier's levels
 (intervals, categories in named groups, dates, code prefixes), with the group sizes of every level.
 
-Component builders only (no callbacks: the Data page's callbacks call :mod:`dashboard.application.hierarchies` and
+Component builders only (no callbacks: the Data page's callbacks call :mod:`privdash.application.hierarchies` and
 these builders). Every control has a visible label or an ``aria-label``; the tables have captions.
 """
 
@@ -13,8 +13,8 @@ from typing import Any
 import dash_mantine_components as dmc
 from dash import dcc, html
 
-from dashboard.application.hierarchies import EDITOR_BUILDERS, EditorForm, EditorView, GroupRow, LevelSummary
 from dashboard.ui.components import card, fmt_count
+from privdash.application.hierarchies import EDITOR_BUILDERS, EditorForm, EditorView, GroupRow, LevelSummary
 
 __all__ = [
     "IDS",

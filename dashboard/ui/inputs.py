@@ -4,7 +4,7 @@ Every Dash component documents the type of each of its properties: ``value (stri
 ``Select``, ``list of strings`` for a ``MultiSelect``, ``string | number`` for a ``NumberInput``, ``boolean`` for a
 ``Checkbox``'s ``checked``, ``number`` for ``n_clicks``. :class:`DeclaredInputs` walks the app's layouts once, notes
 the component class behind every id (a pattern-matching id by its ``type``), and checks a callback request's values
-against those declared types before the callback runs (:func:`dashboard.ui.app.check_callback_request`): a value a
+against those declared types before the callback runs (:func:`dashboard.app.check_callback_request`): a value a
 browser never sends (a number for a ``Select``, a list for a text field, infinity, a negative click count, text longer
 than a field takes) is refused with a message naming the input. Properties whose declared type is open (a ``Store``'s
 ``data``: anything JSON) are left to the callback, as is the meaning of well-typed values (a column that is not in
@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
-from dashboard.application.state import MAX_LIST_ITEMS, MAX_NUMBER, MAX_TEXT_CHARS
+from privdash.application.state import MAX_LIST_ITEMS, MAX_NUMBER, MAX_TEXT_CHARS
 
 __all__ = ["MAX_LIST", "MAX_LONG_TEXT", "MAX_TEXT", "DeclaredInputs", "Expected", "declared_type", "value_problem"]
 

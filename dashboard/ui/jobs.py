@@ -6,7 +6,7 @@ process writes its progress and its result into the diskcache. The browser then 
 (signed) result key and process id; each poll calls ``get_progress``, :meth:`get_result` and ``job_running``. The
 cancel inputs and a newer run of the same callback call :meth:`terminate_job`.
 
-:class:`LimitedJobManager` hooks there (the rules themselves are in :mod:`dashboard.application.jobs`):
+:class:`LimitedJobManager` hooks there (the rules themselves are in :mod:`privdash.application.jobs`):
 
 * :meth:`call_job_fn` lists the job in a registry kept in the diskcache, the one place every gunicorn worker sees,
   with a digest of its session cookie, its page's polling interval and, once started, its process id.
@@ -50,7 +50,8 @@ import diskcache
 import flask
 import psutil
 
-from dashboard.application.jobs import (
+from dashboard.ui.components import error_alert
+from privdash.application.jobs import (
     JobEntry,
     JobLimits,
     StopReason,
@@ -60,8 +61,7 @@ from dashboard.application.jobs import (
     stop_message,
     waiting_text,
 )
-from dashboard.application.settings import Settings
-from dashboard.ui.components import error_alert
+from privdash.application.settings import Settings
 
 try:
     import resource
@@ -229,7 +229,7 @@ def _exclusive(method: Callable[..., Any]) -> Callable[..., Any]:
 
 
 class LimitedJobManager(dash.DiskcacheManager):
-    """A ``DiskcacheManager`` whose jobs run under :class:`~dashboard.application.jobs.JobLimits` (see the module
+    """A ``DiskcacheManager`` whose jobs run under :class:`~privdash.application.jobs.JobLimits` (see the module
     docstring).
 
     Parameters
@@ -242,7 +242,7 @@ class LimitedJobManager(dash.DiskcacheManager):
         The current request's session token (called while a job is submitted).
     failure_view
         What a ``children`` output shows for a job stopped by a limit (from the message of
-        :func:`~dashboard.application.jobs.stop_message`).
+        :func:`~privdash.application.jobs.stop_message`).
 
     Notes
     -----

@@ -1,7 +1,7 @@
 """How pages receive and hand back the view state.
 
 Every page's ``layout(**query)`` decodes the query with :func:`state_from_query` (the ``s`` parameter, or ``l``
-naming a long state kept on the server, see :mod:`dashboard.application.links`) and puts the state into the page's
+naming a long state kept on the server, see :mod:`privdash.application.links`) and puts the state into the page's
 ``page-state`` store (:func:`state_store`); page callbacks update that store, and one shell callback writes it back
 to the URL and the navigation links. So the URL always describes what is on screen.
 """
@@ -15,12 +15,12 @@ from typing import Any
 import flask
 from dash import dcc
 
-from dashboard.application.links import LINK_KEY
-from dashboard.application.services import DEMO_PREFIX, LoadedDataset, Services
-from dashboard.application.state import QUERY_KEY, StateError, ViewState
-from dashboard.core.data.demo import DEFAULT_DEMO
-from dashboard.core.errors import PrivdashError
 from dashboard.ui.components import error_alert
+from privdash.application.links import LINK_KEY
+from privdash.application.services import DEMO_PREFIX, LoadedDataset, Services
+from privdash.application.state import QUERY_KEY, StateError, ViewState
+from privdash.data.demo import DEFAULT_DEMO
+from privdash.errors import PrivdashError
 
 __all__ = [
     "DEFAULT_DATASET",

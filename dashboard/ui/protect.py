@@ -1,7 +1,7 @@
 """The Fix page's "Perturb and mask" section: noise, rank swapping, PRAM, shuffling and geomasking previewed on the
 open dataset, with the risk of perturbed data in place of k.
 
-The Dash adapter of :mod:`dashboard.application.protect`: the controls (method, columns, parameters, seed), the
+The Dash adapter of :mod:`privdash.application.protect`: the controls (method, columns, parameters, seed), the
 Preview button, the result (the risk of perturbed data, the cells changed, or spatial k and a map of original and
 masked points) and two downloads (the perturbed table as formula-safe CSV, the one-step recipe). Nothing is computed
 when the page loads. The preview runs as a background job (:mod:`dashboard.ui.jobs`: progress bar, cancel button,
@@ -22,7 +22,11 @@ import dash_mantine_components as dmc
 import plotly.graph_objects as go
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from dashboard.application.protect import (
+from dashboard.ui.components import card as card_box
+from dashboard.ui.components import error_alert, fmt_count, fmt_number, fmt_share, progress_panel, stat_card
+from dashboard.ui.pagestate import PAGE_STATE, state_from_store
+from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE
+from privdash.application.protect import (
     ColumnChange,
     ProtectColumns,
     ProtectError,
@@ -36,15 +40,11 @@ from dashboard.application.protect import (
     recipe_json,
     stored_step,
 )
-from dashboard.application.services import LoadedDataset, Services
-from dashboard.application.state import ViewState
-from dashboard.core.data.tables import csv_text
-from dashboard.core.errors import PrivdashError
-from dashboard.core.transform.steps import Step
-from dashboard.ui.components import card as card_box
-from dashboard.ui.components import error_alert, fmt_count, fmt_number, fmt_share, progress_panel, stat_card
-from dashboard.ui.pagestate import PAGE_STATE, state_from_store
-from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE
+from privdash.application.services import LoadedDataset, Services
+from privdash.application.state import ViewState
+from privdash.data.tables import csv_text
+from privdash.errors import PrivdashError
+from privdash.transform.steps import Step
 
 __all__ = ["card", "controls", "preview_view", "register", "step_from_controls"]
 
@@ -354,7 +354,7 @@ def downloads() -> Any:
 
 
 def step_from_controls(options: ProtectColumns, values: Mapping[str, Any]) -> Step:
-    """The step the controls describe (:func:`~dashboard.application.protect.protect_step`)."""
+    """The step the controls describe (:func:`~privdash.application.protect.protect_step`)."""
     v = values
     method = v.get("protect-method")
     prefix = {"add_noise": "noise", "rank_swap": "swap", "pram": "pram", "shuffle": "shuffle"}.get(str(method))

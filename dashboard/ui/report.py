@@ -3,9 +3,9 @@
 :func:`report_card` is the component a page places; :func:`register` adds its callbacks once per app (pages that
 show the card may all call it). Pressing the button starts a background job (:mod:`dashboard.ui.jobs`: queued,
 under the server's time and memory limits, with a progress bar and a cancel button) that builds the report of the
-view in the page's state (:func:`~dashboard.application.report.report_for_state`: dataset, roles, targets, fix
+view in the page's state (:func:`~privdash.application.report.report_for_state`: dataset, roles, targets, fix
 steps, and the estimates named in the Fix page's estimates section), renders both files and keeps them in the disk
-cache for the store's lifetime (:class:`~dashboard.application.report.ReportFiles`). Its result is the verdict and
+cache for the store's lifetime (:class:`~privdash.application.report.ReportFiles`). Its result is the verdict and
 two download buttons; a download reads the kept file, so no worker computes the report twice.
 """
 
@@ -20,13 +20,13 @@ from typing import Any
 import dash_mantine_components as dmc
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from dashboard.application.estimates import read_estimates
-from dashboard.application.report import ReleaseReport, ReportFiles, report_for_state
-from dashboard.application.report_render import render_files
-from dashboard.application.services import Services
-from dashboard.core.errors import PrivdashError
 from dashboard.ui.components import card, error_alert, progress_panel
 from dashboard.ui.pagestate import PAGE_STATE, state_from_store
+from privdash.application.estimates import read_estimates
+from privdash.application.report import ReleaseReport, ReportFiles, report_for_state
+from privdash.application.report_render import render_files
+from privdash.application.services import Services
+from privdash.errors import PrivdashError
 
 __all__ = ["register", "report_card", "report_ready"]
 

@@ -8,7 +8,7 @@ syntax (``global_risk=0.03, household_risk=0.05``: the same names), kept in the 
 link's ``q``); a text that cannot be read is explained under the input (:func:`release_error`).
 
 What passes and what fails is decided in the application layer
-(:mod:`dashboard.application.riskview`); the cards only show it.
+(:mod:`privdash.application.riskview`); the cards only show it.
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ from typing import Any
 
 import dash_mantine_components as dmc
 
-from dashboard.application.riskview import RELEASE_RULES, Headline, release_rules, release_rules_text
-from dashboard.application.state import StateError, ViewState
 from dashboard.ui.components import stat_card
+from privdash.application.riskview import RELEASE_RULES, Headline, release_rules, release_rules_text
+from privdash.application.state import StateError, ViewState
 
 __all__ = [
     "TARGET_KEYS",

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from werkzeug.serving import make_server
 
-from dashboard.application.settings import Settings
-from dashboard.ui.app import create_app
+from dashboard.app import create_app
+from privdash.application.settings import Settings
 
 CHROMIUM_FLAGS = [
     "--headless",

@@ -22,14 +22,14 @@ import pytest
 from axe_playwright_python.sync_playwright import Axe
 from playwright.sync_api import Page, Route, expect
 
-from dashboard.application.postcodes import GeoSettings
-from dashboard.application.riskview import size_bins
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.geo.postcodes import Strategy
 from dashboard.ui.components import fmt_count
 from dashboard.ui.theme import COLORS, PALETTES
+from privdash.application.postcodes import GeoSettings
+from privdash.application.riskview import size_bins
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.geo.postcodes import Strategy
 
 TIMEOUT = 30_000
 VIEWPORT = {"width": 1400, "height": 1000}

@@ -10,15 +10,15 @@ from pathlib import Path
 import pandas as pd
 from playwright.sync_api import Page, expect
 
-from dashboard.application.attack import fmt_rate
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.attack import AttackReport, attack_release
-from dashboard.core.data.demo import people_table
-from dashboard.core.data.tables import csv_text
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import interval_hierarchy, postcode_hierarchy
+from privdash.application.attack import fmt_rate
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.attack import AttackReport, attack_release
+from privdash.data.demo import people_table
+from privdash.data.tables import csv_text
+from privdash.transform.generalization import generalize
+from privdash.transform.hierarchy import interval_hierarchy, postcode_hierarchy
 from tests.e2e.test_accessibility import assert_accessible, open_numbers, settled
 
 TIMEOUT = 30_000

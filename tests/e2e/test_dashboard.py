@@ -10,15 +10,15 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from dashboard.application.services import too_large_message
-from dashboard.application.settings import Settings
-from dashboard.core.data.contract import ColumnRole, DataContract
-from dashboard.core.data.demo import people_contract, people_table
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import DataReadError
-from dashboard.core.measure.classes import MissingPolicy
-from dashboard.core.measure.diagnose import diagnose
 from dashboard.ui.components import fmt_count, fmt_number
+from privdash.application.services import too_large_message
+from privdash.application.settings import Settings
+from privdash.data.contract import ColumnRole, DataContract
+from privdash.data.demo import people_contract, people_table
+from privdash.data.tables import read_table
+from privdash.errors import DataReadError
+from privdash.measure.classes import MissingPolicy
+from privdash.measure.diagnose import diagnose
 
 TIMEOUT = 20_000
 VIEWPORT = {"width": 1400, "height": 1000}
@@ -142,7 +142,7 @@ def test_missing_value_policy_switch(page: Page, live_server: str) -> None:
 
 def _assert_no_values_in(link: str, data: object) -> None:
     """The link's state holds the dataset id, column names and settings, and not one data value."""
-    from dashboard.application.state import ViewState
+    from privdash.application.state import ViewState
 
     state = ViewState.from_search(link.split("?", 1)[1])
     obj = state.to_dict()
@@ -154,7 +154,7 @@ def _assert_no_values_in(link: str, data: object) -> None:
 
 def _wait_for_policy_in_url(page: Page, policy: MissingPolicy) -> None:
     """The address bar (the share link) carries the policy shown on the page."""
-    from dashboard.application.state import ViewState
+    from privdash.application.state import ViewState
 
     for _ in range(100):
         if ViewState.from_search(page.url.split("?", 1)[1]).missing == policy:
@@ -214,7 +214,7 @@ def test_every_page_renders_under_the_content_security_policy(browser: Browser, 
 
     A context of its own: the other tests' pages ignore the policy (Playwright's ``wait_for_function`` needs eval).
     """
-    from dashboard.application.state import ViewState
+    from privdash.application.state import ViewState
 
     context = browser.new_context(viewport=VIEWPORT)
     try:
@@ -245,7 +245,7 @@ def test_every_page_renders_under_the_content_security_policy(browser: Browser, 
 
 
 def test_a_crafted_link_gets_a_message_not_an_error(page: Page, live_server: str) -> None:
-    from dashboard.application.state import ViewState
+    from privdash.application.state import ViewState
 
     for search in (ViewState(dataset="../../etc/passwd").to_search(), "?l=" + "A" * 22):
         response = page.goto(f"{live_server}/data{search}")

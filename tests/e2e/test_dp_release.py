@@ -16,12 +16,12 @@ import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
 
-from dashboard.application.dp_release import display_digits, ledger_for, table_keys
-from dashboard.application.services import LoadedDataset, Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.demo import people_table
-from dashboard.core.privacy import DatasetAccount, Mechanism, accuracy
+from privdash.application.dp_release import display_digits, ledger_for, table_keys
+from privdash.application.services import LoadedDataset, Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.demo import people_table
+from privdash.dp import DatasetAccount, Mechanism, accuracy
 from tests.e2e.test_accessibility import assert_accessible, open_numbers, settled
 
 TIMEOUT = 30_000

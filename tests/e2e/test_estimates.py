@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from dashboard.application.estimates import fmt_interval, fmt_overlap
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.utility.estimates import compare_estimates
+from privdash.application.estimates import fmt_interval, fmt_overlap
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.utility.estimates import compare_estimates
 from tests.e2e.test_accessibility import assert_accessible, settled
 
 TIMEOUT = 30_000

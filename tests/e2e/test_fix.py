@@ -11,15 +11,15 @@ from pathlib import Path
 import pandas as pd
 from playwright.sync_api import Page, expect
 
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.demo import people_table
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import interval_hierarchy, postcode_hierarchy
-from dashboard.core.transform.suppression import suppress_records
 from dashboard.ui.components import fmt_count
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.demo import people_table
+from privdash.measure.diagnose import diagnose
+from privdash.transform.generalization import generalize
+from privdash.transform.hierarchy import interval_hierarchy, postcode_hierarchy
+from privdash.transform.suppression import suppress_records
 
 TIMEOUT = 30_000
 QIS = ["age", "sex", "postcode"]

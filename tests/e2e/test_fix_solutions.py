@@ -9,12 +9,12 @@ import re
 import pandas as pd
 from playwright.sync_api import Page, expect
 
-from dashboard.application.fixes import SOLUTIONS_SHOWN, check_spec
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.measure.diagnose import diagnose
 from dashboard.ui.components import fmt_count
+from privdash.application.fixes import SOLUTIONS_SHOWN, check_spec
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.measure.diagnose import diagnose
 from tests.e2e.test_accessibility import assert_accessible, open_numbers, settled
 
 TIMEOUT = 30_000

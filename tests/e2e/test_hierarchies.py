@@ -11,7 +11,7 @@ import pandas as pd
 from playwright.sync_api import Page, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
-from dashboard.application.state import ViewState
+from privdash.application.state import ViewState
 from tests.e2e.test_accessibility import assert_accessible
 
 TIMEOUT = 20_000

@@ -14,9 +14,9 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
-from dashboard.application.postcodes import DEFAULT_SETTINGS
-from dashboard.application.state import ViewState
 from dashboard.ui.components import fmt_count
+from privdash.application.postcodes import DEFAULT_SETTINGS
+from privdash.application.state import ViewState
 
 TIMEOUT = 30_000
 VIEWPORT = {"width": 1400, "height": 1000}

@@ -18,18 +18,18 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from dashboard.application.postcodes import SOURCES
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.contract import DataContract
-from dashboard.core.data.demo import demo_datasets, people_contract, people_table
-from dashboard.core.geo.postcodes import Strategy, generalize_postcodes, read_population
-from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import interval_hierarchy, search_hierarchy
-from dashboard.core.transform.steps import Recipe
+from privdash.application.postcodes import SOURCES
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.contract import DataContract
+from privdash.data.demo import demo_datasets, people_contract, people_table
+from privdash.geo.postcodes import Strategy, generalize_postcodes, read_population
+from privdash.search.lattice import optimal_generalization
+from privdash.targets import PrivacyTargets
+from privdash.transform.generalization import generalize
+from privdash.transform.hierarchy import interval_hierarchy, search_hierarchy
+from privdash.transform.steps import Recipe
 
 TIMEOUT = 30_000
 QIS = ["age", "sex", "postcode"]

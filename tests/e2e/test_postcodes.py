@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from dashboard.application.postcodes import SOURCES
-from dashboard.application.state import ViewState
-from dashboard.core.data.demo import people_contract, people_table
-from dashboard.core.geo import geography
-from dashboard.core.geo.postcodes import PopulationTable, generalize_postcodes, read_population
-from dashboard.core.measure.diagnose import diagnose
 from dashboard.ui.components import fmt_count
+from privdash.application.postcodes import SOURCES
+from privdash.application.state import ViewState
+from privdash.data.demo import people_contract, people_table
+from privdash.geo import geography
+from privdash.geo.postcodes import PopulationTable, generalize_postcodes, read_population
+from privdash.measure.diagnose import diagnose
 
 TIMEOUT = 20_000
 VIEWPORT = {"width": 1400, "height": 1300}

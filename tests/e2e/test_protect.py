@@ -11,14 +11,14 @@ from pathlib import Path
 
 from playwright.sync_api import Page, expect
 
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.demo import people_table
-from dashboard.core.data.tables import csv_text
-from dashboard.core.measure.perturbed import perturbation_risk
-from dashboard.core.transform.perturbation import add_noise
 from dashboard.ui.components import fmt_number, fmt_share
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.demo import people_table
+from privdash.data.tables import csv_text
+from privdash.measure.perturbed import perturbation_risk
+from privdash.transform.perturbation import add_noise
 from tests.e2e.test_accessibility import assert_accessible, settled
 
 TIMEOUT = 30_000

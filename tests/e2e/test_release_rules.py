@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from playwright.sync_api import Page, expect
 
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
 
 TIMEOUT = 20_000
 

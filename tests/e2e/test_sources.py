@@ -16,12 +16,12 @@ import pytest
 from playwright.sync_api import Page, expect
 from werkzeug.serving import make_server
 
-from dashboard.application.riskview import release_verdict
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.core import diagnose, read_table
-from dashboard.ui.app import create_app
+from dashboard.app import create_app
 from dashboard.ui.components import fmt_count
+from privdash import diagnose, read_table
+from privdash.application.riskview import release_verdict
+from privdash.application.services import Services
+from privdash.application.settings import Settings
 from tests.e2e.test_accessibility import assert_accessible
 
 TIMEOUT = 60_000

@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 import requests
 
-from dashboard.application.state import ViewState
+from privdash.application.state import ViewState
 from tests.integration.dash_http import DashSession, find, payload, texts
 from tests.integration.gunicorn import Gunicorn, running_gunicorn
 from tests.integration.test_load import sync_url

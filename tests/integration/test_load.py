@@ -25,8 +25,8 @@ import psutil
 import pytest
 import requests
 
-from dashboard.application.state import ViewState
 from dashboard.ui.jobs import REGISTRY_KEY, JobRegistry
+from privdash.application.state import ViewState
 from tests.integration.dash_http import DashSession, find, payload
 from tests.integration.gunicorn import running_gunicorn
 

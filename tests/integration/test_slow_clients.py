@@ -1,7 +1,7 @@
 """Slow clients cannot hold the production server: ``/api/health`` answers at once while 40 connections stall.
 
 ``gunicorn app:server`` runs with 2 workers and the shipped configuration (``gunicorn.conf.py``: the
-:class:`~dashboard.ui.server.SlowClientWorker`, 8 threads each, so 16 threads in all) on a free port of 127.0.0.1.
+:class:`~dashboard.server.SlowClientWorker`, 8 threads each, so 16 threads in all) on a free port of 127.0.0.1.
 40 connections, more than there are threads, each send 12 bytes and stall: half a request line, or the head of a
 5,000-byte request and 12 bytes of its body. Two more announce a 50 MB upload, two a 512 KB callback (too large to
 be collected before it takes a thread), and send a few bytes of it. Asserted: ``/api/health`` answers every time
@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import pytest
 import requests
 
-from dashboard.ui.server import BUFFERED_BODY
+from dashboard.server import BUFFERED_BODY
 from tests.integration.gunicorn import Gunicorn, running_gunicorn
 
 WORKERS = 2
@@ -156,7 +156,7 @@ def test_a_request_that_arrives_in_pieces_in_time_is_served(server: Gunicorn) ->
 
 def test_the_shipped_configuration_is_what_runs(server: Gunicorn) -> None:
     log = "".join(server.log)
-    assert "Using worker: dashboard.ui.server.SlowClientWorker" in log, log[-2000:]
+    assert "Using worker: dashboard.server.SlowClientWorker" in log, log[-2000:]
     assert Path(__file__).resolve().parents[2].joinpath("gunicorn.conf.py").is_file()
 
 
@@ -194,7 +194,7 @@ def test_privdash_serve_with_workers_runs_the_production_configuration(tmp_path:
                 time.sleep(0.2)
             response = requests.get(f"http://127.0.0.1:{port}/api/health", timeout=30)
             assert response.status_code == 200 and response.json() == {"status": "ok"}
-            assert "Using worker: dashboard.ui.server.SlowClientWorker" in log.read_text()
+            assert "Using worker: dashboard.server.SlowClientWorker" in log.read_text()
         finally:
             process.terminate()
             try:

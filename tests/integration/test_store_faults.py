@@ -5,7 +5,7 @@ tables in a bounded loop while a watcher looks, through ``/proc``, for a worker 
 dataset folder open (it is writing a dataset) and kills it with SIGKILL, twice. Asserted afterwards: the server
 kept answering (gunicorn replaced the workers) and takes a new upload; every dataset in the store is complete and
 readable; the only leftovers are temporary folders, and a sweep (as it runs once they are older than
-:data:`~dashboard.application.storage.TEMP_GRACE`) leaves nothing but complete datasets.
+:data:`~privdash.application.storage.TEMP_GRACE`) leaves nothing but complete datasets.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ import psutil
 import pytest
 import requests
 
-from dashboard.application.storage import TEMP_GRACE, DatasetStore, is_upload_id
+from privdash.application.storage import TEMP_GRACE, DatasetStore, is_upload_id
 from tests.integration.gunicorn import running_gunicorn
 
 WORKERS = 3

@@ -97,7 +97,7 @@ def test_the_installed_wheel_serves_the_dashboard(venv: Path, tmp_path: Path) ->
     bin_dir = venv / "bin"
     # The package and its assets come from the virtual environment, not from the repository.
     where = subprocess.run(
-        [str(bin_dir / "python"), "-c", "import dashboard.ui.app as a; print(a.__file__); print(a.assets_folder())"],
+        [str(bin_dir / "python"), "-c", "import dashboard.app as a; print(a.__file__); print(a.assets_folder())"],
         cwd=work,
         env=env,
         capture_output=True,

@@ -1,9 +1,13 @@
-"""The layers of the package, checked from the source: what may import what, and no import circles.
+"""The layers of the two packages, checked from the source: what may import what, and no import circles.
 
-    core         pure computation: imports nothing of privdash outside ``dashboard.core``
-    application  the app's rules above the core: imports core and application only, and no web framework
-    commands     the CLI: core and application (``serve`` also builds the Dash app of ``ui``, which it runs)
-    ui, pages    the Dash layer; a page never imports another page
+    core         ``privdash`` outside the three below: pure computation, imports only the core
+    application  ``privdash.application``, the rules above the core: core and application, no web framework
+    commands     ``privdash.cli``, ``privdash.commands``: the CLI over core and application (``serve`` also builds
+                 the Dash app of ``dashboard.ui``, which it runs)
+    ui           ``dashboard.ui``: the Dash layer's components and server, never a page
+    pages        ``dashboard.pages``: one module per page; a page never imports another page
+
+Only ``dashboard`` imports a web framework; ``privdash`` never imports ``dashboard`` (but for ``serve``).
 
 Imports inside ``if TYPE_CHECKING:`` are ignored (they never run); imports inside functions count, so a circle
 cannot hide behind a lazy import.
@@ -17,17 +21,18 @@ from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[2] / "dashboard"
+ROOT = Path(__file__).resolve().parents[2]
+PACKAGES = (ROOT / "privdash", ROOT / "dashboard")
 WEB = ("dash", "dash_ag_grid", "dash_mantine_components", "flask", "plotly", "werkzeug")
 
 
 def module_name(path: Path) -> str:
-    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    parts = path.relative_to(ROOT).with_suffix("").parts
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
 def modules() -> dict[str, Path]:
-    return {module_name(path): path for path in PACKAGE.rglob("*.py")}
+    return {module_name(path): path for package in PACKAGES for path in package.rglob("*.py")}
 
 
 def _is_type_checking(node: ast.If) -> bool:
@@ -56,7 +61,7 @@ def imported(path: Path, name: str) -> Iterator[str]:
                 parent = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join([*parent, base] if base else parent)
             yield base
-            for alias in node.names:  # "from dashboard.core import geo" imports the module dashboard.core.geo
+            for alias in node.names:  # "from privdash import geo" imports the module privdash.geo
                 yield f"{base}.{alias.name}"
 
 
@@ -70,26 +75,46 @@ def graph() -> dict[str, set[str]]:
 
 def layer(name: str) -> str:
     parts = name.split(".")
-    return parts[1] if len(parts) > 1 else "package"
+    if parts[0] == "privdash":
+        if len(parts) > 1 and parts[1] == "application":
+            return "application"
+        if len(parts) > 1 and parts[1] in ("cli", "commands", "__main__"):
+            return "commands"
+        return "core"
+    if parts[0] == "dashboard" and len(parts) > 1 and parts[1] in ("ui", "pages", "core"):
+        return {"core": "alias"}[parts[1]] if parts[1] == "core" else parts[1]
+    return "app"  # dashboard's own package files
 
 
-def test_core_and_application_stay_below_the_web_layer() -> None:
-    allowed = {
-        "core": {"core"},
-        "application": {"core", "application"},
-        "commands": {"core", "application", "commands"},
-    }
-    also = {"dashboard.commands.serve": {"ui"}}
+ALLOWED = {
+    "core": {"core"},
+    "application": {"core", "application"},
+    "commands": {"core", "application", "commands"},
+    "ui": {"core", "application", "ui"},
+    "pages": {"core", "application", "ui", "pages"},
+    "alias": {"core"},
+    "app": {"core", "application", "commands", "ui", "pages", "app"},
+}
+
+
+def test_every_layer_imports_only_what_it_may() -> None:
+    also = {"privdash.commands.serve": {"app"}}
     problems = []
-    for name, path in modules().items():
+    known = modules()
+    assert {layer(name) for name in known} == set(ALLOWED)
+    for name, path in known.items():
         own = layer(name)
         for target in imported(path, name):
             root = target.split(".")[0]
-            if own in ("core", "application", "commands") and root in WEB:
+            if root in WEB and root != "dashboard" and name.startswith("privdash"):
                 problems.append(f"{name} imports {target}")
-            permitted = allowed.get(own, set()) | {"package"} | also.get(name, set())
-            if target.startswith("dashboard.") and own in allowed and layer(target) not in permitted:
-                problems.append(f"{name} imports {target}")
+            if root not in ("privdash", "dashboard"):
+                continue
+            permitted = ALLOWED[own] | also.get(name, set())
+            if target in ("privdash", "dashboard"):
+                continue  # a package's lazy top level
+            if layer(target) not in permitted:
+                problems.append(f"{name} ({own}) imports {target} ({layer(target)})")
     assert problems == []
 
 
@@ -132,10 +157,10 @@ def test_no_import_circle() -> None:
 @pytest.mark.parametrize("layer_name", ["core", "application"])
 def test_no_environment_reads_in_the_core_or_application(layer_name: str) -> None:
     reads = []
-    for path in (PACKAGE / layer_name).rglob("*.py"):
-        if path.name == "settings.py" and layer_name == "application":
-            continue  # the one place the settings are read
+    for name, path in modules().items():
+        if layer(name) != layer_name or (path.name == "settings.py" and layer_name == "application"):
+            continue  # settings.py: the one place the settings are read
         text = path.read_text(encoding="utf-8")
         if "os.environ" in text or "getenv(" in text:
-            reads.append(str(path.relative_to(PACKAGE)))
+            reads.append(name)
     assert reads == []

@@ -1,4 +1,4 @@
-"""The static table of commands in dashboard/cli.py (which lets ``privdash --help`` list the commands without
+"""The static table of commands in privdash/cli.py (which lets ``privdash --help`` list the commands without
 importing them) matches the command modules: the same names, modules and help lines."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ def test_the_table_lists_every_command_module_with_its_help() -> None:
         if info.name.startswith("_"):
             continue
         subparsers = argparse.ArgumentParser().add_subparsers()
-        importlib.import_module(f"dashboard.commands.{info.name}").register(subparsers)
+        importlib.import_module(f"privdash.commands.{info.name}").register(subparsers)
         for action in subparsers._choices_actions:
             registered[action.dest] = (info.name, str(action.help))
     assert list(cli.COMMANDS.items()) == list(registered.items())

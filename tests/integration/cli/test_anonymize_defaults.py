@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.cli import main
-from dashboard.core.data.demo import people_table
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.cli import main
+from privdash.data.demo import people_table
 
 ROOT = Path(__file__).resolve().parents[3]
 QIS = ["age", "sex", "postcode"]

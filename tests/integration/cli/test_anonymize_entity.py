@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.diagnose import diagnose
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.measure.diagnose import diagnose
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

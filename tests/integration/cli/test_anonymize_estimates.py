@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
+from privdash.cli import main
+from privdash.data.tables import read_table
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
+from privdash.cli import main
 
 EARTH_RADIUS = 6_371_008.8
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.transform.hierarchy import load_hierarchies
-from dashboard.core.utility.estimates import compare_estimates
-from dashboard.core.utility.metrics import information_loss
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.measure.classes import equivalence_classes
+from privdash.transform.hierarchy import load_hierarchies
+from privdash.utility.estimates import compare_estimates
+from privdash.utility.metrics import information_loss
 
 QIS = "sex,age,race,marital-status,education,workclass"
 

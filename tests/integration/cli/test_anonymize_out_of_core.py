@@ -9,8 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
+from privdash.cli import main
+from privdash.data.tables import read_table
 
 ADULT_QIS = "sex,age,race,marital-status,education,native-country,workclass,salary-class"
 

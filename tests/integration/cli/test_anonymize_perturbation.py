@@ -9,9 +9,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.perturbed import perturbation_risk
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.measure.perturbed import perturbation_risk
 
 NUMERIC = ["age", "expend", "income", "savings"]
 

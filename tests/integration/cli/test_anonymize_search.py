@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.measure.classes import equivalence_classes
+from privdash.targets import DEFAULT_MAX_SUPPRESSION
 
 #: ARX's Adult with occupation as the eighth QI (salary-class left out): the exact optimum at k = 5, 5% is 0.2618.
 ADULT_QIS = "sex,age,race,marital-status,education,native-country,workclass,occupation"
@@ -120,8 +120,8 @@ def test_l_t_risk_targets_met_and_named(
     assert payload["search"] == "exact" and "t" in payload["bound_by"]
     assert payload["seconds"] < 60
     published = read_table(out)
-    from dashboard.core.measure.diagnose import diagnose
-    from dashboard.core.targets import PrivacyTargets
+    from privdash.measure.diagnose import diagnose
+    from privdash.targets import PrivacyTargets
 
     targets = PrivacyTargets(k=5, l=2, t=0.2, max_risk=0.2, sensitive=("occupation",))
     # Every target as the verdict measures it on the published table (t against the records published).
@@ -136,7 +136,7 @@ def test_testdata_with_twelve_key_variables_in_a_process(data_dir: Path, tmp_pat
     source = data_dir / "sdcmicro_testdata" / "testdata.csv"
     out = tmp_path / "released.csv"
     command = [
-        sys.executable, "-c", "import sys; from dashboard.cli import main; sys.exit(main())",
+        sys.executable, "-c", "import sys; from privdash.cli import main; sys.exit(main())",
         "anonymize", str(source), "--qi", TESTDATA_QIS, "--k", "3", "--json", "-o", str(out),
     ]  # fmt: skip
     started = time.perf_counter()

@@ -8,8 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core import Hierarchy, Recipe, generalize, write_arx_hierarchy
+from privdash import Hierarchy, Recipe, generalize
+from privdash.cli import main
+from privdash.transform import write_arx_hierarchy
 
 ORIGINAL = pd.DataFrame(
     {

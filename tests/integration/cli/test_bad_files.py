@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.cli import main
+from privdash.cli import main
 from tests.badfiles import Case, write_corpus
 
 #: Longest a single file may take through the command line.
@@ -130,7 +130,7 @@ def test_bad_files_in_a_real_process(corpus: dict[str, Case], name: str) -> None
     before = fingerprint(case.path)
     started = time.perf_counter()
     process = subprocess.run(
-        [sys.executable, "-c", "import sys; from dashboard.cli import main; sys.exit(main())", *arguments(case)],
+        [sys.executable, "-c", "import sys; from privdash.cli import main; sys.exit(main())", *arguments(case)],
         capture_output=True,
         text=True,
         timeout=120,

@@ -6,9 +6,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.classes import equivalence_classes
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.measure.classes import equivalence_classes
 
 ADULT_QIS = "sex,age,race,marital-status,education,native-country,workclass,salary-class"
 

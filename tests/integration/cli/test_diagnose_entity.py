@@ -8,9 +8,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.diagnose import diagnose
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.measure.diagnose import diagnose
 from tests.unit.core.measure.test_entities import VISITS
 
 
@@ -117,7 +117,7 @@ def test_bad_inputs_exit_2(capsys: pytest.CaptureFixture[str], visits: Path, tmp
 
 
 def test_contract_entity_is_used(capsys: pytest.CaptureFixture[str], visits: Path, tmp_path: Path) -> None:
-    from dashboard.core.data.contract import DataContract
+    from privdash.data.contract import DataContract
 
     contract = DataContract.for_columns(pd.read_csv(visits), quasi_identifiers=["age", "sex"], entity="pid")
     path = tmp_path / "contract.json"
@@ -129,7 +129,7 @@ def test_contract_entity_is_used(capsys: pytest.CaptureFixture[str], visits: Pat
 def test_report_counts_people_with_a_contract_person_id(
     capsys: pytest.CaptureFixture[str], visits: Path, tmp_path: Path
 ) -> None:
-    from dashboard.core.data.contract import DataContract
+    from privdash.data.contract import DataContract
 
     contract = DataContract.for_columns(pd.read_csv(visits), quasi_identifiers=["age", "sex"], entity="pid")
     path = tmp_path / "contract.json"

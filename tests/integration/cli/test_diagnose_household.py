@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
+from privdash.cli import main
 from tests.unit.core.measure.test_household import REFERENCE, ROWS, RTOL
 
 FIVE = "urbrur,roof,walls,water,sex"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.diagnose import diagnose
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.measure.diagnose import diagnose
 
 KEYS = "urbrur,roof,walls,water,electcon,relat,sex"
 R_TESTDATA = {

@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 from dash import Dash
 
-from dashboard.cli import main
-from dashboard.core.transform.identifiers import KEY_ENV, pseudonymize
-from dashboard.core.transform.steps import Recipe
+from privdash.cli import main
+from privdash.transform.identifiers import KEY_ENV, pseudonymize
+from privdash.transform.steps import Recipe
 
 ROOT = Path(__file__).resolve().parents[3]
 EW = ("uk_postcode_population_ew2011_outward", "ew2011_outward_code_population.csv")

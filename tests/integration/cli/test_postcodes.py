@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
+from privdash.cli import main
 
 EW = ("uk_postcode_population_ew2011_outward", "ew2011_outward_code_population.csv")
 DOOGAL = ("uk_postcode_districts_doogal", "postcode_districts.csv")

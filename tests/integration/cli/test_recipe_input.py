@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
+from privdash.cli import main
 
 TABLE = pd.DataFrame({"age": [23, 45, 67, 81, 34, 52], "zip": ["12345", "12346", "2234", "22345", "1", "12"]})
 

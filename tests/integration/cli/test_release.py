@@ -15,8 +15,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
+from privdash.cli import main
+from privdash.data.tables import read_table
 
 
 def run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -216,7 +216,7 @@ def test_parallel_releases_cannot_overspend(tmp_path: Path) -> None:
     path = write(tmp_path / "people.csv", pd.DataFrame({"age": range(200), "sex": ["F", "M"] * 100}))
     ledger = tmp_path / "L.json"
     command = [
-        sys.executable, "-c", "import sys; from dashboard.cli import main; sys.exit(main())",
+        sys.executable, "-c", "import sys; from privdash.cli import main; sys.exit(main())",
         "release", str(path), "--query", "count", "--epsilon", "0.4", "--ledger", str(ledger), "--budget", "1",
         "--dataset-identity", "people",
     ]  # fmt: skip

@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.measure.household import household_risk
-from dashboard.core.targets import parse_targets
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.measure.diagnose import diagnose
+from privdash.measure.household import household_risk
+from privdash.targets import parse_targets
 
 KEYS = "urbrur,roof,walls,water,electcon,relat,sex"
 # sdcMicro's global risk of these 7 keys with sampling_weight (scripts/release_targets_reference.R)

@@ -20,11 +20,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.transform.hierarchy import load_hierarchies
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.measure.diagnose import diagnose
+from privdash.search.lattice import optimal_generalization
+from privdash.transform.hierarchy import load_hierarchies
 
 ROOT = Path(__file__).resolve().parents[3]
 QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]

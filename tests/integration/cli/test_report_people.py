@@ -18,10 +18,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.transform.steps import Recipe, apply_recipe
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.measure.diagnose import diagnose
+from privdash.transform.steps import Recipe, apply_recipe
 
 QIS = ["urbrur", "sex", "age", "clinic"]  # the order of the columns, as the contract lists them
 PERSON = "person"

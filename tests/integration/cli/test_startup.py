@@ -1,8 +1,8 @@
 """Start-up time of the command line: ``privdash --version`` and ``privdash diagnose --help`` take no longer than a
-bare ``import pandas`` (the architecture issue's goal), and ``import dashboard.core`` loads none of the heavy
+bare ``import pandas`` (the architecture issue's goal), and ``import privdash`` loads none of the heavy
 libraries (Dash, Flask, OpenDP, scikit-learn, statsmodels) until a function that needs them is called.
 
-Each command runs as a whole process with this interpreter from the repository (``from dashboard.cli import main``
+Each command runs as a whole process with this interpreter from the repository (``from privdash.cli import main``
 is what the ``privdash`` script runs), 3 times, alternating with the pandas import so that load on the machine hits
 both alike; the medians are compared. Noise margin: the privdash commands may take up to 1.6 times the pandas
 import (they import pandas too, plus argparse and privdash's own modules); before the lazy imports they took about
@@ -20,7 +20,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[3]
 RUNS = 3
 MARGIN = 1.6
-CLI = "import sys; from dashboard.cli import main; sys.exit(main())"
+CLI = "import sys; from privdash.cli import main; sys.exit(main())"
 HEAVY = ("dash", "flask", "opendp", "sklearn", "statsmodels")
 
 
@@ -48,7 +48,7 @@ def test_the_cli_starts_as_fast_as_a_pandas_import() -> None:
 
 
 def test_importing_the_core_loads_no_heavy_library() -> None:
-    code = f"import sys, dashboard.core; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
+    code = f"import sys, privdash; print(sorted(m for m in {HEAVY!r} if m in sys.modules))"
     out = subprocess.run(
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
     ).stdout
@@ -57,7 +57,7 @@ def test_importing_the_core_loads_no_heavy_library() -> None:
 
 def test_diagnose_help_loads_no_heavy_library() -> None:
     code = (
-        "import sys, contextlib, io\nfrom dashboard.cli import main\n"
+        "import sys, contextlib, io\nfrom privdash.cli import main\n"
         "with contextlib.redirect_stdout(io.StringIO()), contextlib.suppress(SystemExit):\n"
         "    main(['diagnose', '--help'])\n"
         f"print(sorted(m for m in {(*HEAVY, 'scipy', 'duckdb', 'pyspark', 'weasyprint')!r} if m in sys.modules))"

@@ -251,7 +251,7 @@ class Datasets:
 @pytest.fixture(scope="module")
 def postgres_datasets(data_dir: Path) -> Iterator[Datasets]:
     """The four datasets of the engine comparisons (``CASES``), each in a table named after its case."""
-    from dashboard.core.data.tables import read_table
+    from privdash.data.tables import read_table
     from tests.unit.core.engines.test_aggregate import CASES
 
     try:

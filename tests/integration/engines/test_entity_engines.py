@@ -17,10 +17,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dashboard.core.engines.aggregate import DatabaseSource
-from dashboard.core.engines.spark import spark_session
-from dashboard.core.errors import ColumnError
-from dashboard.core.measure.diagnose import diagnose
+from privdash.engines.aggregate import DatabaseSource
+from privdash.engines.spark import spark_session
+from privdash.errors import ColumnError
+from privdash.measure.diagnose import diagnose
 from tests.integration.engines.postgres import PostgresServer, ServerUnavailable, load_frame, running_postgres
 from tests.unit.core.engines.test_aggregate import same
 from tests.unit.core.measure.test_entities import QIS, comparable, diagnosis_matches_oracle, oracle, random_table

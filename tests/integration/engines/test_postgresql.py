@@ -20,11 +20,11 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.engines.aggregate import COUNT, DatabaseSource, aggregate_table, sample_rows
-from dashboard.core.engines.database import redact_url
-from dashboard.core.measure.diagnose import diagnose
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.engines.aggregate import COUNT, DatabaseSource, aggregate_table, sample_rows
+from privdash.engines.database import redact_url
+from privdash.measure.diagnose import diagnose
 from tests.integration.engines.postgres import Datasets, PostgresServer, free_port, postgres_datasets
 from tests.unit.core.engines.test_aggregate import CASES, per_class, same
 

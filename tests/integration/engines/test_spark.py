@@ -25,12 +25,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.engines.aggregate import COUNT, SparkTable, aggregate_table, sample_rows
-from dashboard.core.engines.spark import spark_session
-from dashboard.core.errors import ColumnError, DataReadError, ParameterError
-from dashboard.core.measure.diagnose import diagnose
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.engines.aggregate import COUNT, SparkTable, aggregate_table, sample_rows
+from privdash.engines.spark import spark_session
+from privdash.errors import ColumnError, DataReadError, ParameterError
+from privdash.measure.diagnose import diagnose
 from tests.unit.core.engines.test_aggregate import CASES, per_class, same
 
 MISSING = ["value", "wildcard", "drop"]
@@ -255,7 +255,7 @@ def test_without_java_the_cli_says_so(tmp_path: Path) -> None:
     env["PATH"] = str(bin_dir)
     started = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, "-m", "dashboard.cli", "diagnose", str(small), "--qi", "a", "--engine", "spark"],
+        [sys.executable, "-m", "privdash.cli", "diagnose", str(small), "--qi", "a", "--engine", "spark"],
         capture_output=True,
         text=True,
         env=env,

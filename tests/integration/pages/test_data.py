@@ -12,14 +12,14 @@ import pandas as pd
 import plotly
 import pytest
 
-from dashboard.application import columns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import StateError, ViewState
-from dashboard.core.data.contract import ColumnRole
-from dashboard.core.data.demo import CLOTHING_SIZES, people_contract
-from dashboard.core.errors import ContractError
 from dashboard.pages import data as page
+from privdash.application import columns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import StateError, ViewState
+from privdash.data.contract import ColumnRole
+from privdash.data.demo import CLOTHING_SIZES, people_contract
+from privdash.errors import ContractError
 
 
 def as_json(component: object) -> str:

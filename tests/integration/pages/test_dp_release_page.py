@@ -13,12 +13,12 @@ import pytest
 from dash import Dash
 from plotly.utils import PlotlyJSONEncoder
 
-from dashboard.application.dp_release import LEDGER_FILE, LEDGER_FOLDER
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
+from dashboard.app import create_app
 from dashboard.ui import dp_release
-from dashboard.ui.app import create_app
+from privdash.application.dp_release import LEDGER_FILE, LEDGER_FOLDER
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
 
 FORM = {
     "dp-query": "count",

@@ -15,21 +15,21 @@ import pandas as pd
 import pytest
 
 from dashboard import cli
-from dashboard.application import fixes
-from dashboard.application.fixes import FixError, check_spec
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.demo import people_contract, people_table
-from dashboard.core.measure.classes import MissingPolicy
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.measure.risk import records_at_risk_by_k
-from dashboard.core.transform.hierarchy import default_rule
-from dashboard.core.transform.identifiers import KEY_ENV, key_fingerprint
-from dashboard.core.transform.steps import Recipe
 from dashboard.pages import fix as page
 from dashboard.ui.components import fmt_count
+from privdash.application import fixes
+from privdash.application.fixes import FixError, check_spec
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.demo import people_contract, people_table
+from privdash.measure.classes import MissingPolicy
+from privdash.measure.diagnose import diagnose
+from privdash.measure.risk import records_at_risk_by_k
+from privdash.transform.hierarchy import default_rule
+from privdash.transform.identifiers import KEY_ENV, key_fingerprint
+from privdash.transform.steps import Recipe
 
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
 DISTRICT = {

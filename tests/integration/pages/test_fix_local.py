@@ -11,17 +11,17 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.application import fixes
-from dashboard.application.estimates import read_estimates, run_estimates, run_solution_estimates
-from dashboard.application.fixes import FixError, check_spec, reapply_recipe
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.riskview import release_verdict
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.search.local import local_recoding
 from dashboard.pages import fix as page
+from privdash.application import fixes
+from privdash.application.estimates import read_estimates, run_estimates, run_solution_estimates
+from privdash.application.fixes import FixError, check_spec, reapply_recipe
+from privdash.application.fixruns import FixRuns
+from privdash.application.riskview import release_verdict
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.measure.classes import equivalence_classes
+from privdash.search.local import local_recoding
 from tests.integration.pages.test_fix import find, texts
 from tests.integration.pages.test_fix_solutions import default_controls
 

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.errors import PrivdashError
 from dashboard.pages import fix as page
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.errors import PrivdashError
 
 TOP_CODE = {"kind": "top_bottom_coding", "params": {"column": "age", "top": 60}}
 

@@ -11,17 +11,17 @@ from typing import Any
 
 import pytest
 
-from dashboard.application import fixes
-from dashboard.application.fixes import SOLUTIONS_SHOWN, FixError, check_spec
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.presentations import PRESENTATIONS
-from dashboard.application.riskview import release_verdict
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION
 from dashboard.pages import fix as page
+from privdash.application import fixes
+from privdash.application.fixes import SOLUTIONS_SHOWN, FixError, check_spec
+from privdash.application.fixruns import FixRuns
+from privdash.application.presentations import PRESENTATIONS
+from privdash.application.riskview import release_verdict
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.search.lattice import optimal_generalization
+from privdash.targets import DEFAULT_MAX_SUPPRESSION
 from tests.integration.pages.test_fix import find, texts
 
 QIS = ["age", "sex", "postcode"]

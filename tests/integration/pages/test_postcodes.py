@@ -11,7 +11,8 @@ import shapely.geometry
 from dash import Patch, no_update
 from plotly.io.json import to_json_plotly
 
-from dashboard.application.postcodes import (
+from dashboard.pages import postcodes as page
+from privdash.application.postcodes import (
     AMBER,
     GREEN,
     RED,
@@ -20,12 +21,11 @@ from dashboard.application.postcodes import (
     build_view,
     settings_change,
 )
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.errors import PrivdashError
-from dashboard.core.geo.postcodes import Strategy, fails_threshold
-from dashboard.pages import postcodes as page
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.errors import PrivdashError
+from privdash.geo.postcodes import Strategy, fails_threshold
 
 MB = 1_000_000
 

@@ -11,17 +11,17 @@ import pandas as pd
 import plotly
 import pytest
 
-from dashboard.application import fixes
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import StateError, ViewState
-from dashboard.core.data.contract import ColumnRole
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.diagnose import diagnose
 from dashboard.pages import fix as fix_page
 from dashboard.pages import risk as risk_page
 from dashboard.ui.targets import release_error, target_ids, with_targets
+from privdash.application import fixes
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import StateError, ViewState
+from privdash.data.contract import ColumnRole
+from privdash.data.tables import read_table
+from privdash.measure.diagnose import diagnose
 
 KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 

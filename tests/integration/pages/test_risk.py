@@ -9,16 +9,16 @@ import pandas as pd
 import plotly
 import pytest
 
-from dashboard.application.riskview import size_bins
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.combinations import combination_risk, minimal_sample_uniques
-from dashboard.core.measure.diagnose import diagnose
 from dashboard.pages import risk as page
 from dashboard.ui.charts import size_histogram
 from dashboard.ui.theme import COLORS
+from privdash.application.riskview import size_bins
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.combinations import combination_risk, minimal_sample_uniques
+from privdash.measure.diagnose import diagnose
 
 
 def as_json(component: object) -> str:
@@ -93,14 +93,14 @@ def test_layout_of_the_demo(services: Services) -> None:
 
 
 def test_the_page_opens_with_the_core_verdict(services: Services) -> None:
-    from dashboard.application.riskview import release_verdict
     from dashboard.pages import risk as page
+    from privdash.application.riskview import release_verdict
 
     loaded = services.dataset("demo:people")
     state = services.initial_state(loaded)
     diagnosis = services.diagnosis(state)
     verdict = release_verdict(diagnosis, state)
-    from dashboard.core.targets import PrivacyTargets
+    from privdash.targets import PrivacyTargets
 
     assert verdict == diagnosis.check(PrivacyTargets(k=state.k, l=state.l, t=state.t, max_risk=state.max_risk))
     text = json.dumps(page.results(services, state).to_plotly_json(), default=str)
@@ -110,7 +110,7 @@ def test_the_page_opens_with_the_core_verdict(services: Services) -> None:
 
 
 def test_results_show_survey_and_household_risk_of_an_uploaded_survey(services: Services, data_dir: Path) -> None:
-    from dashboard.core.data.contract import ColumnRole
+    from privdash.data.contract import ColumnRole
 
     raw = (data_dir / "sdcmicro_testdata" / "testdata.csv").read_bytes()
     info = services.ingest(raw, filename="testdata.csv", session="s" * 40)
@@ -131,7 +131,7 @@ def test_results_show_survey_and_household_risk_of_an_uploaded_survey(services: 
 
 
 def read_csv_like(data_dir: Path) -> pd.DataFrame:
-    from dashboard.core.data.tables import read_table
+    from privdash.data.tables import read_table
 
     return read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
 

@@ -16,10 +16,10 @@ import plotly
 import pytest
 from dash import Dash
 
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
+from dashboard.app import SESSION_COOKIE, assets_folder, create_app
 from dashboard.pages import data as data_page
-from dashboard.ui.app import SESSION_COOKIE, assets_folder, create_app
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
 
 
 @pytest.fixture

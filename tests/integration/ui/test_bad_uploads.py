@@ -24,9 +24,9 @@ import pandas as pd
 import pytest
 from dash import Dash
 
-from dashboard.application.settings import READ_LIMIT_VARIABLES, Settings
-from dashboard.core.data.tables import DEFAULT_MAX_DECOMPRESSED_BYTES, ReadLimits
-from dashboard.ui.app import SESSION_COOKIE, create_app
+from dashboard.app import SESSION_COOKIE, create_app
+from privdash.application.settings import READ_LIMIT_VARIABLES, Settings
+from privdash.data.tables import DEFAULT_MAX_DECOMPRESSED_BYTES, ReadLimits
 from tests.badfiles import Case, write_corpus
 
 CASE_SECONDS = 30.0

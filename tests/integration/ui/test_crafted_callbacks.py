@@ -18,13 +18,13 @@ from typing import Any
 import pytest
 from dash import Dash
 
-from dashboard.application.settings import Settings
-from dashboard.ui.app import callback_body_limit, check_callback_request, create_app
+from dashboard.app import callback_body_limit, check_callback_request, create_app
+from privdash.application.settings import Settings
 
 HOSTILE: list[Any] = [float("inf"), float("nan"), -1, 10**30, 10**400, "x" * 100_000, [1] * 100_000, {"a": 1}]
 NAMES = ["inf", "nan", "negative", "30-digits", "400-digits", "long-text", "long-list", "object"]
 SECONDS = 5.0
-#: What the app shows when a callback crashed (:func:`dashboard.ui.app.callback_error`).
+#: What the app shows when a callback crashed (:func:`dashboard.app.callback_error`).
 INTERNAL_ERROR = "An internal error stopped"
 
 

@@ -21,11 +21,11 @@ import pytest
 from dash import Dash, Input, Output
 from werkzeug.serving import make_server
 
-from dashboard.application.jobs import StopReason
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.ui.app import create_app
+from dashboard.app import create_app
 from dashboard.ui.jobs import LimitedJobManager
+from privdash.application.jobs import StopReason
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
 from tests.integration.dash_http import DashSession, Job, find, payload, texts
 
 SECONDS = 4.0  # wall time of a job

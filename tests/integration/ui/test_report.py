@@ -16,10 +16,10 @@ from typing import Any
 import pytest
 from werkzeug.serving import make_server
 
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.ui.app import create_app
+from dashboard.app import create_app
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
 from tests.integration.dash_http import DashSession, find, payload
 
 SEARCH = {"kind": "search", "k": 5, "l": None, "t": None, "max_risk": None, "max_suppression": 0.05}

@@ -21,9 +21,9 @@ import pytest
 from dash import Dash, Input, Output
 from dash.exceptions import BackgroundCallbackError
 
-from dashboard.application.settings import Settings
-from dashboard.application.state import StateError, ViewState
-from dashboard.ui.app import CALLBACK_MESSAGE, SECURITY_HEADERS, SESSION_COOKIE, create_app, user_error_message
+from dashboard.app import CALLBACK_MESSAGE, SECURITY_HEADERS, SESSION_COOKIE, create_app, user_error_message
+from privdash.application.settings import Settings
+from privdash.application.state import StateError, ViewState
 
 #: Dataset ids a link or a crafted request may carry: paths, a huge text, a demo name with a path, a NUL byte,
 #: and a well-formed id that names nothing (an expired upload).

@@ -10,15 +10,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.application.attack import AttackError, attack_rows, attack_state, fmt_rate
-from dashboard.application.fixes import run_fixes
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.attack import AttackReport, UnmatchedValuesError, attack_release
-from dashboard.core.data.tables import csv_text
-from dashboard.core.errors import ColumnError, DataReadError
-from dashboard.core.measure.diagnose import diagnose
+from privdash.application.attack import AttackError, attack_rows, attack_state, fmt_rate
+from privdash.application.fixes import run_fixes
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.attack import AttackReport, UnmatchedValuesError, attack_release
+from privdash.data.tables import csv_text
+from privdash.errors import ColumnError, DataReadError
+from privdash.measure.diagnose import diagnose
 
 QIS = ["age", "sex", "postcode"]
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}

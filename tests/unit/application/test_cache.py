@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application.cache import BoundedCache, approximate_size
-from dashboard.core.errors import ParameterError
+from privdash.application.cache import BoundedCache, approximate_size
+from privdash.errors import ParameterError
 
 
 def test_least_recently_used_entry_goes_first() -> None:

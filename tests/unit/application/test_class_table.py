@@ -7,9 +7,9 @@ import time
 import numpy as np
 import pandas as pd
 
-from dashboard.application.riskview import class_rows, class_table
-from dashboard.application.state import ViewState
-from dashboard.core import diagnose
+from privdash import diagnose
+from privdash.application.riskview import class_rows, class_table
+from privdash.application.state import ViewState
 
 
 def test_blocks_of_a_sorted_view_come_from_one_sort_and_match_a_full_sort() -> None:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.application.columns import ColumnEdit, edit_columns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.core.data.contract import ColumnRole, StatisticalType
-from dashboard.core.data.demo import people_contract
-from dashboard.core.errors import ContractError, PrivdashError
+from privdash.application.columns import ColumnEdit, edit_columns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.data.contract import ColumnRole, StatisticalType
+from privdash.data.demo import people_contract
+from privdash.errors import ContractError, PrivdashError
 
 
 @pytest.fixture

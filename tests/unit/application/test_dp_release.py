@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application.dp_release import (
+from privdash.application.dp_release import (
     ReleaseLedger,
     ReleaseRequest,
     TableKeys,
@@ -23,10 +23,10 @@ from dashboard.application.dp_release import (
     result_rows,
     table_keys,
 )
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.privacy import BudgetExceededError, BudgetLedger, Mechanism, PrivacyBudget, accuracy, frame_sha256
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.dp import BudgetExceededError, BudgetLedger, Mechanism, PrivacyBudget, accuracy, frame_sha256
+from privdash.errors import ColumnError, ParameterError
 
 TABLE = pd.DataFrame(
     {

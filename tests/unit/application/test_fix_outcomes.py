@@ -13,15 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application import fixes
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.demo import ADULT_QUASI_IDENTIFIERS, people_table
-from dashboard.core.errors import PrivdashError
-from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.transform.hierarchy import load_hierarchies, search_hierarchy
+from privdash.application import fixes
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.demo import ADULT_QUASI_IDENTIFIERS, people_table
+from privdash.errors import PrivdashError
+from privdash.search.lattice import optimal_generalization
+from privdash.transform.hierarchy import load_hierarchies, search_hierarchy
 
 QIS = ["age", "sex", "postcode"]
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}

@@ -8,14 +8,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application import fixes
-from dashboard.application.fixes import FixError, StepContext, compile_spec, run_fixes, start_run, step_context
-from dashboard.core.data.contract import ColumnRole, DataContract, StatisticalType
-from dashboard.core.data.demo import people_contract, people_table
-from dashboard.core.measure.classes import MissingPolicy
-from dashboard.core.transform.hierarchy import RULE_BUILDERS, interval_hierarchy
-from dashboard.core.transform.identifiers import key_fingerprint
-from dashboard.core.transform.steps import apply_recipe, apply_step, registered_steps
+from privdash.application import fixes
+from privdash.application.fixes import FixError, StepContext, compile_spec, run_fixes, start_run, step_context
+from privdash.data.contract import ColumnRole, DataContract, StatisticalType
+from privdash.data.demo import people_contract, people_table
+from privdash.measure.classes import MissingPolicy
+from privdash.transform.hierarchy import RULE_BUILDERS, interval_hierarchy
+from privdash.transform.identifiers import key_fingerprint
+from privdash.transform.steps import apply_recipe, apply_step, registered_steps
 
 QIS = ["age", "sex", "postcode"]
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
@@ -143,9 +143,9 @@ def test_old_spec_keys_from_earlier_links_are_read_with_the_new_names() -> None:
 
 def test_default_rules_round_trip_through_the_page_text(data_dir: Any) -> None:
     """Every default rule (codes, frequency groups, intervals with a top code) is shown and read back unchanged."""
-    from dashboard.core.data.contract import infer_statistical_type
-    from dashboard.core.data.tables import read_table
-    from dashboard.core.transform.hierarchy import default_rule
+    from privdash.data.contract import infer_statistical_type
+    from privdash.data.tables import read_table
+    from privdash.transform.hierarchy import default_rule
 
     adult = read_table(data_dir / "arx_adult" / "adult.csv")
     columns = {name: adult[name] for name in ("age", "race", "education")}

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.application.fixes import FixError, run_fixes
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.measure.classes import MissingPolicy
+from privdash.application.fixes import FixError, run_fixes
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.measure.classes import MissingPolicy
 
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
 SUPPRESS = {"kind": "suppress_records", "k": 5, "max_suppression": 0.2}

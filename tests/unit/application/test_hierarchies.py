@@ -12,13 +12,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application import hierarchies as hs
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core import HierarchyError, StatisticalType
-from dashboard.core.data.contract import ColumnRole
+from privdash.application import hierarchies as hs
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data import StatisticalType
+from privdash.data.contract import ColumnRole
+from privdash.transform import HierarchyError
 
 MARITAL = ["Married", "Divorced", "Never-married", "Widowed", "Separated"]
 

@@ -10,16 +10,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.application.report import build_report, search_fix, table_fingerprint
-from dashboard.application.report_render import render_html
-from dashboard.application.riskview import household_headline, household_rows
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.core.data.contract import ColumnRole, DataContract
-from dashboard.core.data.demo import people_table
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.hierarchy import Hierarchy
+from privdash.application.report import build_report, search_fix, table_fingerprint
+from privdash.application.report_render import render_html
+from privdash.application.riskview import household_headline, household_rows
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.data.contract import ColumnRole, DataContract
+from privdash.data.demo import people_table
+from privdash.measure.diagnose import diagnose
+from privdash.targets import PrivacyTargets
+from privdash.transform.hierarchy import Hierarchy
 
 
 def text_of(page: str) -> str:

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from dashboard.application.jobs import (
+from privdash.application.jobs import (
     JobEntry,
     JobLimits,
     StopReason,
@@ -17,7 +17,7 @@ from dashboard.application.jobs import (
     stop_message,
     waiting_text,
 )
-from dashboard.application.settings import Settings
+from privdash.application.settings import Settings
 
 LIMITS = JobLimits(seconds=60.0, memory_bytes=500_000_000, per_server=2, per_session=1, abandon_grace=5.0)
 
@@ -161,7 +161,7 @@ def test_default_limits_share_half_the_memory_among_the_jobs_per_core() -> None:
     [("PRIVDASH_JOBS_PER_SERVER", "0"), ("PRIVDASH_JOBS_PER_SERVER", "1.5"), ("PRIVDASH_JOB_SECONDS", "soon")],
 )
 def test_bad_job_settings_are_refused(variable: str, value: str) -> None:
-    from dashboard.core.errors import ParameterError
+    from privdash.errors import ParameterError
 
     with pytest.raises(ParameterError, match=variable):
         Settings.from_env({variable: value})

@@ -12,10 +12,10 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from dashboard.application.links import LINK_KEY, MAX_STORED, LinkNotFound, LinkRefused, LinkStore
-from dashboard.application.state import QUERY_KEY, ViewState
-from dashboard.application.storage import ClientLedger, client_digest
-from dashboard.core.data.contract import ColumnRole, StatisticalType
+from privdash.application.links import LINK_KEY, MAX_STORED, LinkNotFound, LinkRefused, LinkStore
+from privdash.application.state import QUERY_KEY, ViewState
+from privdash.application.storage import ClientLedger, client_digest
+from privdash.data.contract import ColumnRole, StatisticalType
 
 
 def wide_state(columns: int = 600) -> ViewState:

@@ -12,11 +12,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application import postcodes as pc
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.geo.postcodes import Strategy
+from privdash.application import postcodes as pc
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.geo.postcodes import Strategy
 
 CENSUS = ("uk_postcode_population_ew2011_outward", "ew2011_outward_code_population.csv")
 

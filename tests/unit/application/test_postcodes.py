@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dashboard.application.cache import BoundedCache
-from dashboard.application.postcodes import (
+from privdash.application.cache import BoundedCache
+from privdash.application.postcodes import (
     AMBER,
     DEFAULT_SETTINGS,
     GREEN,
@@ -34,14 +34,14 @@ from dashboard.application.postcodes import (
     summarize,
     traffic_lights,
 )
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.demo import people_contract, people_table
-from dashboard.core.errors import PrivdashError
-from dashboard.core.geo import geography
-from dashboard.core.geo.postcodes import Strategy, default_data_dir, generalize_postcodes, population_counts
-from dashboard.core.measure.diagnose import diagnose
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.demo import people_contract, people_table
+from privdash.errors import PrivdashError
+from privdash.geo import geography
+from privdash.geo.postcodes import Strategy, default_data_dir, generalize_postcodes, population_counts
+from privdash.measure.diagnose import diagnose
 
 
 @pytest.fixture

@@ -7,11 +7,11 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from dashboard.application.presentations import PRESENTATIONS, presentation_links
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.core.data.contract import StatisticalType
-from dashboard.core.data.demo import demo_datasets
+from privdash.application.presentations import PRESENTATIONS, presentation_links
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.data.contract import StatisticalType
+from privdash.data.demo import demo_datasets
 
 
 def services_for(tmp_path: Path, data_dir: Path) -> Services:

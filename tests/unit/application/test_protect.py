@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application.protect import (
+from privdash.application.protect import (
     MAP_POINTS,
     ProtectColumns,
     ProtectError,
@@ -18,16 +18,16 @@ from dashboard.application.protect import (
     recipe_json,
     stored_step,
 )
-from dashboard.application.services import LoadedDataset, Services
-from dashboard.application.settings import Settings
-from dashboard.application.sources import ServerSource, SourceError
-from dashboard.application.state import ViewState
-from dashboard.core.data.contract import ColumnRole, StatisticalType, suggest_contract
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.geo.geomask import donut_mask, masking_points
-from dashboard.core.measure.perturbed import perturbation_risk
-from dashboard.core.transform.perturbation import add_noise, pram, rank_swap, shuffle_within_classes
-from dashboard.core.transform.steps import Step
+from privdash.application.services import LoadedDataset, Services
+from privdash.application.settings import Settings
+from privdash.application.sources import ServerSource, SourceError
+from privdash.application.state import ViewState
+from privdash.data.contract import ColumnRole, StatisticalType, suggest_contract
+from privdash.errors import ColumnError, ParameterError
+from privdash.geo.geomask import donut_mask, masking_points
+from privdash.measure.perturbed import perturbation_risk
+from privdash.transform.perturbation import add_noise, pram, rank_swap, shuffle_within_classes
+from privdash.transform.steps import Step
 
 
 @pytest.fixture(scope="module")

@@ -10,15 +10,15 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.application import fixes, riskview
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import StateError, ViewState
-from dashboard.core.data.contract import ColumnRole
-from dashboard.core.data.tables import read_table
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.targets import PrivacyTargets
+from privdash.application import fixes, riskview
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import StateError, ViewState
+from privdash.data.contract import ColumnRole
+from privdash.data.tables import read_table
+from privdash.measure.diagnose import diagnose
+from privdash.targets import PrivacyTargets
 
 KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 #: sdcMicro's global risk of testdata.csv on KEYS with weight sampling_weight (measure_risk(...)$global$risk), the

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application.report import (
+from privdash.application.report import (
     DEFINITIONS,
     WITHHELD_SEED,
     ReportFiles,
@@ -28,17 +28,17 @@ from dashboard.application.report import (
     search_fix,
     table_fingerprint,
 )
-from dashboard.application.report_render import render_html, report_format
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.core.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
-from dashboard.core.errors import ParameterError, PrivdashError
-from dashboard.core.geo.geography import area_polygons_path, district_polygons_dir, load_areas, load_districts
-from dashboard.core.geo.postcodes import read_population
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.hierarchy import Hierarchy
-from dashboard.core.transform.steps import Recipe
+from privdash.application.report_render import render_html, report_format
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
+from privdash.errors import ParameterError, PrivdashError
+from privdash.geo.geography import area_polygons_path, district_polygons_dir, load_areas, load_districts
+from privdash.geo.postcodes import read_population
+from privdash.measure.diagnose import diagnose
+from privdash.targets import PrivacyTargets
+from privdash.transform.hierarchy import Hierarchy
+from privdash.transform.steps import Recipe
 
 ROOT = Path(__file__).resolve().parents[3]
 
@@ -174,7 +174,7 @@ def test_a_recipe_re_applied_gives_the_same_release(people: pd.DataFrame, contra
 
 
 def test_condensed_recipe_keeps_rules_and_drops_leaves() -> None:
-    from dashboard.core.transform.steps import Recipe, Step
+    from privdash.transform.steps import Recipe, Step
 
     recipe = Recipe(
         (
@@ -196,7 +196,7 @@ def test_condensed_recipe_keeps_rules_and_drops_leaves() -> None:
 def test_condensed_recipe_withholds_the_seed_of_random_masking() -> None:
     """With a noise step's seed and the release, anyone could redraw the noise: the report names the step and its
     settings but not the seed."""
-    from dashboard.core.transform.perturbation import add_noise
+    from privdash.transform.perturbation import add_noise
 
     data = pd.DataFrame({"income": np.arange(50, dtype=float)})
     step = add_noise(data, columns=["income"], share=0.1, seed=987_654_321).step

@@ -11,13 +11,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application.estimates import fmt_interval
-from dashboard.application.report import build_report, search_fix, table_fingerprint
-from dashboard.application.report_render import render_html
-from dashboard.cli import main
-from dashboard.core.data.contract import DataContract
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.utility.estimates import compare_estimates
+from privdash.application.estimates import fmt_interval
+from privdash.application.report import build_report, search_fix, table_fingerprint
+from privdash.application.report_render import render_html
+from privdash.cli import main
+from privdash.data.contract import DataContract
+from privdash.targets import PrivacyTargets
+from privdash.utility.estimates import compare_estimates
 
 
 def survey() -> tuple[pd.DataFrame, DataContract]:

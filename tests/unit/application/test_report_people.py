@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application.report import (
+from privdash.application.report import (
     PEOPLE_DEFINITION,
     build_report,
     recipe_fix,
@@ -19,15 +19,15 @@ from dashboard.application.report import (
     search_fix,
     table_fingerprint,
 )
-from dashboard.application.report_render import in_people, render_html
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.core.data.contract import ColumnRole, DataContract
-from dashboard.core.errors import ParameterError
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.hierarchy import Hierarchy
-from dashboard.core.transform.steps import Recipe, Step
+from privdash.application.report_render import in_people, render_html
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.data.contract import ColumnRole, DataContract
+from privdash.errors import ParameterError
+from privdash.measure.diagnose import diagnose
+from privdash.targets import PrivacyTargets
+from privdash.transform.hierarchy import Hierarchy
+from privdash.transform.steps import Recipe, Step
 
 
 def text_of(page: str) -> str:

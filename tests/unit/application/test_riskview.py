@@ -9,15 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.application import riskview
-from dashboard.application.formats import fmt_count, fmt_number, fmt_share
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.contract import DataContract
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.targets import PrivacyTargets
+from privdash.application import riskview
+from privdash.application.formats import fmt_count, fmt_number, fmt_share
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.contract import DataContract
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.diagnose import diagnose
+from privdash.targets import PrivacyTargets
 
 
 @pytest.fixture
@@ -193,8 +193,8 @@ def test_the_class_table_is_cached_under_an_explicit_key(services: Services) -> 
 
 
 def test_survey_risk_rows_show_sdcmicro_global_risk_only_with_weights(data_dir) -> None:
-    from dashboard.application.riskview import survey_risk_rows
-    from dashboard.core.data.tables import read_table
+    from privdash.application.riskview import survey_risk_rows
+    from privdash.data.tables import read_table
 
     data = read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
     keys = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.application.services import (
+from privdash.application.services import (
     Services,
     clean_filename,
     contract_from_suggestions,
@@ -17,14 +17,14 @@ from dashboard.application.services import (
     state_from_contract,
     too_large_message,
 )
-from dashboard.application.settings import READ_LIMIT_VARIABLES, Settings
-from dashboard.application.state import StateError, ViewState
-from dashboard.application.storage import DatasetNotFound, QuotaExceeded
-from dashboard.core.data.contract import ColumnRole, StatisticalType, suggest_contract, suggest_roles
-from dashboard.core.data.demo import CLOTHING_SIZES, demo_datasets, people_contract, people_table
-from dashboard.core.data.tables import ReadLimits, read_table
-from dashboard.core.errors import ColumnError, DataReadError, ReadLimitError
-from dashboard.core.measure.diagnose import diagnose
+from privdash.application.settings import READ_LIMIT_VARIABLES, Settings
+from privdash.application.state import StateError, ViewState
+from privdash.application.storage import DatasetNotFound, QuotaExceeded
+from privdash.data.contract import ColumnRole, StatisticalType, suggest_contract, suggest_roles
+from privdash.data.demo import CLOTHING_SIZES, demo_datasets, people_contract, people_table
+from privdash.data.tables import ReadLimits, read_table
+from privdash.errors import ColumnError, DataReadError, ReadLimitError
+from privdash.measure.diagnose import diagnose
 
 SESSION = "s" * 40
 

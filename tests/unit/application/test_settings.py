@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from dashboard.application.settings import Settings, parse_duration
-from dashboard.core.errors import ParameterError
+from privdash.application.settings import Settings, parse_duration
+from privdash.errors import ParameterError
 
 ROOT = Path(__file__).resolve().parents[3]
 KEY = "a-test-key-of-enough-length-123"
@@ -78,7 +78,7 @@ def test_os_environ_is_read_only_by_the_settings() -> None:
         for path in (ROOT / "dashboard").rglob("*.py")
         if re.search(r"os\.environ|getenv", path.read_text(encoding="utf-8"))
     )
-    assert readers == ["dashboard/application/settings.py"]
+    assert readers == ["privdash/application/settings.py"]
 
 
 @pytest.mark.parametrize(

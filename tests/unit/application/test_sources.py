@@ -9,11 +9,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import PREVIEW_ROWS, Services
-from dashboard.application.settings import Settings
-from dashboard.application.sources import SourceError, load_sources
-from dashboard.core import ParameterError, diagnose, read_table
+from privdash import ParameterError, diagnose, read_table
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import PREVIEW_ROWS, Services
+from privdash.application.settings import Settings
+from privdash.application.sources import SourceError, load_sources
 
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education"]
 

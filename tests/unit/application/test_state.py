@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from dashboard.application.state import (
+from privdash.application.state import (
     DEFAULTS,
     StateError,
     ViewState,
@@ -17,8 +17,8 @@ from dashboard.application.state import (
     order_permutation,
     sorted_labels,
 )
-from dashboard.core.data.contract import ColumnRole, StatisticalType
-from dashboard.core.measure.classes import MissingPolicy
+from privdash.data.contract import ColumnRole, StatisticalType
+from privdash.measure.classes import MissingPolicy
 
 
 def example() -> ViewState:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from dashboard.application.state import DEFAULTS, RELEASE_KEYS, StateError, ViewState
+from privdash.application.state import DEFAULTS, RELEASE_KEYS, StateError, ViewState
 
 
 def test_release_targets_round_trip_through_the_link() -> None:

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.application.storage import (
+from privdash.application.storage import (
     TEMP_GRACE,
     ClientLedger,
     DatasetExpired,

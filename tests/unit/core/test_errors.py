@@ -1,4 +1,4 @@
-"""The shared validators of ``dashboard.core.errors``."""
+"""The shared validators of ``privdash.errors``."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from dashboard.core.errors import ParameterError, check_finite
+from privdash.errors import ParameterError, check_finite
 
 
 @pytest.mark.parametrize(
@@ -41,7 +41,7 @@ def test_check_finite_gives_the_example() -> None:
 def test_parameter_checks_refuse_nan_infinity_and_huge_numbers_with_a_parameter_error() -> None:
     import math
 
-    from dashboard.core.errors import ParameterError, check_finite, check_positive_int
+    from privdash.errors import ParameterError, check_finite, check_positive_int
 
     for bad in (math.nan, math.inf, -math.inf, 2.5, "3", True):
         with pytest.raises(ParameterError, match="whole number"):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from dashboard.application.riskview import size_bins
 from dashboard.ui.charts import size_histogram
 from dashboard.ui.theme import COLORS
+from privdash.application.riskview import size_bins
 
 
 def test_size_histogram_marks_the_bins_below_k() -> None:

@@ -9,15 +9,15 @@ from pathlib import Path
 import plotly.utils
 import pytest
 
-from dashboard.application.estimates import fmt_estimate, fmt_interval, read_estimates, run_estimates
-from dashboard.application.fixruns import FixRuns
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.errors import ParameterError
-from dashboard.core.utility.estimates import ConfidenceInterval, Estimate, compare_estimates
 from dashboard.ui import estimates as section
 from dashboard.ui.pagestate import open_page
+from privdash.application.estimates import fmt_estimate, fmt_interval, read_estimates, run_estimates
+from privdash.application.fixruns import FixRuns
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.errors import ParameterError
+from privdash.utility.estimates import ConfidenceInterval, Estimate, compare_estimates
 
 AGE_STEP = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [10]}, "level": 1}
 

@@ -11,16 +11,16 @@ import pandas as pd
 import plotly.utils
 import pytest
 
-from dashboard.application.riskview import combinations_left_out, people_column
-from dashboard.application.services import Services
-from dashboard.application.settings import Settings
-from dashboard.application.state import ViewState
-from dashboard.core.data.contract import ColumnRole
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.targets import PrivacyTargets
 from dashboard.pages import risk
 from dashboard.ui.components import no_dataset, verdict_banner
 from dashboard.ui.pagestate import DEFAULT_DATASET, open_page
+from privdash.application.riskview import combinations_left_out, people_column
+from privdash.application.services import Services
+from privdash.application.settings import Settings
+from privdash.application.state import ViewState
+from privdash.data.contract import ColumnRole
+from privdash.measure.diagnose import diagnose
+from privdash.targets import PrivacyTargets
 
 
 def as_json(component: object) -> str:

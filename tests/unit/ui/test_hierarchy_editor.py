@@ -7,8 +7,8 @@ from typing import Any
 
 import plotly
 
-from dashboard.application.hierarchies import EditorForm, GroupRow, LevelSummary
 from dashboard.ui import hierarchies as ui
+from privdash.application.hierarchies import EditorForm, GroupRow, LevelSummary
 
 
 def as_json(component: object) -> Any:

@@ -7,8 +7,6 @@ import json
 import plotly
 import pytest
 
-from dashboard.application.riskview import Headline
-from dashboard.application.state import StateError, ViewState
 from dashboard.ui.targets import (
     MIN_CARD_WIDTH,
     TARGET_KEYS,
@@ -19,6 +17,8 @@ from dashboard.ui.targets import (
     target_inputs,
     with_targets,
 )
+from privdash.application.riskview import Headline
+from privdash.application.state import StateError, ViewState
 
 
 def as_json(component: object) -> str:

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.attack import UnmatchedValuesError, attack_release
-from dashboard.core.errors import ColumnError, DataReadError, ParameterError
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.transform.identifiers import pseudonymize
-from dashboard.core.transform.steps import Recipe
+from privdash.attack import UnmatchedValuesError, attack_release
+from privdash.errors import ColumnError, DataReadError, ParameterError
+from privdash.measure.diagnose import diagnose
+from privdash.transform.identifiers import pseudonymize
+from privdash.transform.steps import Recipe
 
 TOWNS = pd.DataFrame(
     {

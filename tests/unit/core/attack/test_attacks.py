@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core import PrivacyTargets, attack_release, generalize, load_hierarchies
-from dashboard.core.attack.linkage import linkage_successes
-from dashboard.core.attack.matching import ReleasedIndex
-from dashboard.core.attack.results import Rate, residual_risk, wilson_interval
-from dashboard.core.attack.setup import UnmatchedValuesError, prepare
-from dashboard.core.errors import ColumnError, DataReadError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
+from privdash import PrivacyTargets, attack_release, generalize, load_hierarchies
+from privdash.attack.linkage import linkage_successes
+from privdash.attack.matching import ReleasedIndex
+from privdash.attack.results import Rate, residual_risk, wilson_interval
+from privdash.attack.setup import UnmatchedValuesError, prepare
+from privdash.errors import ColumnError, DataReadError, ParameterError
+from privdash.measure.classes import equivalence_classes
 
 # Five people; quasi-identifiers a and b, sensitive s. Classes over (a, b): (x,1) x2, (x,2), (y,2), (y,3).
 ORIGINAL = pd.DataFrame({"a": ["x", "x", "x", "y", "y"], "b": [1, 1, 2, 2, 3], "s": ["p", "q", "p", "q", "p"]})

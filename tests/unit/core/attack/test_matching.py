@@ -9,8 +9,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.attack.matching import ReleasedIndex, column_coverage, ranges
-from dashboard.core.transform.hierarchy import Hierarchy
+from privdash.attack.matching import ReleasedIndex, column_coverage, ranges
+from privdash.transform.hierarchy import Hierarchy
 
 
 def covered(domain: Sequence[object], label: object, **options: Any) -> set[object]:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.core.data.contract import (
+from privdash.data.contract import (
     ColumnRole,
     DataContract,
     FieldMetadata,
@@ -14,8 +14,8 @@ from dashboard.core.data.contract import (
     suggest_contract,
     suggest_roles,
 )
-from dashboard.core.data.demo import people_contract, people_table
-from dashboard.core.errors import ContractError
+from privdash.data.demo import people_contract, people_table
+from privdash.errors import ContractError
 
 ISSUE_SHAPE = {
     "field_metadata": [
@@ -143,7 +143,7 @@ def test_ordered_categorical_becomes_ordinal_with_its_order() -> None:
 
 
 def test_household_id_is_suggested_once_and_round_trips(data_dir) -> None:
-    from dashboard.core.data.tables import read_table
+    from privdash.data.tables import read_table
 
     data = read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
     roles = {s.name: s for s in suggest_roles(data.assign(hh_id=data["ori_hid"]))}
@@ -165,7 +165,7 @@ def test_household_id_is_suggested_once_and_round_trips(data_dir) -> None:
 
 
 def test_one_weight_and_a_repeating_person_id_are_suggested(data_dir) -> None:
-    from dashboard.core.data.tables import read_table
+    from privdash.data.tables import read_table
 
     survey = read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
     roles = {s.name: s for s in suggest_roles(survey)}

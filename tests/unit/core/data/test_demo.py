@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.data.demo import demo_datasets, people_contract, people_table, uniform_column_names, uniform_table
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ParameterError
+from privdash.data.demo import demo_datasets, people_contract, people_table, uniform_column_names, uniform_table
+from privdash.data.tables import read_table
+from privdash.errors import ParameterError
 
 DATA = Path(__file__).resolve().parents[4] / "data"
 

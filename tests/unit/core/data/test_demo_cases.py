@@ -11,18 +11,18 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.core.data.contract import ColumnRole, StatisticalType
-from dashboard.core.data.demo import (
+from privdash.data.contract import ColumnRole, StatisticalType
+from privdash.data.demo import (
     ADULT_QUASI_IDENTIFIERS,
     DEFAULT_DEMO,
     MIRADOR_EXAMPLE_SEED,
     adult_demo,
     demo_datasets,
 )
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.transform.hierarchy import build_hierarchy, default_rule
-from dashboard.core.transform.microaggregation import microaggregate_with_contract
+from privdash.measure.diagnose import diagnose
+from privdash.search.lattice import optimal_generalization
+from privdash.transform.hierarchy import build_hierarchy, default_rule
+from privdash.transform.microaggregation import microaggregate_with_contract
 
 #: STRM Privacy, "K-Anonymity (K-Member Micro-Aggregations)": the published result of their example for k = 3.
 STRM_AFTER = pd.DataFrame(

@@ -1,5 +1,5 @@
 """When a column of decimal texts becomes float64: the reader's exactness rule (module docstring of
-``dashboard.core.data.tables``) at its boundaries, against an independent oracle written with ``decimal``.
+``privdash.data.tables``) at its boundaries, against an independent oracle written with ``decimal``.
 
 The rule: a text ``t`` whose last significant digit is in the place of ``10**q`` is kept by its float ``f`` when
 ``t`` is the multiple of ``10**q`` nearest to ``f`` among those that read back as ``f``. The oracle below computes
@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
-from dashboard.core.data.tables import infer_numeric_columns, read_table, read_table_with_info
+from privdash.data.tables import infer_numeric_columns, read_table, read_table_with_info
 
 _NUMBER = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 
@@ -258,7 +258,7 @@ def test_arrow_parses_floats_as_python_does() -> None:
 def test_steps_of_the_bulk_test_give_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Columns settled in small steps on two threads (as a large file is) read as in one step: the first inexact
     value and the merged one are found in a later step, and the notes name the same examples."""
-    from dashboard.core.data import tables
+    from privdash.data import tables
 
     rng = np.random.default_rng(9)
     floats = [f"{v:.17g}" for v in rng.normal(0, 1e3, 5_000)]
@@ -285,7 +285,7 @@ def test_steps_of_the_bulk_test_give_the_same_answer(monkeypatch: pytest.MonkeyP
 def test_columns_of_mostly_distinct_values_read_row_by_row_as_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     """Columns whose first values are mostly distinct skip the hash of their distinct values: with missing values,
     spaces, a text among the floats and a high-cardinality text column, the frame and notes are the reference's."""
-    from dashboard.core.data import tables
+    from privdash.data import tables
 
     n = 40_000
     rng = np.random.default_rng(4)

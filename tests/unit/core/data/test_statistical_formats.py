@@ -18,9 +18,9 @@ import pandas as pd
 import pyreadstat
 import pytest
 
-from dashboard.core.data.tables import ReadLimits, read_table, read_table_with_info
-from dashboard.core.errors import DataReadError, ParameterError, ReadLimitError
-from dashboard.core.measure.diagnose import diagnose
+from privdash.data.tables import ReadLimits, read_table, read_table_with_info
+from privdash.errors import DataReadError, ParameterError, ReadLimitError
+from privdash.measure.diagnose import diagnose
 
 DATA = Path(__file__).resolve().parents[3] / "data"
 

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.data.tables import (
+from privdash.data.tables import (
     DEFAULT_READ_LIMITS,
     ReadLimits,
     csv_text,
@@ -21,8 +21,8 @@ from dashboard.core.data.tables import (
     read_table_with_info,
     write_table,
 )
-from dashboard.core.errors import DataReadError, ParameterError, PrivdashError, ReadLimitError
-from dashboard.core.measure.classes import equivalence_classes
+from privdash.errors import DataReadError, ParameterError, PrivdashError, ReadLimitError
+from privdash.measure.classes import equivalence_classes
 from tests.badfiles import write_corpus
 
 

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.data import tables
-from dashboard.core.data.tables import ReadLimits, read_table_with_info
-from dashboard.core.errors import DataReadError
+from privdash.data import tables
+from privdash.data.tables import ReadLimits, read_table_with_info
+from privdash.errors import DataReadError
 
 Outcome = tuple[str, Any, Any]
 

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.data.tables import read_table
-from dashboard.core.engines.aggregate import COUNT, aggregate_table, resolve_engine, sample_rows, source_paths
-from dashboard.core.errors import ColumnError, DataReadError, ParameterError
-from dashboard.core.measure.diagnose import Diagnosis, diagnose
+from privdash.data.tables import read_table
+from privdash.engines.aggregate import COUNT, aggregate_table, resolve_engine, sample_rows, source_paths
+from privdash.errors import ColumnError, DataReadError, ParameterError
+from privdash.measure.diagnose import Diagnosis, diagnose
 
 CASES = {
     "adult": ("arx_adult/adult.csv", ["sex", "age", "race", "marital-status", "education"], ["occupation"], None),
@@ -138,7 +138,7 @@ def test_no_records_is_an_error_on_every_engine_and_never_a_pass(tmp_path: Path)
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from dashboard.core.targets import PrivacyTargets
+    from privdash.targets import PrivacyTargets
 
     folder = tmp_path / "empty"
     folder.mkdir()
@@ -232,7 +232,7 @@ def test_duckdb_takes_the_header_from_the_first_line(tmp_path: Path) -> None:
     """The header's names as the reader gives them, parsed from the file's first record: repeated, empty, differing
     only in case, or equal to the data rows' values. DuckDB once took them from ``LIMIT 1`` of a parallel scan
     (any row: 2 runs in 8 of a 400-column file failed with "Duplicate named argument") and failed on repeats."""
-    from dashboard.core.data.tables import header_names
+    from privdash.data.tables import header_names
 
     path = tmp_path / "clash.csv"
     rows = "".join(f"v2,v2,{i % 3},{i % 2}\n" for i in range(20_000))
@@ -279,7 +279,7 @@ def test_engine_choice_and_errors(tmp_path: Path) -> None:
 def test_missing_markers_are_pandas_own() -> None:
     from pandas._libs.parsers import STR_NA_VALUES
 
-    from dashboard.core.engines.aggregate import PANDAS_NA_VALUES
+    from privdash.engines.aggregate import PANDAS_NA_VALUES
 
     assert set(STR_NA_VALUES) == PANDAS_NA_VALUES
 
@@ -314,7 +314,7 @@ def test_qi_combinations_from_the_aggregate_equal_those_of_the_rows(data_dir: Pa
 def test_results_fetched_through_arrow_equal_duckdbs_own(query: str) -> None:
     import duckdb
 
-    from dashboard.core.engines.aggregate import _fetch_frame
+    from privdash.engines.aggregate import _fetch_frame
 
     connection = duckdb.connect()
     pd.testing.assert_frame_equal(_fetch_frame(connection.sql(query)), connection.sql(query).df(), check_exact=True)

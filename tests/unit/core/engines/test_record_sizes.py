@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.cli import main
-from dashboard.core.data.tables import read_table
-from dashboard.core.engines.streaming import CLASS_SIZE, RECORD_RISK, with_record_sizes, write_record_sizes
-from dashboard.core.errors import DataReadError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.diagnose import diagnose
+from privdash.cli import main
+from privdash.data.tables import read_table
+from privdash.engines.streaming import CLASS_SIZE, RECORD_RISK, with_record_sizes, write_record_sizes
+from privdash.errors import DataReadError, ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.diagnose import diagnose
 
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
 
@@ -164,7 +164,7 @@ def test_cli_refuses_record_risk_on_an_aggregate_engine(
 
 
 def test_the_class_lookup_by_integer_keys_equals_the_multiindex_lookup() -> None:
-    from dashboard.core.engines.streaming import _class_finder
+    from privdash.engines.streaming import _class_finder
 
     rng = np.random.default_rng(3)
     n_categories = [3, 5, 2, 7]

@@ -9,16 +9,16 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.core.data.tables import read_table, write_table
-from dashboard.core.engines.aggregate import COUNT, aggregate_table
-from dashboard.core.engines.streaming import apply_recipe_streaming
-from dashboard.core.errors import DataReadError, ParameterError
-from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.transform.hierarchy import interval_hierarchy, load_hierarchies
-from dashboard.core.transform.identifiers import pseudonymize
-from dashboard.core.transform.microaggregation import microaggregate
-from dashboard.core.transform.steps import Recipe, apply_recipe
-from dashboard.core.transform.suppression import top_bottom_code
+from privdash.data.tables import read_table, write_table
+from privdash.engines.aggregate import COUNT, aggregate_table
+from privdash.engines.streaming import apply_recipe_streaming
+from privdash.errors import DataReadError, ParameterError
+from privdash.search.lattice import optimal_generalization
+from privdash.transform.hierarchy import interval_hierarchy, load_hierarchies
+from privdash.transform.identifiers import pseudonymize
+from privdash.transform.microaggregation import microaggregate
+from privdash.transform.steps import Recipe, apply_recipe
+from privdash.transform.suppression import top_bottom_code
 
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
 SEARCHES = {

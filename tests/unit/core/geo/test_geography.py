@@ -9,9 +9,9 @@ import pandas as pd
 import pytest
 import shapely
 
-from dashboard.core.errors import DataReadError, ParameterError
-from dashboard.core.geo import geography
-from dashboard.core.geo.geography import (
+from privdash.errors import DataReadError, ParameterError
+from privdash.geo import geography
+from privdash.geo.geography import (
     COORDINATE_DECIMALS,
     GEOLYTIX_ATTRIBUTION,
     WIKIPEDIA_ATTRIBUTION,
@@ -21,7 +21,7 @@ from dashboard.core.geo.geography import (
     load_areas,
     load_districts,
 )
-from dashboard.core.geo.postcodes import Neighbours, generalize_postcodes, population_from_frame, read_population
+from privdash.geo.postcodes import Neighbours, generalize_postcodes, population_from_frame, read_population
 
 EW = ("uk_postcode_population_ew2011_outward", "ew2011_outward_code_population.csv")
 

@@ -9,11 +9,11 @@ import shapely
 from pyproj import Geod
 from scipy import stats
 
-from dashboard.core.data.contract import StatisticalType, infer_statistical_type
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.geo.geography import PolygonLayer, load_areas
-from dashboard.core.geo.geomask import (
+from privdash.data.contract import StatisticalType, infer_statistical_type
+from privdash.data.tables import read_table
+from privdash.errors import ColumnError, ParameterError
+from privdash.geo.geography import PolygonLayer, load_areas
+from privdash.geo.geomask import (
     EARTH_RADIUS,
     donut_mask,
     great_circle_distance,
@@ -21,7 +21,7 @@ from dashboard.core.geo.geomask import (
     perturb_coordinates,
     spatial_k_anonymity,
 )
-from dashboard.core.transform.steps import Recipe, Step, apply_recipe, apply_step
+from privdash.transform.steps import Recipe, Step, apply_recipe, apply_step
 
 GEOD = Geod(ellps="WGS84")
 

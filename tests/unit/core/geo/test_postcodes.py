@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.errors import ColumnError, DataReadError, ParameterError, PrivdashError
-from dashboard.core.geo.postcodes import (
+from privdash.errors import ColumnError, DataReadError, ParameterError, PrivdashError
+from privdash.geo.postcodes import (
     SUPPRESSED_ZIP3,
     Neighbours,
     PostcodeGeneralization,
@@ -29,8 +29,8 @@ from dashboard.core.geo.postcodes import (
     recode_postcodes,
     unit_populations,
 )
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.transform.steps import Recipe, Step, apply_recipe, apply_step, registered_steps
+from privdash.measure.classes import equivalence_classes
+from privdash.transform.steps import Recipe, Step, apply_recipe, apply_step, registered_steps
 
 EW = ("uk_postcode_population_ew2011_outward", "ew2011_outward_code_population.csv")
 DOOGAL = ("uk_postcode_districts_doogal", "postcode_districts.csv")

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.classes import (
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.classes import (
     MISSING_LABEL,
     MissingPolicy,
     class_size_frequencies,

@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ColumnError, ParameterError, TooManyQuasiIdentifiersError
-from dashboard.core.measure.combinations import (
+from privdash.data.tables import read_table
+from privdash.errors import ColumnError, ParameterError, TooManyQuasiIdentifiersError
+from privdash.measure.combinations import (
     DEFAULT_MAX_QUASI_IDENTIFIERS,
     combination_risk,
     minimal_sample_uniques,
@@ -450,7 +450,7 @@ def test_msus_are_minimal_unique_and_cover_every_unique_record(data: pd.DataFram
 
 @pytest.mark.parametrize("path", ["bincount", "factorize"])
 def test_both_counting_paths_agree_with_groupby(path: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    import dashboard.core.measure.combinations as module
+    import privdash.measure.combinations as module
 
     if path == "factorize":
         monkeypatch.setattr(module, "_BINCOUNT_MIN", 0)

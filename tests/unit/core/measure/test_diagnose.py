@@ -6,11 +6,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.data.contract import DataContract
-from dashboard.core.data.demo import people_contract, people_table
-from dashboard.core.errors import ColumnError, ContractError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.diagnose import diagnose
+from privdash.data.contract import DataContract
+from privdash.data.demo import people_contract, people_table
+from privdash.errors import ColumnError, ContractError, ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.diagnose import diagnose
 
 
 def worked_example() -> pd.DataFrame:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.errors import ContractError
-from dashboard.core.measure.encoding import class_sizes, encode_column, encode_columns, group_rows
+from privdash.errors import ContractError
+from privdash.measure.encoding import class_sizes, encode_column, encode_columns, group_rows
 
 
 def test_dtypes_encode_with_missing_as_minus_one() -> None:

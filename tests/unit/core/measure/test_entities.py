@@ -16,10 +16,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.classes import MISSING_LABEL
-from dashboard.core.measure.diagnose import Diagnosis, diagnose
-from dashboard.core.measure.entities import PERSON_KEY, EntityClasses, entity_classes
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.classes import MISSING_LABEL
+from privdash.measure.diagnose import Diagnosis, diagnose
+from privdash.measure.entities import PERSON_KEY, EntityClasses, entity_classes
 from tests.unit.core.engines.test_aggregate import same
 
 QIS = ["age", "sex", "region"]
@@ -238,7 +238,7 @@ def test_drop_and_value_policies_by_hand() -> None:
 
 
 def test_contract_entity_is_the_default(tmp_path: Path) -> None:
-    from dashboard.core.data.contract import DataContract
+    from privdash.data.contract import DataContract
 
     contract = DataContract.for_columns(VISITS, quasi_identifiers=["age", "sex"], entity="pid")
     assert contract.entity == "pid"
@@ -315,9 +315,9 @@ def test_multiset_classes_split_set_classes(seed: int) -> None:
 
 
 def test_person_sizes_streamed_from_a_file(tmp_path: Path) -> None:
-    from dashboard.core.data.tables import read_table
-    from dashboard.core.engines.streaming import write_person_sizes
-    from dashboard.core.errors import DataReadError
+    from privdash.data.tables import read_table
+    from privdash.engines.streaming import write_person_sizes
+    from privdash.errors import DataReadError
 
     frame = pd.DataFrame({"pid": [1, 1, 2, 2, 3, 4], "age": [30, None, 30, 40, None, 30]})
     path = tmp_path / "visits.csv"

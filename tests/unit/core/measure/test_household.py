@@ -9,13 +9,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.data.contract import DataContract
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ColumnError, DataReadError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.measure.household import household_risk_of_records, record_household_risk
-from dashboard.core.measure.risk import individual_risk
+from privdash.data.contract import DataContract
+from privdash.data.tables import read_table
+from privdash.errors import ColumnError, DataReadError
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.diagnose import diagnose
+from privdash.measure.household import household_risk_of_records, record_household_risk
+from privdash.measure.risk import individual_risk
 from tests.unit.core.engines.test_aggregate import same
 
 SEVEN = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
@@ -314,7 +314,7 @@ def test_member_risk_comes_from_the_weights_whatever_the_population(testdata: pd
 
 
 def test_aggregate_rows_know_their_class() -> None:
-    from dashboard.core.measure.classes import (
+    from privdash.measure.classes import (
         equivalence_classes_from_aggregate,
         equivalence_classes_from_aggregate_rows,
     )

@@ -14,10 +14,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.measure.model_risk import (
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.diagnose import diagnose
+from privdash.measure.model_risk import (
     MAX_DESIGN_ENTRIES,
     MAX_GRID_CELLS,
     MODEL_RISK_METHODS,

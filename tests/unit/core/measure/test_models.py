@@ -12,10 +12,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.classes import EquivalenceClasses, equivalence_classes
-from dashboard.core.measure.models import (
+from privdash.data.tables import read_table
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.classes import EquivalenceClasses, equivalence_classes
+from privdash.measure.models import (
     AlphaKResult,
     TDistance,
     all_sensitive_models,
@@ -593,7 +593,7 @@ def test_block_processing_matches_a_single_block(monkeypatch: pytest.MonkeyPatch
     hierarchy = {v: (f"g{v // 3}", f"h{v // 9}", "*") for v in range(30)}
     whole_ordered = t_closeness(classes, "s").per_class
     whole_hier = t_closeness(classes, "s", hierarchy=hierarchy).per_class
-    import dashboard.core.measure.models as models_module
+    import privdash.measure.models as models_module
 
     monkeypatch.setattr(models_module, "BLOCK_CELLS", 7 * 30)  # blocks of 7 classes, the last one partial
     np.testing.assert_array_equal(t_closeness(classes, "s").per_class, whole_ordered)
@@ -602,7 +602,7 @@ def test_block_processing_matches_a_single_block(monkeypatch: pytest.MonkeyPatch
 
 @pytest.mark.parametrize("missing", ["value", "wildcard", "drop"])
 def test_ordered_distance_sparse_path_equals_the_dense_blocks(missing: str) -> None:
-    from dashboard.core.measure import models
+    from privdash.measure import models
 
     rng = np.random.default_rng(11)
     for _ in range(25):

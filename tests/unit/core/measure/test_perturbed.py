@@ -8,9 +8,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.perturbed import DEFAULT_INTERVAL_K, PerturbationRisk, perturbation_risk
-from dashboard.core.transform.perturbation import add_noise, rank_swap
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.perturbed import DEFAULT_INTERVAL_K, PerturbationRisk, perturbation_risk
+from privdash.transform.perturbation import add_noise, rank_swap
 
 ORIGINAL = pd.DataFrame({"x": [1.0, 2.0, 3.0, 4.0], "y": [10.0, 20.0, 30.0, 40.0]})
 PERTURBED = pd.DataFrame({"x": [1.0, 2.2, 4.0, 3.0], "y": [10.0, 20.0, 30.0, 40.0]})
@@ -67,7 +67,7 @@ def test_identical_original_records_share_the_link() -> None:
 
 
 def brute_force(original: np.ndarray, perturbed: np.ndarray, k: float) -> dict[str, float]:
-    """The definitions written out record by record (module docstring of dashboard.core.measure.perturbed)."""
+    """The definitions written out record by record (module docstring of privdash.measure.perturbed)."""
     n, p = original.shape
 
     def sd(column: np.ndarray) -> float:

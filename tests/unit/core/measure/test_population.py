@@ -9,9 +9,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from scipy import optimize, special, stats
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.population import (
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.population import (
     PopulationError,
     PopulationSource,
     UniquenessModel,

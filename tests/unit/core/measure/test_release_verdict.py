@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ParameterError
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.measure.household import household_risk
-from dashboard.core.measure.population import population_uniqueness_from_sizes
-from dashboard.core.targets import PrivacyTargets, parse_targets
+from privdash.errors import ParameterError
+from privdash.measure.diagnose import diagnose
+from privdash.measure.household import household_risk
+from privdash.measure.population import population_uniqueness_from_sizes
+from privdash.targets import PrivacyTargets, parse_targets
 
 # Three classes of a: sizes 1, 2, 3; weights: 4 | 2, 2 | 3, 3, 3 (F = 4, 4, 9).
 TABLE = pd.DataFrame(

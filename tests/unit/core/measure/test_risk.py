@@ -6,16 +6,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.errors import ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.population import (
+from privdash.errors import ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.population import (
     PopulationError,
     population_counts_from_sample,
     population_counts_from_size,
     population_counts_from_table,
     population_counts_from_weights,
 )
-from dashboard.core.measure.risk import (
+from privdash.measure.risk import (
     individual_risk,
     journalist_risk,
     marketer_risk,
@@ -316,7 +316,7 @@ def test_individual_risk_rejects_light_weights() -> None:
 
 
 def test_individual_risk_on_sdcmicro_testdata(data_dir) -> None:
-    from dashboard.core.data.tables import read_table
+    from privdash.data.tables import read_table
 
     data = read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
     keys = ["urbrur", "water", "sex", "age"]

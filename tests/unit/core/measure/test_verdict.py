@@ -7,9 +7,9 @@ import math
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ParameterError
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.targets import PrivacyTargets, parse_targets
+from privdash.errors import ParameterError
+from privdash.measure.diagnose import diagnose
+from privdash.targets import PrivacyTargets, parse_targets
 
 
 def table() -> pd.DataFrame:

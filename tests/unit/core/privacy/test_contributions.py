@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.privacy.contributions import bound_contributions, check_max_rows, most_rows_per_person
+from privdash.dp.contributions import bound_contributions, check_max_rows, most_rows_per_person
+from privdash.errors import ColumnError, ParameterError
 
 
 @pytest.fixture(scope="module")

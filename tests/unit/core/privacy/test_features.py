@@ -1,5 +1,5 @@
 """privdash enables OpenDP's "contrib" features only around its own measurements and leaves OpenDP's setting as
-the user chose it (dashboard/core/privacy/mechanisms.py)."""
+the user chose it (privdash/dp/mechanisms.py)."""
 
 from __future__ import annotations
 
@@ -23,8 +23,8 @@ def test_privdash_does_not_enable_contrib_for_the_user() -> None:
         """
         import opendp.prelude as dp
         import pandas as pd
-        from dashboard.core.privacy import dp_count
-        import dashboard.core.privacy.release
+        from privdash.dp import dp_count
+        import privdash.dp.release
         before = "contrib" in dp.GLOBAL_FEATURES
         release = dp_count(pd.DataFrame({"a": [1, 2, 3]}), epsilon=1.0)
         print(before, "contrib" in dp.GLOBAL_FEATURES, release.value == release.value)
@@ -39,7 +39,7 @@ def test_a_user_who_enabled_contrib_keeps_it() -> None:
         import opendp.prelude as dp
         import pandas as pd
         dp.enable_features("contrib")
-        from dashboard.core.privacy import dp_count
+        from privdash.dp import dp_count
         dp_count(pd.DataFrame({"a": [1, 2, 3]}), epsilon=1.0)
         print("contrib" in dp.GLOBAL_FEATURES)
         """

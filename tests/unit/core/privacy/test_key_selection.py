@@ -14,8 +14,7 @@ import pandas as pd
 import pytest
 from scipy.stats import binomtest
 
-from dashboard.core.errors import ParameterError
-from dashboard.core.privacy.release import (
+from privdash.dp.release import (
     DP_VALUE,
     MAX_THRESHOLD,
     dp_class_sizes,
@@ -23,6 +22,7 @@ from dashboard.core.privacy.release import (
     key_selection_delta,
     key_selection_threshold,
 )
+from privdash.errors import ParameterError
 
 #: Distinct keys of one row each: one draw of "is this person's key released?" per key and release.
 KEYS = 40_000

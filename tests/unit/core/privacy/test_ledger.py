@@ -10,8 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import DataReadError, ParameterError
-from dashboard.core.privacy.ledger import (
+from privdash.dp.ledger import (
     SKETCH_SIZE,
     BudgetExceededError,
     BudgetLedger,
@@ -21,7 +20,8 @@ from dashboard.core.privacy.ledger import (
     frame_sha256,
     row_hashes,
 )
-from dashboard.core.privacy.mechanisms import PrivacyBudget
+from privdash.dp.mechanisms import PrivacyBudget
+from privdash.errors import DataReadError, ParameterError
 
 KEY = "a" * 64
 

@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from dashboard.core.errors import ParameterError
-from dashboard.core.privacy.mechanisms import Mechanism, PrivacyBudget, accuracy
-from dashboard.core.privacy.release import sum_measurement
+from privdash.dp.mechanisms import Mechanism, PrivacyBudget, accuracy
+from privdash.dp.release import sum_measurement
+from privdash.errors import ParameterError
 
 DRAWS = 10_000
 P_MIN = 1e-6

@@ -20,9 +20,8 @@ import pandas as pd
 import pytest
 from scipy.stats import binomtest
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.privacy.mechanisms import Mechanism, PrivacyBudget, calibrate, contrib
-from dashboard.core.privacy.release import (
+from privdash.dp.mechanisms import Mechanism, PrivacyBudget, calibrate, contrib
+from privdash.dp.release import (
     MAX_KEY_SELECTION_ROWS,
     dp_class_sizes,
     dp_count,
@@ -33,6 +32,7 @@ from dashboard.core.privacy.release import (
     key_selection_threshold,
     sum_measurement,
 )
+from privdash.errors import ColumnError, ParameterError
 
 #: Three people with 3, 2 and 1 rows.
 SMALL = pd.DataFrame({"pid": ["a", "a", "a", "b", "b", "c"], "age": [30, 40, 50, 20, 60, 70], "sex": list("FMFMFM")})

@@ -14,9 +14,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.privacy.mechanisms import Mechanism
-from dashboard.core.privacy.release import (
+from privdash.dp.mechanisms import Mechanism
+from privdash.dp.release import (
     DP_ERROR,
     DP_TRUE_VALUE,
     DP_VALUE,
@@ -27,6 +26,7 @@ from dashboard.core.privacy.release import (
     dp_sum,
     read_domain_file,
 )
+from privdash.errors import ColumnError, ParameterError
 
 
 @pytest.fixture

@@ -11,22 +11,22 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.models import distinct_l_diversity, t_closeness
-from dashboard.core.measure.risk import prosecutor_risk
-from dashboard.core.search.lattice import (
+from privdash.data.tables import read_table
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.models import distinct_l_diversity, t_closeness
+from privdash.measure.risk import prosecutor_risk
+from privdash.search.lattice import (
     GeneralizationLattice,
     NoSolutionError,
     optimal_generalization,
     suppression_budget,
 )
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, load_hierarchies
-from dashboard.core.transform.steps import apply_step
-from dashboard.core.utility.metrics import Metric, information_loss
+from privdash.targets import PrivacyTargets
+from privdash.transform.generalization import generalize
+from privdash.transform.hierarchy import Hierarchy, HierarchyError, load_hierarchies
+from privdash.transform.steps import apply_step
+from privdash.utility.metrics import Metric, information_loss
 
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
 

@@ -13,15 +13,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.search.lattice import NoSolutionError, optimal_generalization, suppression_budget
-from dashboard.core.search.local import LocalRecodingResult, anonymize, local_recoding
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError
-from dashboard.core.transform.local_recoding import apply_local_recoding
-from dashboard.core.transform.steps import Recipe, Step, apply_recipe, apply_step
+from privdash.errors import ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.diagnose import diagnose
+from privdash.search.lattice import NoSolutionError, optimal_generalization, suppression_budget
+from privdash.search.local import LocalRecodingResult, anonymize, local_recoding
+from privdash.targets import PrivacyTargets
+from privdash.transform.hierarchy import Hierarchy, HierarchyError
+from privdash.transform.local_recoding import apply_local_recoding
+from privdash.transform.steps import Recipe, Step, apply_recipe, apply_step
 
 AGE = Hierarchy.from_rows(
     [[str(a), f"{a // 2 * 2}-{a // 2 * 2 + 1}", f"{a // 4 * 4}-{a // 4 * 4 + 3}", "*"] for a in range(16)]
@@ -339,7 +339,7 @@ ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-countr
 def test_adult_goal(adult: pd.DataFrame, data_dir: Any) -> None:
     """ARX's hierarchies, 8 QIs, k = 5, 5% suppression: the global optimum is 0.2618; local recoding must reach
     0.9 times that (0.2356) or less, with k >= 5 on the published table by the ordinary diagnosis."""
-    from dashboard.core.transform.hierarchy import load_hierarchies
+    from privdash.transform.hierarchy import load_hierarchies
 
     hierarchies = load_hierarchies(data_dir / "arx_adult" / "hierarchies", ADULT_QIS)
     started = time.perf_counter()
@@ -356,7 +356,7 @@ def test_adult_goal(adult: pd.DataFrame, data_dir: Any) -> None:
 def test_adult_t_closeness_holds_against_the_published_records(adult: pd.DataFrame, data_dir: Any) -> None:
     """t compares each class with the distribution of the records published: after the start's suppression that
     distribution moves, and classes within t of the whole table's may not be within t of it."""
-    from dashboard.core.transform.hierarchy import load_hierarchies
+    from privdash.transform.hierarchy import load_hierarchies
 
     hierarchies = load_hierarchies(data_dir / "arx_adult" / "hierarchies", ADULT_QIS)
     result = local_recoding(

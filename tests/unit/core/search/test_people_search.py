@@ -12,13 +12,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.search.entities import people_generalization
-from dashboard.core.search.lattice import NoSolutionError, optimal_generalization
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import Hierarchy
-from dashboard.core.utility.metrics import information_loss
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.diagnose import diagnose
+from privdash.search.entities import people_generalization
+from privdash.search.lattice import NoSolutionError, optimal_generalization
+from privdash.transform.generalization import generalize
+from privdash.transform.hierarchy import Hierarchy
+from privdash.utility.metrics import information_loss
 
 QIS = ["age", "sex", "region"]
 HIERARCHIES = {
@@ -158,7 +158,7 @@ def test_bad_inputs() -> None:
 
 
 def test_the_step_reproduces_the_search_and_needs_suppress() -> None:
-    from dashboard.core.transform.steps import apply_recipe
+    from privdash.transform.steps import apply_recipe
 
     data = visits(2)
     result = people_generalization(data, HIERARCHIES, entity="pid", k=2, max_suppression=0.1)

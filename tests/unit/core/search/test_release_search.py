@@ -11,21 +11,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.commands.anonymize import default_hierarchies
-from dashboard.core.errors import ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.diagnose import diagnose
-from dashboard.core.measure.household import household_risk
-from dashboard.core.measure.risk import individual_risk
-from dashboard.core.search.lattice import (
+from privdash.commands.anonymize import default_hierarchies
+from privdash.errors import ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.diagnose import diagnose
+from privdash.measure.household import household_risk
+from privdash.measure.risk import individual_risk
+from privdash.search.lattice import (
     GeneralizationLattice,
     NoSolutionError,
     optimal_generalization,
     suppression_budget,
 )
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.generalization import generalize, suppressed_classes
-from dashboard.core.transform.release_targets import global_suppression, release_verdict
+from privdash.targets import PrivacyTargets
+from privdash.transform.generalization import generalize, suppressed_classes
+from privdash.transform.release_targets import global_suppression, release_verdict
 
 QIS = ["roof", "walls", "water", "relat"]
 LIMIT = 0.02

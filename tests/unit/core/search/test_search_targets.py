@@ -23,11 +23,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.errors import ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.measure.diagnose import Diagnosis, diagnose
-from dashboard.core.search.heuristic import heuristic_search
-from dashboard.core.search.lattice import (
+from privdash.errors import ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.measure.diagnose import Diagnosis, diagnose
+from privdash.search.heuristic import heuristic_search
+from privdash.search.lattice import (
     GeneralizationLattice,
     NoSolutionError,
     _fewest_records,
@@ -36,11 +36,11 @@ from dashboard.core.search.lattice import (
     optimal_generalization,
     suppression_budget,
 )
-from dashboard.core.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import Hierarchy, load_hierarchies
-from dashboard.core.transform.steps import apply_step
-from dashboard.core.utility.metrics import Metric, information_loss
+from privdash.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
+from privdash.transform.generalization import generalize
+from privdash.transform.hierarchy import Hierarchy, load_hierarchies
+from privdash.transform.steps import apply_step
+from privdash.utility.metrics import Metric, information_loss
 
 SEX = Hierarchy.from_rows([["M", "*"], ["F", "*"]])
 ZIP = Hierarchy.from_rows([["1301", "130*", "1***"], ["1302", "130*", "1***"], ["1410", "141*", "1***"]])

@@ -9,11 +9,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ParameterError
-from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.search.solutions import overlap_summary, solution_estimates, solution_step, solution_table
-from dashboard.core.transform.hierarchy import build_hierarchy
-from dashboard.core.utility.estimates import compare_estimates
+from privdash.errors import ParameterError
+from privdash.search.lattice import optimal_generalization
+from privdash.search.solutions import overlap_summary, solution_estimates, solution_step, solution_table
+from privdash.transform.hierarchy import build_hierarchy
+from privdash.utility.estimates import compare_estimates
 
 ESTIMATES = ["mean:age", "share:sex by region", "mean:income by sex", "coef:income~age+sex"]
 

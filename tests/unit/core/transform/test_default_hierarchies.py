@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.data.contract import StatisticalType, infer_statistical_type, suggest_contract
-from dashboard.core.data.tables import read_table
-from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.transform.hierarchy import (
+from privdash.data.contract import StatisticalType, infer_statistical_type, suggest_contract
+from privdash.data.tables import read_table
+from privdash.search.lattice import optimal_generalization
+from privdash.transform.hierarchy import (
     TOP,
     Hierarchy,
     HierarchyError,
@@ -248,7 +248,7 @@ def test_frequency_groups_by_hand() -> None:
 
 
 def test_merged_labels_never_repeat_a_value() -> None:
-    from dashboard.core.transform.hierarchy import _group_labels
+    from privdash.transform.hierarchy import _group_labels
 
     names = np.array(["x/y", "x", "y", "a", "b", "c", "d"], dtype=object)
     labels = _group_labels(names, [[0], [1, 2], [3, 4, 5, 6]])

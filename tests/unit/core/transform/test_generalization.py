@@ -7,12 +7,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, interval_hierarchy, load_hierarchies
-from dashboard.core.transform.steps import Recipe, Step, apply_recipe, apply_step, registered_steps
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.targets import PrivacyTargets
+from privdash.transform.generalization import generalize
+from privdash.transform.hierarchy import Hierarchy, HierarchyError, interval_hierarchy, load_hierarchies
+from privdash.transform.steps import Recipe, Step, apply_recipe, apply_step, registered_steps
 
 SEX = Hierarchy.from_rows([["M", "*"], ["F", "*"]])
 ZIP = Hierarchy.from_rows([["1301", "130*", "13**"], ["1302", "130*", "13**"], ["1410", "141*", "14**"]])

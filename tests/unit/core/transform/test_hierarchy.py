@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.data.contract import StatisticalType
-from dashboard.core.data.tables import read_table
-from dashboard.core.transform.hierarchy import (
+from privdash.data.contract import StatisticalType
+from privdash.data.tables import read_table
+from privdash.transform.hierarchy import (
     RULE_BUILDERS,
     TOP,
     Hierarchy,
@@ -357,7 +357,7 @@ def test_unknown_rule() -> None:
     ],
 )
 def test_canonical_text_fast_paths_match_the_per_value_rule(values: list) -> None:
-    from dashboard.core.transform.hierarchy import _canonical
+    from privdash.transform.hierarchy import _canonical
 
     for index in (pd.Index(values), pd.Index(values, dtype=object)):
         assert list(canonical_text(index)) == [_canonical(v) for v in index]

@@ -6,15 +6,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.transform.identifiers import (
+from privdash.errors import ColumnError, ParameterError
+from privdash.transform.identifiers import (
     KEY_ENV,
     drop_identifiers,
     key_fingerprint,
     mask_identifiers,
     pseudonymize,
 )
-from dashboard.core.transform.steps import Recipe, apply_recipe
+from privdash.transform.steps import Recipe, apply_recipe
 
 KEY = "correct horse battery staple"
 OTHER_KEY = "a completely different secret"

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ContractError, DataReadError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.transform.jobs import JobConfigError, JobResult, load_job, parse_job, run_job_file
+from privdash.data.tables import read_table
+from privdash.errors import ContractError, DataReadError, ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.transform.jobs import JobConfigError, JobResult, load_job, parse_job, run_job_file
 
 QIS = ["urbrur", "water", "sex", "age", "relat"]
 CONTRACT = {

@@ -9,17 +9,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.data.contract import DataContract
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ColumnError, ContractError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.transform.microaggregation import (
+from privdash.data.contract import DataContract
+from privdash.data.tables import read_table
+from privdash.errors import ColumnError, ContractError, ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.transform.microaggregation import (
     mdav_clusters,
     microaggregate,
     microaggregate_with_contract,
     types_from_contract,
 )
-from dashboard.core.transform.steps import Recipe, Step, apply_recipe, apply_step
+from privdash.transform.steps import Recipe, Step, apply_recipe, apply_step
 
 SIZES = ["XS", "S", "M", "L", "XL"]
 
@@ -219,7 +219,7 @@ def test_signed_zeros_and_tiny_values(values: list[float]) -> None:
 @pytest.mark.parametrize("seed", range(3))
 def test_every_index_search_path_agrees_with_scans(monkeypatch: pytest.MonkeyPatch, budget: int, seed: int) -> None:
     """Small thresholds force the index, its rebuilds, the pruned and the screened farthest searches."""
-    import dashboard.core.transform.microaggregation as module
+    import privdash.transform.microaggregation as module
 
     monkeypatch.setattr(module, "_INDEX_MIN_POINTS", 40)
     monkeypatch.setattr(module, "_SCAN_POINTS", 16)

@@ -7,14 +7,14 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.transform.perturbation import (
+from privdash.errors import ColumnError, ParameterError
+from privdash.transform.perturbation import (
     add_noise,
     pram,
     rank_swap,
     shuffle_within_classes,
 )
-from dashboard.core.transform.steps import Recipe, Step, apply_recipe, apply_step, registered_steps
+from privdash.transform.steps import Recipe, Step, apply_recipe, apply_step, registered_steps
 
 
 @pytest.fixture(scope="module")

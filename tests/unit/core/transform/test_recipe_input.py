@@ -11,10 +11,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.transform.microaggregation import microaggregate
-from dashboard.core.transform.perturbation import MAX_PRAM_CATEGORIES, add_noise, pram, rank_swap
-from dashboard.core.transform.steps import (
+from privdash.errors import ColumnError, ParameterError
+from privdash.transform.microaggregation import microaggregate
+from privdash.transform.perturbation import MAX_PRAM_CATEGORIES, add_noise, pram, rank_swap
+from privdash.transform.steps import (
     MAX_RECIPE_BYTES,
     MAX_RECIPE_DEPTH,
     MAX_RECIPE_STEPS,

@@ -8,10 +8,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from dashboard.core.errors import ParameterError
-from dashboard.core.search.lattice import optimal_generalization
-from dashboard.core.transform.hierarchy import interval_hierarchy
-from dashboard.core.transform.steps import Recipe, Step, apply_recipe
+from privdash.errors import ParameterError
+from privdash.search.lattice import optimal_generalization
+from privdash.transform.hierarchy import interval_hierarchy
+from privdash.transform.steps import Recipe, Step, apply_recipe
 
 
 def test_the_limit_survives_a_round_trip(tmp_path: Path) -> None:

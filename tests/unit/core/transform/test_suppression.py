@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.transform.steps import Step, apply_step
-from dashboard.core.transform.suppression import (
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.transform.steps import Step, apply_step
+from privdash.transform.suppression import (
     _compatible_counts,
     suppress_cells,
     suppress_records,
@@ -261,14 +261,14 @@ SEVEN = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
 
 @pytest.fixture(scope="module")
 def testdata(data_dir) -> pd.DataFrame:
-    from dashboard.core.data.tables import read_table
+    from privdash.data.tables import read_table
 
     return read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
 
 
 def test_record_suppression_meets_global_and_household_risk(testdata: pd.DataFrame) -> None:
-    from dashboard.core.measure.diagnose import diagnose
-    from dashboard.core.targets import PrivacyTargets
+    from privdash.measure.diagnose import diagnose
+    from privdash.targets import PrivacyTargets
 
     before = diagnose(testdata, SEVEN, weights="sampling_weight", household="ori_hid")
     assert before.individual_risk.global_risk > 0.002 and before.household_risk.global_risk > 0.005

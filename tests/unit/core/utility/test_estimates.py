@@ -10,12 +10,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import build_hierarchy
-from dashboard.core.utility.estimates import (
+from privdash.data.tables import read_table
+from privdash.errors import ColumnError, ParameterError
+from privdash.targets import PrivacyTargets
+from privdash.transform.generalization import generalize
+from privdash.transform.hierarchy import build_hierarchy
+from privdash.utility.estimates import (
     MAX_COEFFICIENTS,
     MAX_TERMS,
     Estimate,

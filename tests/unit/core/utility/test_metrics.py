@@ -7,13 +7,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard.core.data.tables import read_table
-from dashboard.core.errors import ColumnError, ParameterError
-from dashboard.core.measure.classes import equivalence_classes
-from dashboard.core.targets import PrivacyTargets
-from dashboard.core.transform.generalization import generalize
-from dashboard.core.transform.hierarchy import Hierarchy, HierarchyError, load_hierarchies
-from dashboard.core.utility.metrics import (
+from privdash.data.tables import read_table
+from privdash.errors import ColumnError, ParameterError
+from privdash.measure.classes import equivalence_classes
+from privdash.targets import PrivacyTargets
+from privdash.transform.generalization import generalize
+from privdash.transform.hierarchy import Hierarchy, HierarchyError, load_hierarchies
+from privdash.utility.metrics import (
     SUPPRESSED_LABEL,
     Metric,
     cells_changed,

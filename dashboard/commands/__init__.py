@@ -1,1 +1,0 @@
-"""Subcommands of the ``privdash`` CLI, one per module (see :mod:`dashboard.cli`)."""

@@ -1,2 +1,0 @@
-"""Postcodes and geography: postcode parsing and levels, census population tables, threshold strategies, and the
-polygons and adjacency of postcode units."""

@@ -1,1 +1,0 @@
-"""Measuring what a transformation costs: information-loss metrics, value distributions and classifier accuracy."""

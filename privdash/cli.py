@@ -1,0 +1,88 @@
+"""The ``privdash`` command line: one subcommand per module of :mod:`privdash.commands`.
+
+Each command module defines ``register(subparsers)``, which adds its parser and sets ``handler`` (a function of
+the parsed arguments returning an exit status). A command that needs settings (the shared-data folder, the
+pseudonymisation key, the server address) reads them once with
+:meth:`~privdash.application.settings.Settings.from_env` and passes the values down. Errors caused by the input
+(:class:`PrivdashError`) print one clear message on stderr and exit with status 2; they never print a traceback.
+
+Start-up: the commands and their one-line help come from the static table :data:`COMMANDS`, and only the module
+of the command being run is imported (with the libraries it needs), so ``privdash --version``, ``privdash --help``
+and ``privdash diagnose --help`` do not pay for OpenDP, scikit-learn or Dash.
+tests/unit/test_cli_commands.py checks that the table matches the command modules.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from . import __version__
+
+EXIT_USAGE = 2
+
+#: Each command: its module in :mod:`privdash.commands` and the help line ``privdash --help`` lists (the same text
+#: as the module's ``register`` gives), in the order of the listing.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "anonymize": (
+        "anonymize",
+        "generalize quasi-identifiers (optimal levels + record suppression) or re-apply a recipe",
+    ),
+    "attack": ("attack", "measure linkage, singling-out and inference attacks on a released table"),
+    "demo-data": ("demo_data", "generate a demo table"),
+    "diagnose": ("diagnose", "equivalence classes, privacy models and re-identification risk of a table"),
+    "postcodes": ("postcodes", "publishable postcode units by census population (UK districts/areas, US ZIP3)"),
+    "release": ("release", "differentially private counts, histograms, class-size tables, sums and means (OpenDP)"),
+    "report": ("report", "the release report of a table (HTML or PDF), optionally after a fix"),
+    "serve": ("serve", "run the dashboard in the browser (http://127.0.0.1:8050 by default)"),
+}
+
+
+def _command_in(argv: Sequence[str]) -> str | None:
+    """The command named on the command line: the first argument that is not an option (the top-level parser has
+    only ``--help`` and ``--version``, which take no value)."""
+    return next((argument for argument in argv if not argument.startswith("-")), None)
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``privdash`` parser. ``command`` (a name of :data:`COMMANDS`) gets its full parser from its module; the
+    others are listed with their help line only; ``command=None`` gives every command its full parser."""
+    parser = argparse.ArgumentParser(
+        prog="privdash",
+        description="Privacy risk diagnostics for microdata: which records can be re-identified, why, "
+        "and what is the cheapest fix.",
+    )
+    parser.add_argument("--version", action="version", version=f"privdash {__version__}")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name, (module_name, help_text) in COMMANDS.items():
+        if command is None or name == command:
+            importlib.import_module(f"privdash.commands.{module_name}").register(subparsers)
+        else:
+            subparsers.add_parser(name, help=help_text)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    arguments = sys.argv[1:] if argv is None else list(argv)
+    command = _command_in(arguments)
+    parser = build_parser(command if command in COMMANDS else "")
+    args = parser.parse_args(arguments)
+    if not getattr(args, "handler", None):
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    from .core.errors import PrivdashError
+
+    try:
+        return int(args.handler(args) or 0)
+    except PrivdashError as exc:
+        print(f"privdash {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print(f"privdash {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

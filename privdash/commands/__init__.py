@@ -1,0 +1,1 @@
+"""Subcommands of the ``privdash`` CLI, one per module (see :mod:`privdash.cli`)."""

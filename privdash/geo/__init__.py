@@ -1,0 +1,67 @@
+"""Postcodes and geography: postcode parsing and levels, census population tables, threshold strategies, and the
+polygons and adjacency of postcode units."""
+
+from typing import TYPE_CHECKING
+
+from privdash._lazy import lazy_names
+
+if TYPE_CHECKING:
+    from privdash.geo.geography import district_neighbours
+    from privdash.geo.geomask import SpatialK, donut_mask, masking_points, perturb_coordinates, spatial_k_anonymity
+    from privdash.geo.postcodes import (
+        DEFAULT_POPULATION_THRESHOLD,
+        Neighbours,
+        PopulationTable,
+        PostcodeGeneralization,
+        Strategy,
+        generalize_postcodes,
+        neighbours_from_doogal,
+        parse_postcodes,
+        population_counts,
+        read_population,
+        recode_postcodes,
+    )
+
+# Where each public name lives; its module is imported on first use (PEP 562).
+_SOURCES: dict[str, str] = {
+    "DEFAULT_POPULATION_THRESHOLD": "privdash.geo.postcodes",
+    "district_neighbours": "privdash.geo.geography",
+    "donut_mask": "privdash.geo.geomask",
+    "generalize_postcodes": "privdash.geo.postcodes",
+    "masking_points": "privdash.geo.geomask",
+    "Neighbours": "privdash.geo.postcodes",
+    "neighbours_from_doogal": "privdash.geo.postcodes",
+    "parse_postcodes": "privdash.geo.postcodes",
+    "perturb_coordinates": "privdash.geo.geomask",
+    "population_counts": "privdash.geo.postcodes",
+    "PopulationTable": "privdash.geo.postcodes",
+    "PostcodeGeneralization": "privdash.geo.postcodes",
+    "read_population": "privdash.geo.postcodes",
+    "recode_postcodes": "privdash.geo.postcodes",
+    "spatial_k_anonymity": "privdash.geo.geomask",
+    "SpatialK": "privdash.geo.geomask",
+    "Strategy": "privdash.geo.postcodes",
+}
+
+__all__ = [
+    "DEFAULT_POPULATION_THRESHOLD",
+    "Neighbours",
+    "PopulationTable",
+    "PostcodeGeneralization",
+    "SpatialK",
+    "Strategy",
+    "district_neighbours",
+    "donut_mask",
+    "generalize_postcodes",
+    "masking_points",
+    "neighbours_from_doogal",
+    "parse_postcodes",
+    "perturb_coordinates",
+    "population_counts",
+    "read_population",
+    "recode_postcodes",
+    "spatial_k_anonymity",
+]
+
+if not TYPE_CHECKING:  # mypy sees the names imported above; at run time they load on first use
+    __getattr__, __dir__ = lazy_names(__name__, globals(), _SOURCES, __all__)
