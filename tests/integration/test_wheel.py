@@ -35,7 +35,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     source = tmp_path_factory.mktemp("source")
     for name in ("pyproject.toml", "README.md", *(p.name for p in ROOT.glob("LICEN[CS]E*"))):
         shutil.copy2(ROOT / name, source / name)
-    for folder in ("dashboard", "assets"):
+    for folder in ("privdash", "dashboard", "assets"):
         shutil.copytree(ROOT / folder, source / folder, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
     out = tmp_path_factory.mktemp("dist")
     subprocess.run(
@@ -81,12 +81,20 @@ def _get(url: str) -> tuple[int, str]:
 def test_the_wheel_holds_every_source_file_and_asset(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     expected = {
-        p.relative_to(ROOT).as_posix() for p in _source_files(ROOT / "dashboard") if p.suffix in (".py", ".typed")
+        p.relative_to(ROOT).as_posix()
+        for package in ("privdash", "dashboard")
+        for p in _source_files(ROOT / package)
+        if p.suffix in (".py", ".typed")
     }
     expected |= {
         f"dashboard/assets/{p.relative_to(ROOT / 'assets').as_posix()}" for p in _source_files(ROOT / "assets")
     }
-    assert {"dashboard/assets/privdash.css", "dashboard/assets/upload.js", "dashboard/py.typed"} <= expected
+    assert {
+        "dashboard/assets/privdash.css",
+        "dashboard/assets/upload.js",
+        "privdash/py.typed",
+        "privdash/cli.py",
+    } <= expected
     assert sorted(expected - names) == []
 
 

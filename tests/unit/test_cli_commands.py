@@ -7,7 +7,7 @@ import argparse
 import importlib
 import pkgutil
 
-from dashboard import cli, commands
+from privdash import cli, commands
 
 
 def test_the_table_lists_every_command_module_with_its_help() -> None:

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from dashboard import cli
+from privdash import cli
 from dashboard.pages import fix as page
 from dashboard.ui.components import fmt_count
 from privdash.application import fixes

@@ -75,7 +75,8 @@ def test_os_environ_is_read_only_by_the_settings() -> None:
     """The core reads nothing from the environment; in the package only ``Settings.from_env`` does."""
     readers = sorted(
         path.relative_to(ROOT).as_posix()
-        for path in (ROOT / "dashboard").rglob("*.py")
+        for package in ("privdash", "dashboard")
+        for path in (ROOT / package).rglob("*.py")
         if re.search(r"os\.environ|getenv", path.read_text(encoding="utf-8"))
     )
     assert readers == ["privdash/application/settings.py"]
