@@ -132,10 +132,10 @@ def create_app(settings: Settings) -> Dash:
     app.index_string = app.index_string.replace("<html>", '<html lang="en">', 1)
     for page in pages.PAGES:
         page.register(app, services)
+    layouts = _own_layouts(app)
     app.layout = with_message_area(components.shell(dash.page_container))
     _register_shell_callbacks(app, services)
     _register_routes(app.server, services)
-    layouts = [page["layout"] for page in dash.page_registry.values()]
     declared = DeclaredInputs(_layouts(app, services, layouts, pages.data.HOME_DATASET))
     app.server.extensions["privdash-inputs"] = declared
     # Walked now, while the worker starts, rather than by the first callback: that one would otherwise wait for
@@ -241,6 +241,31 @@ def _flat(items: list[Any]) -> list[Any]:
     for item in items:
         out.extend(_flat(item) if isinstance(item, list) else [item])
     return out
+
+
+_LAYOUTS = "privdash-layouts"
+
+
+def _own_layouts(app: Dash) -> list[Any]:
+    """Keep this app's page layouts with the app and leave the process-wide ``dash.page_registry`` a dispatcher.
+
+    Dash keeps the page registry in a module global, so a second app built in the same process (tests, a second
+    mount) re-registers every page and its layout closure, which holds that app's :class:`Services`. The registry's
+    layout therefore looks the layout up in the app serving the request (``flask.current_app``), and a request to
+    the first app renders with the first app's services."""
+    own = {module: entry["layout"] for module, entry in dash.page_registry.items()}
+    app.server.extensions[_LAYOUTS] = own
+    for module, entry in dash.page_registry.items():
+        entry["layout"] = _dispatch_layout(module)
+    return list(own.values())
+
+
+def _dispatch_layout(module: str) -> Callable[..., Any]:
+    def layout(**query: Any) -> Any:
+        own = flask.current_app.extensions[_LAYOUTS][module]
+        return own(**query) if callable(own) else own
+
+    return layout
 
 
 def _layouts(app: Dash, services: Services, pages: list[Any], dataset_id: str) -> Callable[[], Iterator[Any]]:

@@ -127,3 +127,19 @@ def test_the_default_data_folder_is_beside_the_working_folder(
     assert main(["postcodes", "--population", EW[-1], "--strategy", "mixed", "--json"]) == 0
     found = Path(json.loads(capsys.readouterr().out)["population_file"])
     assert found.samefile(data_dir.joinpath(*EW))
+
+
+def test_python_dash_m_privdash_is_the_command(tmp_path: Path) -> None:
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "privdash", "--version"], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert done.stdout.strip() == "privdash 0.1.0"
+    bad = subprocess.run(
+        [sys.executable, "-m", "privdash", "diagnose", str(tmp_path / "missing.csv"), "--qi", "a"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert bad.returncode == 2 and "missing.csv" in bad.stderr

@@ -113,6 +113,23 @@ def test_several_apps_in_one_process_each_have_their_callbacks(tmp_path: Path) -
         assert "class-grid.getRowsResponse" in outputs and "combo-results.children" in outputs
 
 
+def test_two_apps_in_one_process_render_their_pages_with_their_own_services(tmp_path: Path) -> None:
+    """Dash's page registry is one global: each app's pages must still render from that app's own store."""
+    first = create_app(Settings(store_dir=tmp_path / "1", cache_dir=tmp_path / "c1"))
+    second = create_app(Settings(store_dir=tmp_path / "2", cache_dir=tmp_path / "c2"))
+    response = post_file(first.server.test_client(), b"age;sex;zip\n34;F;02134\n51;M;02139\n", "people.csv")
+    href = response.get_json()["href"]
+    query = dict([href.split("?", 1)[1].split("=", 1)])
+
+    def rendered(app: Dash) -> str:
+        with app.server.test_request_context(href):
+            layout = dash.page_registry["dashboard.pages.data"]["layout"](**query)
+        return json.dumps(layout, cls=plotly.utils.PlotlyJSONEncoder)
+
+    assert "02139" in rendered(first)  # the preview of the table uploaded to the first app
+    assert "02139" not in rendered(second)  # the second app's store does not hold it
+
+
 def wide_csv(columns: int = 600, rows: int = 30) -> bytes:
     """A survey-like table with ``columns`` columns whose names are as varied as real ones."""
     rng = random.Random(columns)
