@@ -91,7 +91,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from privdash.dp.mechanisms import PrivacyBudget
+from privdash.dp.mechanisms import DEFAULT_TOTAL_DELTA, PrivacyBudget
 from privdash.errors import ParameterError
 from privdash.geo.postcodes import default_data_dir
 
@@ -263,7 +263,7 @@ class Settings:
     jobs_per_server: int = field(default_factory=cpu_cores)
     job_abandon_seconds: float = 10.0
     sources_file: Path | None = None
-    dp_budget: PrivacyBudget = field(default_factory=lambda: PrivacyBudget(1.0, 1e-6))
+    dp_budget: PrivacyBudget = field(default_factory=lambda: PrivacyBudget(1.0, DEFAULT_TOTAL_DELTA))
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:

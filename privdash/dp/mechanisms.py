@@ -133,6 +133,12 @@ class Mechanism(StrEnum):
         return self is Mechanism.GEOMETRIC
 
 
+#: δ of a dataset's total budget given as ε alone (``--budget 1``, ``PRIVDASH_DP_BUDGET=1``, the page's default
+#: budget of (1, 1e-6)): room for Gaussian noise and key selection, far below 1/n for any table privdash reads.
+#: The cost of one release stays pure ε-DP (δ = 0) unless its δ is given.
+DEFAULT_TOTAL_DELTA = 1e-6
+
+
 @dataclass(frozen=True)
 class PrivacyBudget:
     """A privacy loss (ε, δ): ε > 0 finite and 0 <= δ < 1 (the cost of a release, or a dataset's total budget)."""
@@ -150,8 +156,9 @@ class PrivacyBudget:
         object.__setattr__(self, "delta", delta)
 
     @classmethod
-    def parse(cls, text: str) -> PrivacyBudget:
-        """Read ``EPS`` or ``EPS,DELTA`` (e.g. ``1.0`` or ``2,1e-6``)."""
+    def parse(cls, text: str, *, delta: float = DEFAULT_TOTAL_DELTA) -> PrivacyBudget:
+        """Read a dataset's total budget, ``EPS`` or ``EPS,DELTA`` (e.g. ``1.0`` or ``2,1e-6``); δ is ``delta``
+        (:data:`DEFAULT_TOTAL_DELTA`) when only ε is given."""
         parts = [p.strip() for p in str(text).split(",")]
         if not 1 <= len(parts) <= 2 or not all(parts):
             raise ParameterError(f"A budget is EPS or EPS,DELTA (e.g. 1.0 or 2,1e-6), got '{text}'.")
@@ -161,7 +168,7 @@ class PrivacyBudget:
                 values.append(float(part))
             except ValueError:
                 raise ParameterError(f"A budget is EPS or EPS,DELTA with numbers, got '{text}'.") from None
-        return cls(*values)
+        return cls(values[0], values[1] if len(values) == 2 else delta)
 
     def split(self, parts: int) -> PrivacyBudget:
         """An equal share of this budget for each of ``parts`` sequentially composed measurements."""

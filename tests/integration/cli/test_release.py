@@ -442,3 +442,22 @@ def test_a_read_only_ledger_is_refused_before_anything_is_computed(
         assert ledger.read_bytes() == before
     finally:
         ledger.chmod(0o600)
+
+
+def test_a_total_budget_given_as_epsilon_alone_has_the_dashboards_delta(
+    capsys: pytest.CaptureFixture[str], adult_path: Path, tmp_path: Path
+) -> None:
+    """One default everywhere: ``--budget 1`` opens the account with the dashboard's default budget (1, 1e-6)."""
+    from privdash.application.settings import Settings
+
+    ledger = tmp_path / "L.json"
+    args = ["release", str(adult_path), "--query", "count", "--epsilon", "0.1", "--ledger", str(ledger), "--json"]
+    code, out, err = run(capsys, *args, "--dataset-identity", "adult", "--budget", "1")
+    assert code == 0, err
+    budget = json.loads(out)["ledger"]["budget"]
+    default = Settings().dp_budget
+    assert (budget["epsilon"], budget["delta"]) == (default.epsilon, default.delta) == (1.0, 1e-6)
+    args[args.index(str(ledger))] = str(tmp_path / "L2.json")
+    code, out, err = run(capsys, *args, "--dataset-identity", "adult", "--budget", "1,0")
+    assert code == 0, err
+    assert json.loads(out)["ledger"]["budget"]["delta"] == 0.0  # given explicitly, kept
