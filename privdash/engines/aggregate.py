@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash.constants import AUTO_DUCKDB_BYTES
 from privdash.data.tables import (
     arrow_frame,
     header_record,
@@ -83,8 +84,6 @@ __all__ = [
     "type_like_the_reader",
 ]
 
-#: ``engine="auto"`` hands files larger than this (and every Parquet glob) to DuckDB.
-AUTO_DUCKDB_BYTES = 256 * 1024 * 1024
 _DUCKDB_ENCODINGS = {"utf-8": "utf-8", "utf_8": "utf-8", "utf-16": "utf-16", "utf_16": "utf-16", "latin-1": "latin-1"}
 _LATIN_1 = {"latin_1", "iso8859_1", "iso-8859-1", "latin-1", "cp819"}
 
