@@ -79,7 +79,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--ledger", type=Path, metavar="PATH", help="the budget ledger (JSON; created if missing)")
     parser.add_argument(
-        "--budget", metavar="EPS[,DELTA]", help="the dataset's total privacy budget, fixed when its account opens"
+        "--budget",
+        metavar="EPS[,DELTA]",
+        help="the dataset's total privacy budget, fixed when its account opens (EPS alone: δ = 1e-6, as in the "
+        "dashboard)",
     )
     parser.add_argument(
         "--dataset-identity",
