@@ -1,15 +1,17 @@
 """The ``privdash`` command line: one subcommand per module of :mod:`privdash.commands`.
 
-Each command module defines ``register(subparsers)``, which adds its parser and sets ``handler`` (a function of
-the parsed arguments returning an exit status). A command that needs settings (the shared-data folder, the
-pseudonymisation key, the server address) reads them once with
-:meth:`~privdash.application.settings.Settings.from_env` and passes the values down. Errors caused by the input
+Each command has two modules: its parser, ``register(subparsers)`` in :mod:`privdash.commands.parsers`, and what it
+runs, ``run(args)`` in :mod:`privdash.commands` (a function of the parsed arguments returning an exit status). A
+command that needs settings (the shared-data folder, the pseudonymisation key, the server address) reads them once
+with :meth:`~privdash.application.settings.Settings.from_env` and passes the values down. Errors caused by the input
 (:class:`PrivdashError`) print one clear message on stderr and exit with status 2; they never print a traceback.
 
-Start-up: the commands and their one-line help come from the static table :data:`COMMANDS`, and only the module
-of the command being run is imported (with the libraries it needs), so ``privdash --version``, ``privdash --help``
-and ``privdash diagnose --help`` do not pay for OpenDP, scikit-learn or Dash.
-tests/unit/test_cli_commands.py checks that the table matches the command modules.
+Start-up: the commands and their one-line help come from the static table :data:`COMMANDS`; only the parser of the
+command named is built, and the parsers import no pandas or numpy (their defaults and choices come from
+:mod:`privdash.constants`). The command's own module, with the libraries it needs, is imported once the arguments
+parse. So ``privdash --version`` and ``privdash <command> --help`` take a fraction of a bare ``import pandas``.
+tests/unit/test_cli_commands.py checks that the table matches the command modules; tests/integration/cli/
+test_startup.py times the start-up.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ from . import __version__
 
 EXIT_USAGE = 2
 
-#: Each command: its module in :mod:`privdash.commands` and the help line ``privdash --help`` lists (the same text
-#: as the module's ``register`` gives), in the order of the listing.
+#: Each command: its module in :mod:`privdash.commands` (and :mod:`privdash.commands.parsers`) and the help line
+#: ``privdash --help`` lists (the same text as the parser's ``register`` gives), in the order of the listing.
 COMMANDS: dict[str, tuple[str, str]] = {
     "anonymize": (
         "anonymize",
@@ -47,8 +49,8 @@ def _command_in(argv: Sequence[str]) -> str | None:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The ``privdash`` parser. ``command`` (a name of :data:`COMMANDS`) gets its full parser from its module; the
-    others are listed with their help line only; ``command=None`` gives every command its full parser."""
+    """The ``privdash`` parser. ``command`` (a name of :data:`COMMANDS`) gets its full parser from its parser module;
+    the others are listed with their help line only; ``command=None`` gives every command its full parser."""
     parser = argparse.ArgumentParser(
         prog="privdash",
         description="Privacy risk diagnostics for microdata: which records can be re-identified, why, "
@@ -58,7 +60,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name, (module_name, help_text) in COMMANDS.items():
         if command is None or name == command:
-            importlib.import_module(f"privdash.commands.{module_name}").register(subparsers)
+            importlib.import_module(f"privdash.commands.parsers.{module_name}").register(subparsers)
         else:
             subparsers.add_parser(name, help=help_text)
     return parser
@@ -69,13 +71,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = _command_in(arguments)
     parser = build_parser(command if command in COMMANDS else "")
     args = parser.parse_args(arguments)
-    if not getattr(args, "handler", None):
+    if args.command is None:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     from privdash.errors import PrivdashError
 
     try:
-        return int(args.handler(args) or 0)
+        run = importlib.import_module(f"privdash.commands.{COMMANDS[args.command][0]}").run
+        return int(run(args) or 0)
     except PrivdashError as exc:
         print(f"privdash {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Iterable, Sequence
 from difflib import get_close_matches
+from typing import TYPE_CHECKING
 
-import numpy as np
-import pandas as pd
+if TYPE_CHECKING:  # imported where used: ``from privdash.errors import ParameterError`` loads no numpy or pandas
+    import numpy as np
+    import pandas as pd
 
 __all__ = [
     "ColumnError",
@@ -128,6 +131,9 @@ def check_columns(
 def check_counts(data: pd.DataFrame, column: str) -> np.ndarray:
     """The record counts of an aggregate (one row per distinct combination, ``column`` records each) as int64;
     raises for a missing column or counts that are not whole numbers >= 0."""
+    import numpy as np
+    import pandas as pd
+
     check_columns(data, [column], role="count column")
     values = pd.to_numeric(data[column], errors="coerce")
     if values.isna().any() or (values < 0).any() or (values % 1 != 0).any():
@@ -144,6 +150,12 @@ def _shown(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
+def _is_bool(value: object) -> bool:
+    """Whether ``value`` is a Python or a numpy boolean (a numpy one exists only once numpy is imported)."""
+    numpy = sys.modules.get("numpy")
+    return isinstance(value, bool) or (numpy is not None and isinstance(value, numpy.bool_))
+
+
 def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
     """Return ``value`` as an int, raising :class:`ParameterError` unless it is an integer >= ``minimum``."""
     # numbers.Real takes numpy scalars too; NaN and infinities are refused here rather than by int()'s
@@ -151,7 +163,7 @@ def check_positive_int(value: object, name: str, *, minimum: int = 1) -> int:
     whole = isinstance(value, numbers.Integral) or (
         isinstance(value, numbers.Real) and math.isfinite(value) and int(value) == value  # type: ignore[call-overload]
     )
-    if isinstance(value, bool | np.bool_) or not whole:
+    if _is_bool(value) or not whole:
         raise ParameterError(f"{name} must be a whole number, got {_shown(value)}.")
     if value < minimum:  # type: ignore[operator]
         raise ParameterError(f"{name} must be at least {minimum}, got {_shown(value)}.")

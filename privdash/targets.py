@@ -77,6 +77,7 @@ from typing import Any
 
 import numpy as np
 
+from privdash.constants import DEFAULT_MAX_SUPPRESSION
 from privdash.errors import ParameterError, check_fraction, check_positive_int, check_threshold
 from privdash.measure.classes import EquivalenceClasses
 
@@ -92,10 +93,6 @@ __all__ = [
     "parse_targets",
 ]
 
-#: The suppression limit of every fix that searches, unless one is given: 5% of the records (the share ARX's examples
-#: and the statistical offices' guidance commonly allow), the same on the Fix page, the command line, the API, the
-#: presentations and the report.
-DEFAULT_MAX_SUPPRESSION = 0.05
 #: Targets whose violating records can only shrink under generalization, with or without suppression.
 MONOTONE_TARGETS = ("k", "l", "max_risk")
 

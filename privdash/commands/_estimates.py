@@ -25,7 +25,6 @@ from privdash.utility.estimates import (
 from ._common import format_table
 
 __all__ = [
-    "add_arguments",
     "check_estimates",
     "estimates_payload",
     "interval_text",
@@ -33,24 +32,6 @@ __all__ = [
     "print_estimates",
     "run_estimates",
 ]
-
-
-def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--estimate`` (repeatable) and ``--weights``."""
-    parser.add_argument(
-        "--estimate",
-        action="append",
-        metavar="SPEC",
-        help="an estimate the data are published for, shown before and after the fix with its 95%% interval and "
-        "the interval overlap (repeatable): 'mean:income', 'total:income by region', 'share:sex=Female by region', "
-        "'share:sex', 'crosstab:sex*race', 'coef:income~age+sex' (weighted least squares; C(x) dummy-codes x)",
-    )
-    parser.add_argument(
-        "--weights",
-        metavar="COLUMN",
-        help="survey-weight column of the estimates, and the sampling weights of the --targets global_risk "
-        "(weighted individual risk), k_map, delta_presence and population_uniques (default: none)",
-    )
 
 
 def check_estimates(args: argparse.Namespace, data: pd.DataFrame) -> list[Estimate]:

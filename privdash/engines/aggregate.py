@@ -39,6 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash.constants import AUTO_DUCKDB_BYTES
 from privdash.data.tables import (
     arrow_frame,
     header_record,
@@ -83,8 +84,6 @@ __all__ = [
     "type_like_the_reader",
 ]
 
-#: ``engine="auto"`` hands files larger than this (and every Parquet glob) to DuckDB.
-AUTO_DUCKDB_BYTES = 256 * 1024 * 1024
 _DUCKDB_ENCODINGS = {"utf-8": "utf-8", "utf_8": "utf-8", "utf-16": "utf-16", "utf_16": "utf-16", "latin-1": "latin-1"}
 _LATIN_1 = {"latin_1", "iso8859_1", "iso-8859-1", "latin-1", "cp819"}
 
@@ -198,6 +197,7 @@ def sample_rows(
 
     connection = duckdb.connect()
     try:
+        _quiet(connection)
         opened = _relation(connection, source)
         try:
             frame = _fetch_frame(connection.sql(f"SELECT * FROM src LIMIT {rows}"))
@@ -331,12 +331,13 @@ def _fetch_frame(relation: Any) -> pd.DataFrame:
 
 def duckdb_connection(memory_limit: str | None, temp_directory: str | os.PathLike[str] | None, *, ordered: bool) -> Any:
     """A DuckDB connection of its own with the memory limit and spill folder given (a bad value is a
-    :class:`ParameterError`); ``ordered`` keeps the rows of a query in the source's order (streaming needs it, a
-    GROUP BY does not)."""
+    :class:`ParameterError`) and no progress bar; ``ordered`` keeps the rows of a query in the source's order
+    (streaming needs it, a GROUP BY does not)."""
     import duckdb
 
     connection = duckdb.connect(config={"preserve_insertion_order": ordered})
     try:
+        _quiet(connection)
         if memory_limit is not None:
             _set(connection, "memory_limit", memory_limit)
         if temp_directory is not None:
@@ -345,6 +346,12 @@ def duckdb_connection(memory_limit: str | None, temp_directory: str | os.PathLik
         connection.close()
         raise
     return connection
+
+
+def _quiet(connection: Any) -> None:
+    """No progress bar: DuckDB draws one on standard output once a query runs for 2 s, into ``--json`` output and
+    the CSV a command writes to standard output."""
+    connection.execute("SET enable_progress_bar = false")
 
 
 def _set(connection: Any, option: str, value: str) -> None:

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privdash.choices import Choice
+from privdash.constants import Engine
 from privdash.data.tables import _STATISTICAL_FORMATS, PANDAS_INDEX, detect_format, infer_numeric_columns
 from privdash.errors import DataReadError
 
@@ -71,16 +71,6 @@ PANDAS_NA_VALUES = frozenset(
 )
 _PARQUET = {".parquet", ".pq"}
 _TEXT = {".csv", ".tsv", ".txt", ".dat", ".tab"}
-
-
-class Engine(Choice, label="engine"):
-    """Where the aggregate is computed."""
-
-    PANDAS = "pandas"
-    DUCKDB = "duckdb"
-    SPARK = "spark"
-    POSTGRESQL = "postgresql"
-    AUTO = "auto"
 
 
 @dataclass(frozen=True)

@@ -64,6 +64,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash.constants import MODEL_RISK_METHODS
 from privdash.errors import ColumnError, ParameterError
 from privdash.measure.classes import EquivalenceClasses, MissingPolicy, equivalence_classes
 
@@ -80,8 +81,6 @@ __all__ = [
     "population_unique_probability",
 ]
 
-#: The methods of sdcMicro's ``modRisk``, in its order.
-MODEL_RISK_METHODS: tuple[str, ...] = ("default", "CE", "PML", "weightedLLM", "IPF")
 
 #: Largest grid (product of the keys' numbers of observed values) fitted: a few arrays of this many floats.
 MAX_GRID_CELLS = 2_000_000

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash.constants import DEFAULT_MAX_PEOPLE_NODES
 from privdash.errors import ColumnError, ParameterError, check_columns, check_fraction, check_positive_int
 from privdash.measure.entities import EntityKey, entity_classes, entity_columns
 from privdash.search.lattice import NoSolutionError
@@ -40,9 +41,6 @@ from privdash.transform.steps import Recipe, TransformResult
 from privdash.utility.metrics import Metric, information_loss
 
 __all__ = ["DEFAULT_MAX_PEOPLE_NODES", "PeopleSearchResult", "people_generalization"]
-
-#: Largest lattice searched on people (each node groups the rows by person once).
-DEFAULT_MAX_PEOPLE_NODES = 5_000
 
 
 @dataclass(frozen=True, eq=False)

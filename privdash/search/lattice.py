@@ -94,6 +94,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash.constants import DEFAULT_MAX_CHECKS, DEFAULT_MAX_NODES, SEARCH_STRATEGIES
 from privdash.errors import (
     ColumnError,
     ParameterError,
@@ -136,8 +137,6 @@ __all__ = [
     "suppression_budget",
 ]
 
-#: Largest lattice searched (the visiting order and pruning marks are kept for every node).
-DEFAULT_MAX_NODES = 2_000_000
 #: Name under which record counts of an aggregate travel inside the lattice.
 _COUNT = "__privdash_records"
 #: Cached class tables, in rows over all cached nodes (each row: one code per QI and a count).
@@ -1166,9 +1165,6 @@ def suppression_budget(max_suppression: float, n: int) -> int:
 
 # --- the heuristic search (see privdash.search.heuristic) ------------------------------------------------
 
-#: Nodes the heuristic search checks at most, unless told otherwise.
-DEFAULT_MAX_CHECKS = 5_000
-
 
 def heuristic_search(
     lattice: GeneralizationLattice,
@@ -1322,11 +1318,6 @@ def _lower_bound(
 
 
 # --- the public search -----------------------------------------------------------------------------------------
-
-#: How the lattice is searched: ``exact`` (every node, with pruning; at most ``max_nodes``), ``heuristic``
-#: (best-first with a budget of checks, :mod:`privdash.search.heuristic`), ``auto`` (exact up to
-#: ``max_nodes``, heuristic beyond).
-SEARCH_STRATEGIES = ("exact", "heuristic", "auto")
 
 
 @dataclass(frozen=True)

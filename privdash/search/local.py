@@ -73,6 +73,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash.constants import RECODING_CHOICES
 from privdash.errors import ParameterError, check_fraction
 from privdash.measure.classes import (
     EquivalenceClasses,
@@ -96,9 +97,6 @@ from privdash.utility.metrics import InformationLoss, Metric, information_loss
 
 __all__ = ["RECODING_CHOICES", "LocalRecodingResult", "anonymize", "local_recoding"]
 
-#: How a fix generalizes: ``global`` (one level per QI, :func:`~privdash.search.lattice.optimal_generalization`)
-#: or ``local`` (levels per group of records, :func:`local_recoding`).
-RECODING_CHOICES = ("global", "local")
 #: Rounds of specialization at most (each round splits every partition that can split once).
 _MAX_ROUNDS = 10_000
 

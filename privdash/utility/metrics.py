@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privdash.choices import Choice
+from privdash.constants import Metric
 from privdash.errors import ColumnError, ParameterError, check_columns, check_fraction
 from privdash.measure.classes import MISSING_LABEL, equivalence_classes
 from privdash.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
@@ -62,28 +62,6 @@ __all__ = [
 ]
 
 SUPPRESSED_LABEL = "(suppressed)"
-
-
-#: Other names of the metrics (ARX's and the literature's).
-_METRIC_ALIASES = {
-    "granularity": "loss",
-    "generalization-intensity": "precision",
-    "dm": "discernibility",
-    "discernability": "discernibility",
-    "average-class-size": "aecs",
-    "non-uniform-entropy": "entropy",
-    "nu-entropy": "entropy",
-}
-
-
-class Metric(Choice, label="metric", aliases=_METRIC_ALIASES):
-    """Information-loss metrics (definitions in the module docstring); lower is better for all five."""
-
-    LOSS = "loss"
-    PRECISION = "precision"
-    DISCERNIBILITY = "discernibility"
-    AECS = "aecs"
-    ENTROPY = "entropy"
 
 
 @dataclass(frozen=True, eq=False)

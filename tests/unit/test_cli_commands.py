@@ -1,5 +1,6 @@
 """The static table of commands in privdash/cli.py (which lets ``privdash --help`` list the commands without
-importing them) matches the command modules: the same names, modules and help lines."""
+importing them) matches the command modules: the same names, modules and help lines; every parser module of
+privdash/commands/parsers has its command module with the ``run`` the CLI calls."""
 
 from __future__ import annotations
 
@@ -8,18 +9,27 @@ import importlib
 import pkgutil
 
 from privdash import cli, commands
+from privdash.commands import parsers
+
+
+def _names(package: object) -> list[str]:
+    return sorted(m.name for m in pkgutil.iter_modules(package.__path__) if not m.name.startswith("_") and not m.ispkg)  # type: ignore[attr-defined]
 
 
 def test_the_table_lists_every_command_module_with_its_help() -> None:
     registered: dict[str, tuple[str, str]] = {}
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
+    for name in _names(parsers):
         subparsers = argparse.ArgumentParser().add_subparsers()
-        importlib.import_module(f"privdash.commands.{info.name}").register(subparsers)
+        importlib.import_module(f"privdash.commands.parsers.{name}").register(subparsers)
         for action in subparsers._choices_actions:
-            registered[action.dest] = (info.name, str(action.help))
+            registered[action.dest] = (name, str(action.help))
     assert list(cli.COMMANDS.items()) == list(registered.items())
+
+
+def test_every_parser_has_its_command_module_and_every_command_module_its_parser() -> None:
+    assert _names(parsers) == _names(commands)
+    for name in _names(commands):
+        assert callable(importlib.import_module(f"privdash.commands.{name}").run), name
 
 
 def test_the_lazy_parser_parses_like_the_full_one() -> None:

@@ -15,7 +15,14 @@ import pandas as pd
 import pytest
 
 from privdash.data.tables import read_table
-from privdash.engines.aggregate import COUNT, aggregate_table, resolve_engine, sample_rows, source_paths
+from privdash.engines.aggregate import (
+    COUNT,
+    aggregate_table,
+    duckdb_connection,
+    resolve_engine,
+    sample_rows,
+    source_paths,
+)
 from privdash.errors import ColumnError, DataReadError, ParameterError
 from privdash.measure.diagnose import Diagnosis, diagnose
 
@@ -318,3 +325,13 @@ def test_results_fetched_through_arrow_equal_duckdbs_own(query: str) -> None:
 
     connection = duckdb.connect()
     pd.testing.assert_frame_equal(_fetch_frame(connection.sql(query)), connection.sql(query).df(), check_exact=True)
+
+
+def test_duckdb_connections_draw_no_progress_bar() -> None:
+    """DuckDB draws a progress bar on standard output once a query runs for 2 s: in ``privdash diagnose --engine
+    duckdb --json > out.json`` it made the JSON unreadable."""
+    connection = duckdb_connection(None, None, ordered=False)
+    try:
+        assert connection.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
+    finally:
+        connection.close()

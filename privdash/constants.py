@@ -1,0 +1,99 @@
+"""Defaults and option sets of the core, in a module that imports no heavy library.
+
+The command line's parsers (:mod:`privdash.commands.parsers`) show these in ``--help`` and use them as defaults and
+choices, so ``privdash <command> --help`` loads neither pandas nor numpy. The modules that use them import them from
+here and re-export them under their old names (``privdash.engines.common.Engine``,
+``privdash.targets.DEFAULT_MAX_SUPPRESSION``, ``privdash.utility.metrics.Metric`` ...), so each value is defined once.
+"""
+
+from __future__ import annotations
+
+from privdash.choices import Choice
+
+__all__ = [
+    "AUTO_DUCKDB_BYTES",
+    "DEFAULT_MAX_CHECKS",
+    "DEFAULT_MAX_NODES",
+    "DEFAULT_MAX_PEOPLE_NODES",
+    "DEFAULT_MAX_SUPPRESSION",
+    "DEFAULT_POPULATION_THRESHOLD",
+    "MODEL_RISK_METHODS",
+    "POSTCODE_STRATEGIES",
+    "RECODING_CHOICES",
+    "SEARCH_STRATEGIES",
+    "Engine",
+    "Metric",
+]
+
+# --- targets and fixes ------------------------------------------------------------------------------------------
+
+#: The suppression limit of every fix that searches, unless one is given: 5% of the records (the share ARX's examples
+#: and the statistical offices' guidance commonly allow), the same on the Fix page, the command line, the API, the
+#: presentations and the report.
+DEFAULT_MAX_SUPPRESSION = 0.05
+
+#: Largest lattice searched (the visiting order and pruning marks are kept for every node).
+DEFAULT_MAX_NODES = 2_000_000
+#: Nodes the heuristic search checks at most, unless told otherwise.
+DEFAULT_MAX_CHECKS = 5_000
+#: Largest lattice searched on people (each node groups the rows by person once).
+DEFAULT_MAX_PEOPLE_NODES = 5_000
+
+#: How the lattice is searched: ``exact`` (every node, with pruning; at most ``max_nodes``), ``heuristic``
+#: (best-first with a budget of checks, :mod:`privdash.search.heuristic`), ``auto`` (exact up to
+#: ``max_nodes``, heuristic beyond).
+SEARCH_STRATEGIES = ("exact", "heuristic", "auto")
+
+#: How a fix generalizes: ``global`` (one level per QI, :func:`~privdash.search.lattice.optimal_generalization`)
+#: or ``local`` (levels per group of records, :func:`~privdash.search.local.local_recoding`).
+RECODING_CHOICES = ("global", "local")
+
+#: Other names of the information-loss metrics (ARX's and the literature's).
+_METRIC_ALIASES = {
+    "granularity": "loss",
+    "generalization-intensity": "precision",
+    "dm": "discernibility",
+    "discernability": "discernibility",
+    "average-class-size": "aecs",
+    "non-uniform-entropy": "entropy",
+    "nu-entropy": "entropy",
+}
+
+
+class Metric(Choice, label="metric", aliases=_METRIC_ALIASES):
+    """Information-loss metrics (definitions in :mod:`privdash.utility.metrics`); lower is better for all five."""
+
+    LOSS = "loss"
+    PRECISION = "precision"
+    DISCERNIBILITY = "discernibility"
+    AECS = "aecs"
+    ENTROPY = "entropy"
+
+
+# --- measures ---------------------------------------------------------------------------------------------------
+
+#: The methods of sdcMicro's ``modRisk``, in its order.
+MODEL_RISK_METHODS: tuple[str, ...] = ("default", "CE", "PML", "weightedLLM", "IPF")
+
+# --- engines ----------------------------------------------------------------------------------------------------
+
+
+class Engine(Choice, label="engine"):
+    """Where the aggregate is computed."""
+
+    PANDAS = "pandas"
+    DUCKDB = "duckdb"
+    SPARK = "spark"
+    POSTGRESQL = "postgresql"
+    AUTO = "auto"
+
+
+#: ``engine="auto"`` hands files larger than this (and every Parquet glob) to DuckDB.
+AUTO_DUCKDB_BYTES = 256 * 1024 * 1024
+
+# --- postcodes --------------------------------------------------------------------------------------------------
+
+#: The least population of a published postcode unit (:mod:`privdash.geo.postcodes`).
+DEFAULT_POPULATION_THRESHOLD = 20_000
+#: The values of :class:`privdash.geo.postcodes.Strategy`, in its order.
+POSTCODE_STRATEGIES = ("area", "outward", "mixed", "merge", "zip3")
