@@ -80,7 +80,7 @@ _SOURCES: dict[str, str] = {
     "PrivacyTargets": "privdash.targets",
     "PrivdashError": "privdash.errors",
     "pseudonymize": "privdash.transform.identifiers",
-    "read_table": "privdash.data.tables",
+    "read_table": "privdash.data.tables.read",
     "Recipe": "privdash.transform.steps",
     "risk_summary": "privdash.measure.risk",
     "RiskSummary": "privdash.measure.risk",
@@ -91,7 +91,7 @@ _SOURCES: dict[str, str] = {
     "suppress_records": "privdash.transform.suppression",
     "top_bottom_code": "privdash.transform.suppression",
     "Verdict": "privdash.measure.verdict",
-    "write_table": "privdash.data.tables",
+    "write_table": "privdash.data.tables.write",
 }
 
 __all__ = [
