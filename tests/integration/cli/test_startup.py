@@ -17,6 +17,10 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
+from privdash.cli import COMMANDS
+
 ROOT = Path(__file__).resolve().parents[3]
 RUNS = 3
 MARGIN = 1.6
@@ -66,3 +70,24 @@ def test_diagnose_help_loads_no_heavy_library() -> None:
         [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
     ).stdout
     assert out.strip() == "[]"
+
+
+#: What no command's ``--help`` may load: the web app's libraries, OpenDP, scikit-learn, statsmodels, and the
+#: libraries of maps, charts and PDF (geopandas, matplotlib, WeasyPrint), which load when a map, a chart or a PDF
+#: is made.
+HELP_HEAVY = (*HEAVY, "geopandas", "pyproj", "matplotlib", "weasyprint")
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_the_help_of_every_command_loads_no_heavy_library(command: str) -> None:
+    code = (
+        "import sys, contextlib, io\nfrom privdash.cli import main\n"
+        "with contextlib.redirect_stdout(io.StringIO()) as out, contextlib.suppress(SystemExit):\n"
+        f"    main([{command!r}, '--help'])\n"
+        "assert out.getvalue().startswith('usage: privdash'), out.getvalue()\n"
+        f"print(sorted(m for m in {HELP_HEAVY!r} if m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True, timeout=120
+    ).stdout
+    assert out.strip() == "[]", command
