@@ -108,7 +108,7 @@ def _read_statistical(
 ) -> _Statistical:
     """Read the metadata, check the limits on it, read no more rows than the limits allow, then type the columns.
 
-    pyreadstat runs in a worker process (:mod:`privdash.data._readstat_worker`): a crash of its C parser on a
+    pyreadstat runs in a worker process (:mod:`privdash.data.tables._readstat_worker`): a crash of its C parser on a
     damaged file, or the time limit, ends that process only.
     """
     if encoding is not None and (not isinstance(encoding, str) or not encoding.strip()):
