@@ -16,6 +16,12 @@ from typing import Any
 
 _OLD = "dashboard.core"
 _RENAMED = {"privacy": "dp"}
+#: Modules that became modules of a package when their package was split (old dotted path under the package).
+_SPLIT = {
+    "application.report_render": "application.report.render",
+    "application.report_template": "application.report.template",
+    "data._readstat_worker": "data.tables._readstat_worker",
+}
 
 warnings.warn(
     "dashboard.core is deprecated and will be removed in the next release: import privdash instead",
@@ -27,6 +33,9 @@ warnings.warn(
 def _new_name(old: str) -> str:
     parts = old[len(_OLD) + 1 :].split(".")
     parts[0] = _RENAMED.get(parts[0], parts[0])
+    for before, after in _SPLIT.items():
+        if parts[:2] == before.split("."):
+            parts[:2] = after.split(".")
     return ".".join(["privdash", *parts])
 
 
