@@ -31,7 +31,8 @@ from privdash._lazy import lazy_names
 if TYPE_CHECKING:
     from privdash.attack import AttackReport, attack_release
     from privdash.data.contract import DataContract, suggest_contract
-    from privdash.data.tables import read_table, write_table
+    from privdash.data.tables.read import read_table
+    from privdash.data.tables.write import write_table
     from privdash.errors import DataReadError, ParameterError, PrivdashError
     from privdash.measure.classes import EquivalenceClasses, equivalence_classes
     from privdash.measure.combinations import combination_risk

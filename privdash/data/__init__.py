@@ -17,14 +17,9 @@ if TYPE_CHECKING:
         suggest_roles,
     )
     from privdash.data.demo import DEFAULT_DEMO, demo_datasets, people_contract, people_table, uniform_table
-    from privdash.data.tables import (
-        DEFAULT_READ_LIMITS,
-        ReadLimits,
-        escape_formulas,
-        read_table,
-        read_table_with_info,
-        write_table,
-    )
+    from privdash.data.tables.limits import DEFAULT_READ_LIMITS, ReadLimits
+    from privdash.data.tables.read import read_table, read_table_with_info
+    from privdash.data.tables.write import escape_formulas, write_table
 
 # Where each public name lives; its module is imported on first use (PEP 562).
 _SOURCES: dict[str, str] = {

@@ -8,18 +8,16 @@ from privdash._lazy import lazy_names
 if TYPE_CHECKING:
     from privdash.geo.geography import district_neighbours
     from privdash.geo.geomask import SpatialK, donut_mask, masking_points, perturb_coordinates, spatial_k_anonymity
-    from privdash.geo.postcodes import (
+    from privdash.geo.postcodes.parse import parse_postcodes
+    from privdash.geo.postcodes.population import PopulationTable, population_counts, read_population
+    from privdash.geo.postcodes.recode import recode_postcodes
+    from privdash.geo.postcodes.strategies import (
         DEFAULT_POPULATION_THRESHOLD,
         Neighbours,
-        PopulationTable,
         PostcodeGeneralization,
         Strategy,
         generalize_postcodes,
         neighbours_from_doogal,
-        parse_postcodes,
-        population_counts,
-        read_population,
-        recode_postcodes,
     )
 
 # Where each public name lives; its module is imported on first use (PEP 562).
