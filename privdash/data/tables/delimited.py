@@ -36,6 +36,8 @@ __all__ = ["header_names", "header_record", "sniff_delimited"]
 
 _DELIMITERS = (",", ";", "\t", "|")
 _SNIFF_BYTES = 1 << 20
+#: Rows a chunk of CSV holds at least (a chunk is about ``_CHUNK_CELLS`` cells): per-column costs would dominate
+#: thinner chunks of a wide table.
 _CHUNK_MIN_ROWS = 200
 
 

@@ -22,8 +22,7 @@ from privdash.errors import format_values
 __all__ = ["infer_numeric_columns"]
 
 
-#: Cells parsed or converted between two checks of the time limit (well under a second of work). A chunk of CSV
-#: holds at least ``_CHUNK_MIN_ROWS`` rows: per-column costs would dominate thinner chunks of a wide table.
+#: Cells parsed or converted between two checks of the time limit (well under a second of work).
 _CHUNK_CELLS = 1_000_000
 
 
