@@ -31,7 +31,8 @@ from privdash._lazy import lazy_names
 if TYPE_CHECKING:
     from privdash.attack import AttackReport, attack_release
     from privdash.data.contract import DataContract, suggest_contract
-    from privdash.data.tables import read_table, write_table
+    from privdash.data.tables.read import read_table
+    from privdash.data.tables.write import write_table
     from privdash.errors import DataReadError, ParameterError, PrivdashError
     from privdash.measure.classes import EquivalenceClasses, equivalence_classes
     from privdash.measure.combinations import combination_risk
@@ -80,7 +81,7 @@ _SOURCES: dict[str, str] = {
     "PrivacyTargets": "privdash.targets",
     "PrivdashError": "privdash.errors",
     "pseudonymize": "privdash.transform.identifiers",
-    "read_table": "privdash.data.tables",
+    "read_table": "privdash.data.tables.read",
     "Recipe": "privdash.transform.steps",
     "risk_summary": "privdash.measure.risk",
     "RiskSummary": "privdash.measure.risk",
@@ -91,7 +92,7 @@ _SOURCES: dict[str, str] = {
     "suppress_records": "privdash.transform.suppression",
     "top_bottom_code": "privdash.transform.suppression",
     "Verdict": "privdash.measure.verdict",
-    "write_table": "privdash.data.tables",
+    "write_table": "privdash.data.tables.write",
 }
 
 __all__ = [

@@ -93,7 +93,7 @@ AUTO_DUCKDB_BYTES = 256 * 1024 * 1024
 
 # --- postcodes --------------------------------------------------------------------------------------------------
 
-#: The least population of a published postcode unit (:mod:`privdash.geo.postcodes`).
+#: The least population of a published postcode unit (:mod:`privdash.geo.postcodes`, which takes it from here).
 DEFAULT_POPULATION_THRESHOLD = 20_000
 #: The values of :class:`privdash.geo.postcodes.Strategy`, in its order.
 POSTCODE_STRATEGIES = ("area", "outward", "mixed", "merge", "zip3")

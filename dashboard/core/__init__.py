@@ -16,6 +16,12 @@ from typing import Any
 
 _OLD = "dashboard.core"
 _RENAMED = {"privacy": "dp"}
+#: Modules that became modules of a package when their package was split (old dotted path under the package).
+_SPLIT = {
+    "application.report_render": "application.report.render",
+    "application.report_template": "application.report.template",
+    "data._readstat_worker": "data.tables._readstat_worker",
+}
 
 warnings.warn(
     "dashboard.core is deprecated and will be removed in the next release: import privdash instead",
@@ -27,6 +33,9 @@ warnings.warn(
 def _new_name(old: str) -> str:
     parts = old[len(_OLD) + 1 :].split(".")
     parts[0] = _RENAMED.get(parts[0], parts[0])
+    for before, after in _SPLIT.items():
+        if parts[:2] == before.split("."):
+            parts[:2] = after.split(".")
     return ".".join(["privdash", *parts])
 
 
@@ -81,13 +90,13 @@ _MOVED: dict[str, str] = {
     "people_contract": "privdash.data.demo",
     "people_table": "privdash.data.demo",
     "uniform_table": "privdash.data.demo",
-    "DEFAULT_READ_LIMITS": "privdash.data.tables",
-    "ReadLimits": "privdash.data.tables",
-    "csv_text": "privdash.data.tables",
-    "escape_formulas": "privdash.data.tables",
-    "read_table": "privdash.data.tables",
-    "read_table_with_info": "privdash.data.tables",
-    "write_table": "privdash.data.tables",
+    "DEFAULT_READ_LIMITS": "privdash.data.tables.limits",
+    "ReadLimits": "privdash.data.tables.limits",
+    "csv_text": "privdash.data.tables.write",
+    "escape_formulas": "privdash.data.tables.write",
+    "read_table": "privdash.data.tables.read",
+    "read_table_with_info": "privdash.data.tables.read",
+    "write_table": "privdash.data.tables.write",
     "AUTO_DUCKDB_BYTES": "privdash.engines.aggregate",
     "COUNT": "privdash.engines.aggregate",
     "Aggregate": "privdash.engines.aggregate",
@@ -125,19 +134,19 @@ _MOVED: dict[str, str] = {
     "masking_points": "privdash.geo.geomask",
     "perturb_coordinates": "privdash.geo.geomask",
     "spatial_k_anonymity": "privdash.geo.geomask",
-    "DEFAULT_POPULATION_THRESHOLD": "privdash.geo.postcodes",
-    "Neighbours": "privdash.geo.postcodes",
-    "PopulationTable": "privdash.geo.postcodes",
-    "PostcodeGeneralization": "privdash.geo.postcodes",
-    "Strategy": "privdash.geo.postcodes",
-    "default_data_dir": "privdash.geo.postcodes",
-    "fails_threshold": "privdash.geo.postcodes",
-    "generalize_postcodes": "privdash.geo.postcodes",
-    "neighbours_from_doogal": "privdash.geo.postcodes",
-    "parse_postcodes": "privdash.geo.postcodes",
-    "population_counts": "privdash.geo.postcodes",
-    "read_population": "privdash.geo.postcodes",
-    "recode_postcodes": "privdash.geo.postcodes",
+    "DEFAULT_POPULATION_THRESHOLD": "privdash.geo.postcodes.strategies",
+    "Neighbours": "privdash.geo.postcodes.strategies",
+    "PopulationTable": "privdash.geo.postcodes.population",
+    "PostcodeGeneralization": "privdash.geo.postcodes.strategies",
+    "Strategy": "privdash.geo.postcodes.strategies",
+    "default_data_dir": "privdash.geo.postcodes.population",
+    "fails_threshold": "privdash.geo.postcodes.strategies",
+    "generalize_postcodes": "privdash.geo.postcodes.strategies",
+    "neighbours_from_doogal": "privdash.geo.postcodes.strategies",
+    "parse_postcodes": "privdash.geo.postcodes.parse",
+    "population_counts": "privdash.geo.postcodes.population",
+    "read_population": "privdash.geo.postcodes.population",
+    "recode_postcodes": "privdash.geo.postcodes.recode",
     "MISSING_LABEL": "privdash.measure.classes",
     "EquivalenceClasses": "privdash.measure.classes",
     "MissingPolicy": "privdash.measure.classes",

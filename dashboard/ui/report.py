@@ -24,7 +24,7 @@ from dashboard.ui.components import card, error_alert, progress_panel
 from dashboard.ui.pagestate import PAGE_STATE, state_from_store
 from privdash.application.estimates import read_estimates
 from privdash.application.report import ReleaseReport, ReportFiles, report_for_state
-from privdash.application.report_render import render_files
+from privdash.application.report.render import render_files
 from privdash.application.services import Services
 from privdash.errors import PrivdashError
 

@@ -26,7 +26,7 @@ from privdash.application.report import (
     recipe_fix,
     search_fix,
 )
-from privdash.application.report_render import FORMATS, report_format, write_report
+from privdash.application.report.render import FORMATS, report_format, write_report
 from privdash.application.settings import Settings
 from privdash.commands._common import split_columns
 from privdash.commands.anonymize import _refuse_overwrite, default_hierarchies

@@ -17,14 +17,9 @@ if TYPE_CHECKING:
         suggest_roles,
     )
     from privdash.data.demo import DEFAULT_DEMO, demo_datasets, people_contract, people_table, uniform_table
-    from privdash.data.tables import (
-        DEFAULT_READ_LIMITS,
-        ReadLimits,
-        escape_formulas,
-        read_table,
-        read_table_with_info,
-        write_table,
-    )
+    from privdash.data.tables.limits import DEFAULT_READ_LIMITS, ReadLimits
+    from privdash.data.tables.read import read_table, read_table_with_info
+    from privdash.data.tables.write import csv_text, escape_formulas, write_table
 
 # Where each public name lives; its module is imported on first use (PEP 562).
 _SOURCES: dict[str, str] = {
@@ -32,21 +27,22 @@ _SOURCES: dict[str, str] = {
     "ColumnsByRole": "privdash.data.contract",
     "DataContract": "privdash.data.contract",
     "DEFAULT_DEMO": "privdash.data.demo",
-    "DEFAULT_READ_LIMITS": "privdash.data.tables",
+    "DEFAULT_READ_LIMITS": "privdash.data.tables.limits",
     "demo_datasets": "privdash.data.demo",
-    "escape_formulas": "privdash.data.tables",
+    "csv_text": "privdash.data.tables.write",
+    "escape_formulas": "privdash.data.tables.write",
     "FieldMetadata": "privdash.data.contract",
     "infer_statistical_type": "privdash.data.contract",
     "people_contract": "privdash.data.demo",
     "people_table": "privdash.data.demo",
-    "read_table": "privdash.data.tables",
-    "read_table_with_info": "privdash.data.tables",
-    "ReadLimits": "privdash.data.tables",
+    "read_table": "privdash.data.tables.read",
+    "read_table_with_info": "privdash.data.tables.read",
+    "ReadLimits": "privdash.data.tables.limits",
     "StatisticalType": "privdash.data.contract",
     "suggest_contract": "privdash.data.contract",
     "suggest_roles": "privdash.data.contract",
     "uniform_table": "privdash.data.demo",
-    "write_table": "privdash.data.tables",
+    "write_table": "privdash.data.tables.write",
 }
 
 __all__ = [
@@ -58,6 +54,7 @@ __all__ = [
     "FieldMetadata",
     "ReadLimits",
     "StatisticalType",
+    "csv_text",
     "demo_datasets",
     "escape_formulas",
     "infer_statistical_type",

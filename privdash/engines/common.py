@@ -16,7 +16,8 @@ import numpy as np
 import pandas as pd
 
 from privdash.constants import Engine
-from privdash.data.tables import _STATISTICAL_FORMATS, PANDAS_INDEX, detect_format, infer_numeric_columns
+from privdash.data.tables import PANDAS_INDEX, detect_format, infer_numeric_columns
+from privdash.data.tables.common import _STATISTICAL_FORMATS
 from privdash.errors import DataReadError
 
 __all__ = [

@@ -44,7 +44,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from privdash.data.tables import _decimal_texts, arrow_frame, escape_formulas
+from privdash.data.tables import arrow_frame, escape_formulas
+from privdash.data.tables.parquet import _decimal_texts
 from privdash.engines.aggregate import (
     COUNT,
     CsvText,

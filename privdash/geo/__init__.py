@@ -8,39 +8,37 @@ from privdash._lazy import lazy_names
 if TYPE_CHECKING:
     from privdash.geo.geography import district_neighbours
     from privdash.geo.geomask import SpatialK, donut_mask, masking_points, perturb_coordinates, spatial_k_anonymity
-    from privdash.geo.postcodes import (
+    from privdash.geo.postcodes.parse import parse_postcodes
+    from privdash.geo.postcodes.population import PopulationTable, population_counts, read_population
+    from privdash.geo.postcodes.recode import recode_postcodes
+    from privdash.geo.postcodes.strategies import (
         DEFAULT_POPULATION_THRESHOLD,
         Neighbours,
-        PopulationTable,
         PostcodeGeneralization,
         Strategy,
         generalize_postcodes,
         neighbours_from_doogal,
-        parse_postcodes,
-        population_counts,
-        read_population,
-        recode_postcodes,
     )
 
 # Where each public name lives; its module is imported on first use (PEP 562).
 _SOURCES: dict[str, str] = {
-    "DEFAULT_POPULATION_THRESHOLD": "privdash.geo.postcodes",
+    "DEFAULT_POPULATION_THRESHOLD": "privdash.geo.postcodes.strategies",
     "district_neighbours": "privdash.geo.geography",
     "donut_mask": "privdash.geo.geomask",
-    "generalize_postcodes": "privdash.geo.postcodes",
+    "generalize_postcodes": "privdash.geo.postcodes.strategies",
     "masking_points": "privdash.geo.geomask",
-    "Neighbours": "privdash.geo.postcodes",
-    "neighbours_from_doogal": "privdash.geo.postcodes",
-    "parse_postcodes": "privdash.geo.postcodes",
+    "Neighbours": "privdash.geo.postcodes.strategies",
+    "neighbours_from_doogal": "privdash.geo.postcodes.strategies",
+    "parse_postcodes": "privdash.geo.postcodes.parse",
     "perturb_coordinates": "privdash.geo.geomask",
-    "population_counts": "privdash.geo.postcodes",
-    "PopulationTable": "privdash.geo.postcodes",
-    "PostcodeGeneralization": "privdash.geo.postcodes",
-    "read_population": "privdash.geo.postcodes",
-    "recode_postcodes": "privdash.geo.postcodes",
+    "population_counts": "privdash.geo.postcodes.population",
+    "PopulationTable": "privdash.geo.postcodes.population",
+    "PostcodeGeneralization": "privdash.geo.postcodes.strategies",
+    "read_population": "privdash.geo.postcodes.population",
+    "recode_postcodes": "privdash.geo.postcodes.recode",
     "spatial_k_anonymity": "privdash.geo.geomask",
     "SpatialK": "privdash.geo.geomask",
-    "Strategy": "privdash.geo.postcodes",
+    "Strategy": "privdash.geo.postcodes.strategies",
 }
 
 __all__ = [

@@ -44,9 +44,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import geopandas as gpd
 import numpy as np
 import pandas as pd
 import shapely
@@ -55,6 +54,9 @@ from shapely.geometry import shape
 
 from privdash.errors import DataReadError, ParameterError, check_threshold
 from privdash.geo.postcodes import Neighbours, PostcodeGeneralization, default_data_dir, postcode_order
+
+if TYPE_CHECKING:  # geopandas (and pyproj) load when a layer is built or read, not with this module
+    import geopandas as gpd
 
 __all__ = [
     "COORDINATE_DECIMALS",
@@ -206,6 +208,8 @@ class PolygonLayer:
         (CR9, M60: non-geographic) are left out too and listed by :meth:`without_polygon`. Returns index ``code``
         (natural order), columns ``members`` (number of polygons united) and ``geometry`` (WGS84).
         """
+        import geopandas as gpd
+
         codes, members, single, unions = self._dissolve_parts(mapping)
         geometry = [
             self.frame.geometry.loc[single[i]] if single[i] is not None else unions[code]
@@ -439,6 +443,8 @@ def _polygonal(geometries: np.ndarray) -> np.ndarray:
 def _process(
     name: str, codes: list[str], areas: list[str], geometries: list[Any], tolerance: float, key: str
 ) -> PolygonLayer:
+    import geopandas as gpd
+
     raw = gpd.GeoDataFrame({"code": codes, "area": areas}, geometry=geometries, crs=WGS84)
     if raw["code"].duplicated().any():
         # A code split over several features is one polygon.
@@ -509,6 +515,8 @@ def _read_cache(cache: Path, name: str, key: str, tolerance: float) -> PolygonLa
     layer_path, pairs_path = _cache_paths(cache, name, key)
     if not (layer_path.is_file() and pairs_path.is_file()):
         return None
+    import geopandas as gpd
+
     try:
         frame = gpd.read_parquet(layer_path)
         pairs = pd.read_parquet(pairs_path)

@@ -24,7 +24,12 @@ if TYPE_CHECKING:
     from privdash.transform.perturbation import NOISE_METHODS, add_noise, pram, rank_swap, shuffle_within_classes
     from privdash.transform.release_targets import release_verdict
     from privdash.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
-    from privdash.transform.suppression import suppress_cells, suppress_records, top_bottom_code
+    from privdash.transform.suppression import (
+        SUPPRESSION_RISK_TARGETS,
+        suppress_cells,
+        suppress_records,
+        top_bottom_code,
+    )
 
 # Where each public name lives; its module is imported on first use (PEP 562).
 _SOURCES: dict[str, str] = {
@@ -53,6 +58,7 @@ _SOURCES: dict[str, str] = {
     "shuffle_within_classes": "privdash.transform.perturbation",
     "Step": "privdash.transform.steps",
     "suppress_cells": "privdash.transform.suppression",
+    "SUPPRESSION_RISK_TARGETS": "privdash.transform.suppression",
     "suppress_records": "privdash.transform.suppression",
     "TOP": "privdash.transform.hierarchy",
     "top_bottom_code": "privdash.transform.suppression",
@@ -62,6 +68,7 @@ _SOURCES: dict[str, str] = {
 
 __all__ = [
     "NOISE_METHODS",
+    "SUPPRESSION_RISK_TARGETS",
     "TOP",
     "Hierarchy",
     "HierarchyError",

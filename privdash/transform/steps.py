@@ -466,7 +466,7 @@ def _load_builtin_steps() -> None:
 # Modules whose import registers step kinds; each is added here when it lands.
 _BUILTIN_STEP_MODULES: tuple[str, ...] = (
     "privdash.transform.generalization",
-    "privdash.geo.postcodes",
+    "privdash.geo.postcodes.recode",
     "privdash.transform.suppression",
     "privdash.transform.microaggregation",
     "privdash.transform.identifiers",

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from privdash.application.report import build_report, search_fix, table_fingerprint
-from privdash.application.report_render import render_html
+from privdash.application.report.render import render_html
 from privdash.application.riskview import household_headline, household_rows
 from privdash.application.services import Services
 from privdash.application.settings import Settings

@@ -18,7 +18,6 @@ import pytest
 
 from privdash.application.report import (
     DEFINITIONS,
-    WITHHELD_SEED,
     ReportFiles,
     build_report,
     condensed_recipe,
@@ -28,7 +27,8 @@ from privdash.application.report import (
     search_fix,
     table_fingerprint,
 )
-from privdash.application.report_render import render_html, report_format
+from privdash.application.report.build import WITHHELD_SEED
+from privdash.application.report.render import render_html, report_format
 from privdash.application.services import Services
 from privdash.application.settings import Settings
 from privdash.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType

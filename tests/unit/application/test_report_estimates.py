@@ -13,7 +13,7 @@ import pytest
 
 from privdash.application.estimates import fmt_interval
 from privdash.application.report import build_report, search_fix, table_fingerprint
-from privdash.application.report_render import render_html
+from privdash.application.report.render import render_html
 from privdash.cli import main
 from privdash.data.contract import DataContract
 from privdash.targets import PrivacyTargets

@@ -19,7 +19,7 @@ from privdash.application.report import (
     search_fix,
     table_fingerprint,
 )
-from privdash.application.report_render import in_people, render_html
+from privdash.application.report.render import in_people, render_html
 from privdash.application.services import Services
 from privdash.application.settings import Settings
 from privdash.data.contract import ColumnRole, DataContract

@@ -28,7 +28,7 @@ def test_the_modules_use_the_constants_themselves() -> None:
 
 
 def test_the_postcode_values_agree_with_the_postcode_module() -> None:
-    assert constants.DEFAULT_POPULATION_THRESHOLD == postcodes.DEFAULT_POPULATION_THRESHOLD
+    assert constants.DEFAULT_POPULATION_THRESHOLD is postcodes.DEFAULT_POPULATION_THRESHOLD
     assert tuple(strategy.value for strategy in postcodes.Strategy) == constants.POSTCODE_STRATEGIES
 
 

@@ -258,7 +258,7 @@ def test_arrow_parses_floats_as_python_does() -> None:
 def test_steps_of_the_bulk_test_give_the_same_answer(monkeypatch: pytest.MonkeyPatch) -> None:
     """Columns settled in small steps on two threads (as a large file is) read as in one step: the first inexact
     value and the merged one are found in a later step, and the notes name the same examples."""
-    from privdash.data import tables
+    from privdash.data.tables import numbers
 
     rng = np.random.default_rng(9)
     floats = [f"{v:.17g}" for v in rng.normal(0, 1e3, 5_000)]
@@ -274,7 +274,7 @@ def test_steps_of_the_bulk_test_give_the_same_answer(monkeypatch: pytest.MonkeyP
         )
     ).encode()
     whole = read_table_with_info(raw, filename="s.csv")
-    monkeypatch.setattr(tables, "_CHUNK_TEXTS", 700)
+    monkeypatch.setattr(numbers, "_CHUNK_TEXTS", 700)
     stepped = read_table_with_info(raw, filename="s.csv")
     pd.testing.assert_frame_equal(stepped[0], whole[0], check_exact=True)
     assert stepped[1] == whole[1]
@@ -285,7 +285,7 @@ def test_steps_of_the_bulk_test_give_the_same_answer(monkeypatch: pytest.MonkeyP
 def test_columns_of_mostly_distinct_values_read_row_by_row_as_the_reference(monkeypatch: pytest.MonkeyPatch) -> None:
     """Columns whose first values are mostly distinct skip the hash of their distinct values: with missing values,
     spaces, a text among the floats and a high-cardinality text column, the frame and notes are the reference's."""
-    from privdash.data import tables
+    from privdash.data.tables import read
 
     n = 40_000
     rng = np.random.default_rng(4)
@@ -299,7 +299,7 @@ def test_columns_of_mostly_distinct_values_read_row_by_row_as_the_reference(monk
     frame = pd.DataFrame({"a": with_missing, "b": with_text, "c": ids, "d": np.arange(n)})
     raw = frame.to_csv(index=False).encode()
     arrow = read_table_with_info(raw, filename="r.csv")
-    monkeypatch.setattr(tables, "_read_text_arrow", lambda *args: None)
+    monkeypatch.setattr(read, "_read_text_arrow", lambda *args: None)
     reference = read_table_with_info(raw, filename="r.csv")
     pd.testing.assert_frame_equal(arrow[0], reference[0], check_exact=True)
     assert arrow[1] == reference[1]

@@ -17,8 +17,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privdash.data import tables
 from privdash.data.tables import ReadLimits, read_table_with_info
+from privdash.data.tables import read as tables_read
 from privdash.errors import DataReadError
 
 Outcome = tuple[str, Any, Any]
@@ -34,7 +34,7 @@ def _outcome(raw: bytes, limits: ReadLimits | None = None) -> Outcome:
 
 def _reference(monkeypatch: pytest.MonkeyPatch, raw: bytes, limits: ReadLimits | None = None) -> Outcome:
     with monkeypatch.context() as patch:
-        patch.setattr(tables, "_read_text_arrow", lambda *args: None)
+        patch.setattr(tables_read, "_read_text_arrow", lambda *args: None)
         return _outcome(raw, limits)
 
 
@@ -51,14 +51,14 @@ def _assert_same(arrow: Outcome, reference: Outcome, raw: bytes) -> None:
 def took_arrow(monkeypatch: pytest.MonkeyPatch) -> Callable[[], int]:
     """How many reads the Arrow path answered (the oracle must not pass because every file fell back)."""
     answered = [0]
-    original = tables._read_text_arrow
+    original = tables_read._read_text_arrow
 
     def counting(*args: Any) -> Any:
         result = original(*args)
         answered[0] += result is not None
         return result
 
-    monkeypatch.setattr(tables, "_read_text_arrow", counting)
+    monkeypatch.setattr(tables_read, "_read_text_arrow", counting)
     return lambda: answered[0]
 
 

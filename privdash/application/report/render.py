@@ -1,6 +1,6 @@
 """The release report as one self-contained HTML file and as a PDF of the same page.
 
-:func:`render_html` fills the template of :mod:`privdash.application.report_template` with the report's numbers,
+:func:`render_html` fills the template of :mod:`privdash.application.report.template` with the report's numbers,
 formatted as the dashboard formats them (:mod:`privdash.application.formats`), and its charts drawn by matplotlib
 as inline SVG (text kept as text, no external reference). :func:`render_pdf` lays the same page out on A4 with
 WeasyPrint; it fetches nothing (any address in the page would be refused), so the PDF shows what the HTML file
@@ -25,8 +25,8 @@ import pandas as pd
 
 from privdash.application.estimates import fmt_interval, fmt_overlap
 from privdash.application.formats import fmt_count, fmt_number, fmt_share, in_people
-from privdash.application.report import PostcodeUnits, ReleaseReport
-from privdash.application.report_template import STYLE, TEMPLATE
+from privdash.application.report.model import PostcodeUnits, ReleaseReport
+from privdash.application.report.template import STYLE, TEMPLATE
 from privdash.application.riskview import household_rows
 from privdash.errors import ParameterError, PrivdashError
 from privdash.measure.diagnose import Diagnosis

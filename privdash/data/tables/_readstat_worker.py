@@ -1,4 +1,4 @@
-"""The child process that runs pyreadstat for the table reader (:mod:`privdash.data.tables`).
+"""The child process that runs pyreadstat for the table reader (:mod:`privdash.data.tables.readstat`).
 
 ReadStat, the C library under pyreadstat, can crash on a damaged file (a segmentation fault kills the process that
 runs it): run here, a crash ends this process alone, and the reader reports a damaged file. The reader also stops
