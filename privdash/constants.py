@@ -12,6 +12,9 @@ from privdash.choices import Choice
 
 __all__ = [
     "AUTO_DUCKDB_BYTES",
+    "AUTO_DUCKDB_CELLS",
+    "AUTO_FIX_DUCKDB_BYTES",
+    "AUTO_FIX_DUCKDB_CELLS",
     "DEFAULT_MAX_CHECKS",
     "DEFAULT_MAX_NODES",
     "DEFAULT_MAX_PEOPLE_NODES",
@@ -88,8 +91,17 @@ class Engine(Choice, label="engine"):
     AUTO = "auto"
 
 
-#: ``engine="auto"`` hands files larger than this (and every Parquet glob) to DuckDB.
-AUTO_DUCKDB_BYTES = 256 * 1024 * 1024
+#: ``engine="auto"`` counts files larger than this (and every Parquet glob) with DuckDB: measured whole processes
+#: (BENCHMARKS.md, "The engine auto chooses"), a CSV of 8 text columns costs pandas and DuckDB the same CPU at 11 MB
+#: and pandas 1.2x the CPU and 1.6x the memory at 45 MB.
+AUTO_DUCKDB_BYTES = 32 * 1024 * 1024
+#: ... and Parquet files whose footer counts more cells (rows x columns) than this: Parquet compresses well (50M
+#: rows of 8 dictionary-encoded columns in 121 MiB), so its size on disk says little about its size in memory.
+AUTO_DUCKDB_CELLS = 4_000_000
+#: ``privdash anonymize`` keeps a table in memory up to this size (its out-of-core path streams the fix to -o and
+#: supports fewer options), and to this many Parquet cells.
+AUTO_FIX_DUCKDB_BYTES = 256 * 1024 * 1024
+AUTO_FIX_DUCKDB_CELLS = 100_000_000
 
 # --- postcodes --------------------------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ import pandas as pd
 
 from privdash.application.fixes import rule_text
 from privdash.application.settings import Settings
+from privdash.constants import AUTO_FIX_DUCKDB_BYTES, AUTO_FIX_DUCKDB_CELLS
 from privdash.data.contract import infer_statistical_type
 from privdash.data.tables import read_table_with_info, write_table
 from privdash.engines.aggregate import COUNT, Engine, aggregate_table, resolve_engine
@@ -69,7 +70,8 @@ def run(args: argparse.Namespace) -> int:
     inputs = [args.file]
     for path in (args.output, args.save_recipe):
         _refuse_overwrite(path, inputs + ([args.recipe] if args.recipe else []))
-    if resolve_engine(args.engine, str(args.file)) != Engine.PANDAS:
+    fix_limits = {"max_bytes": AUTO_FIX_DUCKDB_BYTES, "max_cells": AUTO_FIX_DUCKDB_CELLS}
+    if resolve_engine(args.engine, str(args.file), **fix_limits) != Engine.PANDAS:
         return _run_out_of_core(args)
     if args.recipe is not None:
         return _run_recipe(args)

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from privdash.constants import AUTO_DUCKDB_BYTES
+from privdash.constants import AUTO_DUCKDB_BYTES, AUTO_DUCKDB_CELLS
 from privdash.data.tables import (
     arrow_frame,
     header_record,
@@ -88,9 +88,12 @@ _DUCKDB_ENCODINGS = {"utf-8": "utf-8", "utf_8": "utf-8", "utf-16": "utf-16", "ut
 _LATIN_1 = {"latin_1", "iso8859_1", "iso-8859-1", "latin-1", "cp819"}
 
 
-def resolve_engine(engine: str | Engine, source: Any) -> Engine:
-    """The engine ``auto`` stands for: DuckDB for Parquet globs and files over :data:`AUTO_DUCKDB_BYTES`, else
-    pandas."""
+def resolve_engine(
+    engine: str | Engine, source: Any, *, max_bytes: int = AUTO_DUCKDB_BYTES, max_cells: int = AUTO_DUCKDB_CELLS
+) -> Engine:
+    """The engine ``auto`` stands for: DuckDB for Parquet globs, several files, files over ``max_bytes``
+    (:data:`~privdash.constants.AUTO_DUCKDB_BYTES`) and Parquet files whose footer counts over ``max_cells``
+    rows x columns (:data:`~privdash.constants.AUTO_DUCKDB_CELLS`), else pandas."""
     chosen = Engine.parse(engine)
     if chosen != Engine.AUTO:
         return chosen
@@ -106,9 +109,23 @@ def resolve_engine(engine: str | Engine, source: Any) -> Engine:
     paths = source_paths(source)
     if any(_kind(path) == "other" for path in paths):
         return Engine.PANDAS
-    if len(paths) > 1 or sum(path.stat().st_size for path in paths) > AUTO_DUCKDB_BYTES:
+    if len(paths) > 1 or sum(path.stat().st_size for path in paths) > max_bytes:
+        return Engine.DUCKDB
+    if all(_kind(path) == "parquet" for path in paths) and sum(map(_parquet_cells, paths)) > max_cells:
         return Engine.DUCKDB
     return Engine.PANDAS
+
+
+def _parquet_cells(path: Path) -> int:
+    """Rows x columns of a Parquet file, from its footer (no data read); 0 when the footer cannot be read (the
+    reader then says why)."""
+    import pyarrow.parquet as pq
+
+    try:
+        metadata = pq.read_metadata(path)
+    except (OSError, ValueError):
+        return 0
+    return int(metadata.num_rows) * int(metadata.num_columns)
 
 
 def aggregate_table(

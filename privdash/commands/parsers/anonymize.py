@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from privdash.constants import (
-    AUTO_DUCKDB_BYTES,
+    AUTO_FIX_DUCKDB_BYTES,
     DEFAULT_MAX_CHECKS,
     DEFAULT_MAX_NODES,
     DEFAULT_MAX_PEOPLE_NODES,
@@ -155,7 +155,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=Engine.AUTO.value,
         help="pandas: the table in memory; duckdb: out of core (the search runs on the per-class aggregate, the "
         "fix is streamed in batches to -o, which is then required); auto (default): duckdb for Parquet datasets and "
-        f"files over {AUTO_DUCKDB_BYTES // 2**20} MiB",
+        f"files over {AUTO_FIX_DUCKDB_BYTES // 2**20} MiB",
     )
     parser.add_argument("--memory-limit", help="memory DuckDB may use before it spills to disk, e.g. 4GB")
     parser.add_argument("--temp-dir", type=Path, help="folder DuckDB spills to (default: its own)")

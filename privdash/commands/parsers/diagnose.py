@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from privdash.constants import AUTO_DUCKDB_BYTES, MODEL_RISK_METHODS, Engine
+from privdash.constants import AUTO_DUCKDB_BYTES, AUTO_DUCKDB_CELLS, MODEL_RISK_METHODS, Engine
 
 JSON_NOTES = (
     "In --json output, a model value no threshold can satisfy (e.g. recursive c when a class has fewer than l "
@@ -122,7 +122,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=Engine.AUTO.value,
         help="where the classes are counted: pandas in memory, duckdb out of core (streams the file; only the "
         "per-class aggregate is kept), spark (on --master), postgresql (in the database), or auto (default: duckdb "
-        f"for Parquet datasets and files over {AUTO_DUCKDB_BYTES // 2**20} MiB, postgresql for a postgresql:// URL)",
+        f"for Parquet datasets, files over {AUTO_DUCKDB_BYTES // 2**20} MiB and Parquet files of over "
+        f"{AUTO_DUCKDB_CELLS:,} cells, postgresql for a postgresql:// URL)",
     )
     parser.add_argument("--memory-limit", help="memory DuckDB may use before it spills to disk, e.g. 4GB")
     parser.add_argument("--temp-dir", type=Path, help="folder DuckDB spills to (default: its own)")

@@ -16,7 +16,7 @@ from privdash.utility import metrics
 def test_the_modules_use_the_constants_themselves() -> None:
     assert common.Engine is aggregate.Engine is constants.Engine
     assert metrics.Metric is lattice.Metric is constants.Metric
-    assert aggregate.AUTO_DUCKDB_BYTES == constants.AUTO_DUCKDB_BYTES == 256 * 2**20
+    assert aggregate.AUTO_DUCKDB_BYTES == constants.AUTO_DUCKDB_BYTES == 32 * 2**20
     assert DEFAULT_MAX_SUPPRESSION is constants.DEFAULT_MAX_SUPPRESSION
     model_risk = importlib.import_module("privdash.measure.model_risk")  # the package's model_risk is a function
     assert model_risk.MODEL_RISK_METHODS is constants.MODEL_RISK_METHODS

@@ -17,6 +17,7 @@ import pytest
 from privdash.data.tables import read_table
 from privdash.engines.aggregate import (
     COUNT,
+    Engine,
     aggregate_table,
     duckdb_connection,
     resolve_engine,
@@ -335,3 +336,28 @@ def test_duckdb_connections_draw_no_progress_bar() -> None:
         assert connection.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
     finally:
         connection.close()
+
+
+def test_auto_counts_large_parquet_files_with_duckdb_by_their_footer(tmp_path: Path) -> None:
+    """A Parquet file's size on disk says little about its size in memory: ``auto`` reads rows x columns from the
+    footer. 600,000 rows x 8 columns of three values compress to a few hundred KB but are 4.8M cells."""
+    from privdash.constants import AUTO_DUCKDB_BYTES, AUTO_DUCKDB_CELLS
+
+    values = np.array(["alpha", "beta", "gamma"])
+    frame = pd.DataFrame({f"q{i}": values[np.arange(600_000) % (3 + i) % 3] for i in range(8)})
+    big, small = tmp_path / "big.parquet", tmp_path / "small.parquet"
+    frame.to_parquet(big)
+    frame.head(1000).to_parquet(small)
+    assert big.stat().st_size < AUTO_DUCKDB_BYTES and 600_000 * 8 > AUTO_DUCKDB_CELLS
+    assert resolve_engine("auto", big) is Engine.DUCKDB
+    assert resolve_engine("auto", small) is Engine.PANDAS
+    assert resolve_engine("auto", big, max_cells=10**9) is Engine.PANDAS  # anonymize's in-memory limits
+    assert resolve_engine("pandas", big) is Engine.PANDAS
+    broken = tmp_path / "broken.parquet"
+    broken.write_bytes(b"PAR1 not a parquet file")
+    assert resolve_engine("auto", broken) is Engine.PANDAS  # the reader says why it cannot read it
+    pd.testing.assert_frame_equal(
+        aggregate_table(big, ["q0", "q3"], engine="auto").frame.sort_values(["q0", "q3"]).reset_index(drop=True),
+        aggregate_table(big, ["q0", "q3"], engine="pandas").frame.sort_values(["q0", "q3"]).reset_index(drop=True),
+        check_dtype=False,
+    )
