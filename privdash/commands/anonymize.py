@@ -49,15 +49,15 @@ from privdash.search.lattice import (
 from privdash.search.local import RECODING_CHOICES, LocalRecodingResult, local_recoding
 from privdash.search.solutions import SolutionEstimates, solution_estimates
 from privdash.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets, parse_targets
+from privdash.transform.batch import run_batch_file
 from privdash.transform.hierarchy import Hierarchy, load_hierarchies, search_hierarchy
-from privdash.transform.jobs import run_job_file
 from privdash.transform.perturbation import perturbed_numeric_columns
 from privdash.transform.steps import Recipe, TransformResult, apply_recipe
 from privdash.utility.estimates import Estimate
 from privdash.utility.metrics import Metric, information_loss
 
 from . import _estimates
-from ._common import format_table, print_json, split_columns
+from ._common import OldSpelling, format_table, print_json, split_columns
 from .diagnose import render_verdict
 
 
@@ -123,6 +123,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--suppression",
         dest="max_suppression",
         type=float,
+        action=OldSpelling,
+        old=["--suppression"],
         default=DEFAULT_MAX_SUPPRESSION,
         help=f"share of records that may be removed, 0..1 (default {DEFAULT_MAX_SUPPRESSION:g}; --suppression is the "
         "old spelling)",
@@ -817,7 +819,7 @@ def _run_job(args: argparse.Namespace) -> int:
         raise ParameterError(
             f"--config runs the job file as written (source, target, contract, k); drop {', '.join(other)}."
         )
-    result = run_job_file(args.config)
+    result = run_batch_file(args.config)
     if args.json:
         print_json(result.to_dict())
         return 0

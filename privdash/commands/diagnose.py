@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from privdash.commands._common import format_table, print_json, split_columns
+from privdash.commands._common import OldSpelling, Refused, format_table, print_json, split_columns
 from privdash.data.contract import DataContract
 from privdash.data.tables import read_table, read_table_with_info, write_table
 from privdash.engines.aggregate import AUTO_DUCKDB_BYTES, DatabaseSource, Engine, is_database_url, resolve_engine
@@ -40,7 +40,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "file",
         help="CSV (any delimiter), Excel, Parquet, SPSS, Stata or SAS table; or a glob or folder of Parquet files "
-        "(a dataset); or a postgresql://user@host/db URL with --table or --query (counted in the database)",
+        "(a dataset); or a postgresql://user@host/db URL with --table or --sql (counted in the database)",
     )
     parser.add_argument(
         "--sheet", metavar="NAME", help="the sheet of an Excel workbook to read (default: the first, with a note)"
@@ -49,9 +49,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--table", metavar="NAME", help="with a postgresql:// source: the table or view to diagnose (schema.table)"
     )
     parser.add_argument(
+        "--sql",
         "--query",
+        dest="sql",
         metavar="SQL",
-        help="with a postgresql:// source: a SELECT whose rows are the records (run read-only)",
+        action=OldSpelling,
+        old=["--query"],
+        help="with a postgresql:// source: a SELECT whose rows are the records (run read-only; --query is the old "
+        "spelling)",
     )
     parser.add_argument("--qi", help="quasi-identifier columns, comma-separated (default: the contract's)")
     parser.add_argument("--sensitive", help="sensitive columns, comma-separated (default: the contract's)")
@@ -93,16 +98,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--threshold",
         dest="max_risk",
         type=float,
+        action=OldSpelling,
+        old=["--threshold"],
         help="highest acceptable per-record risk; records above it are at risk (default: the max_risk of "
         "--targets, else 0.2; --threshold is the old spelling)",
     )
     parser.add_argument(
-        "--recursive-l",
+        "--recursive-l", type=int, default=2, help="the l of recursive (c,l)-diversity, a measured model (default 2)"
+    )
+    parser.add_argument(
         "--l",
-        dest="recursive_l",
-        type=int,
-        default=2,
-        help="l of recursive (c,l)-diversity (default 2; --l is the old spelling)",
+        action=Refused,
+        message="--l is the distinct l-diversity target everywhere (anonymize --l, --targets l=N); the l of "
+        "recursive (c,l)-diversity diagnose measures is now --recursive-l N, and the distinct-l target is checked "
+        "with --targets l=N",
     )
     parser.add_argument(
         "--targets",
@@ -156,8 +165,8 @@ def run(args: argparse.Namespace) -> int:
     if max_risk is None:
         max_risk = targets.max_risk if targets is not None and targets.max_risk is not None else DEFAULT_MAX_RISK
     data: Any = _database_source(args) if is_database_url(args.file) else args.file
-    if not isinstance(data, DatabaseSource) and (args.table is not None or args.query is not None):
-        raise ParameterError("--table and --query name the records of a postgresql:// source, not of a file.")
+    if not isinstance(data, DatabaseSource) and (args.table is not None or args.sql is not None):
+        raise ParameterError("--table and --sql name the records of a postgresql:// source, not of a file.")
     engine = resolve_engine(args.engine, data)
     if engine == Engine.PANDAS:
         data, info = read_table_with_info(args.file, sheet=args.sheet)
@@ -320,9 +329,9 @@ def _database_source(args: argparse.Namespace) -> DatabaseSource:
         raise ParameterError(
             f"{shown} is counted by the postgresql engine, in the database; --engine {args.engine} reads files."
         )
-    if (args.table is None) == (args.query is None):
-        raise ParameterError(f"Name the records of {shown} with --table NAME or --query 'SELECT ...' (one of them).")
-    return DatabaseSource(args.file, table=args.table, query=args.query)
+    if (args.table is None) == (args.sql is None):
+        raise ParameterError(f"Name the records of {shown} with --table NAME or --sql 'SELECT ...' (one of them).")
+    return DatabaseSource(args.file, table=args.table, query=args.sql)
 
 
 def _source_name(data: Any, file: str) -> str:

@@ -27,7 +27,7 @@ from privdash.geo.postcodes import (
     read_population,
 )
 
-from ._common import format_table, print_json
+from ._common import OldSpelling, format_table, print_json
 
 _STRATEGIES = "{" + ",".join(s.value for s in Strategy) + "}"
 _SHOWN = 25
@@ -59,9 +59,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how codes become published units (default: mixed for UK data, zip3 for US data)",
     )
     parser.add_argument(
+        "--min-population",
         "--threshold",
+        dest="min_population",
         default=str(DEFAULT_POPULATION_THRESHOLD),
-        help=f"minimum population of a published unit (default {DEFAULT_POPULATION_THRESHOLD:,})",
+        action=OldSpelling,
+        old=["--threshold"],
+        help=f"people a published unit must hold (default {DEFAULT_POPULATION_THRESHOLD:,}; --threshold is the old "
+        "spelling)",
     )
     parser.add_argument(
         "--polygons",
@@ -98,7 +103,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
-    threshold = _threshold(args.threshold)
+    threshold = _min_population(args.min_population)
     population = population_path(args.population, settings.data_dir)
     table = read_population(population)
     strategy = (
@@ -127,14 +132,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _threshold(text: str) -> int:
+def _min_population(text: str) -> int:
     cleaned = str(text).replace(",", "").replace("_", "").strip()
     try:
         value = float(cleaned)
     except ValueError:
-        raise ParameterError(f"--threshold must be a whole number of people, got '{text}'.") from None
+        raise ParameterError(f"--min-population must be a whole number of people, got '{text}'.") from None
     if value != value or value < 0 or value != int(value):
-        raise ParameterError(f"--threshold must be a whole number of people >= 0, got '{text}'.")
+        raise ParameterError(f"--min-population must be a whole number of people >= 0, got '{text}'.")
     return int(value)
 
 

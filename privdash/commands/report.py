@@ -28,7 +28,7 @@ from privdash.application.report import (
 )
 from privdash.application.report_render import FORMATS, report_format, write_report
 from privdash.application.settings import Settings
-from privdash.commands._common import split_columns
+from privdash.commands._common import OldSpelling, split_columns
 from privdash.commands.anonymize import _refuse_overwrite, default_hierarchies
 from privdash.commands.diagnose import _population_argument
 from privdash.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
@@ -150,10 +150,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "privdash anonymize --estimate: 'mean:income by region', 'share:sex=Female', 'coef:income~age+sex')",
     )
     parser.add_argument(
+        "--postcode-min-population",
         "--postcode-threshold",
+        dest="postcode_min_population",
         type=int,
         default=DEFAULT_POPULATION_THRESHOLD,
-        help=f"people a postcode unit must hold (default {DEFAULT_POPULATION_THRESHOLD:,})",
+        action=OldSpelling,
+        old=["--postcode-threshold"],
+        help=f"people a postcode unit must hold (default {DEFAULT_POPULATION_THRESHOLD:,}; --postcode-threshold is "
+        "the old spelling)",
     )
     parser.set_defaults(handler=run)
 
@@ -336,7 +341,7 @@ _DEFAULTS = {
     "missing": "value",
     "max_suppression": DEFAULT_MAX_SUPPRESSION,
     "metric": "loss",
-    "postcode_threshold": DEFAULT_POPULATION_THRESHOLD,
+    "postcode_min_population": DEFAULT_POPULATION_THRESHOLD,
     "entity_key": "set",
 }
 
@@ -411,7 +416,7 @@ def run(args: argparse.Namespace) -> int:
         fix=fix,
         postcode_population=_postcode_population(contract),
         postcode_polygons=_postcode_polygons(contract),
-        postcode_threshold=args.postcode_threshold,
+        postcode_threshold=args.postcode_min_population,
         parameters=_parameters(shown_args, targets)
         + ([("person id", f"'{args.entity}' of the recipe ({args.entity_key})")] if args is not shown_args else []),
         model_risk=parse_model_risk_methods(args.model_risk) if args.model_risk else (),
