@@ -38,13 +38,13 @@ from privdash.errors import ContractError, ParameterError, PrivdashError, check_
 from privdash.transform.microaggregation import microaggregate_with_contract
 
 __all__ = [
-    "JobConfig",
-    "JobConfigError",
-    "JobResult",
-    "load_job",
-    "parse_job",
-    "run_job",
-    "run_job_file",
+    "BatchJob",
+    "BatchJobError",
+    "BatchJobResult",
+    "load_batch_job",
+    "parse_batch_job",
+    "run_batch_file",
+    "run_batch_job",
 ]
 
 _TOP_KEYS = ("source", "target", "contract", "aggregation_config", "description")
@@ -53,12 +53,12 @@ _AGGREGATION_KEYS = ("minimum_k_anonymity", "decimals")
 _OUTPUT_SUFFIXES = (".csv", ".tsv", ".txt", ".parquet", ".pq")
 
 
-class JobConfigError(ParameterError):
+class BatchJobError(ParameterError):
     """A job file is missing, malformed, or names impossible inputs or outputs."""
 
 
 @dataclass(frozen=True)
-class JobConfig:
+class BatchJob:
     """A validated job: absolute paths, the parsed contract and k."""
 
     source: Path
@@ -71,7 +71,7 @@ class JobConfig:
 
 
 @dataclass(frozen=True)
-class JobResult:
+class BatchJobResult:
     """What a job did: rows and columns written, k asked for and reached, which columns changed, and where."""
 
     source: Path
@@ -109,42 +109,42 @@ def _check_keys(obj: Mapping[str, Any], allowed: tuple[str, ...], where: str) ->
         for key in unknown:
             close = get_close_matches(str(key), allowed, n=1)
             hints.append(f"'{key}'" + (f" (did you mean '{close[0]}'?)" if close else ""))
-        raise JobConfigError(f"Unknown key in {where}: {', '.join(hints)}. Allowed: {', '.join(allowed)}.")
+        raise BatchJobError(f"Unknown key in {where}: {', '.join(hints)}. Allowed: {', '.join(allowed)}.")
 
 
 def _path(obj: Mapping[str, Any], key: str, base: Path) -> Path:
     if key not in obj:
-        raise JobConfigError(f'The job has no \'{key}\'; add "{key}": {{"path": "..."}}.')
+        raise BatchJobError(f'The job has no \'{key}\'; add "{key}": {{"path": "..."}}.')
     entry = obj[key]
     if isinstance(entry, Mapping):
         _check_keys(entry, _PATH_KEYS, f"'{key}'")
         entry = entry.get("path")
     if not isinstance(entry, str) or not entry.strip():
-        raise JobConfigError(f"'{key}' needs a non-empty \"path\" string.")
+        raise BatchJobError(f"'{key}' needs a non-empty \"path\" string.")
     path = Path(entry.strip()).expanduser()
     return (path if path.is_absolute() else base / path).resolve()
 
 
-def parse_job(obj: Any, *, base_dir: str | os.PathLike[str] = ".", config_path: Path | None = None) -> JobConfig:
+def parse_batch_job(obj: Any, *, base_dir: str | os.PathLike[str] = ".", config_path: Path | None = None) -> BatchJob:
     """Validate a job description (the parsed JSON) and resolve its paths against ``base_dir``.
 
     Raises
     ------
-    JobConfigError
+    BatchJobError
         Missing or unknown keys, empty paths, k below 2, a target that is an input, a missing target folder,
         an unsupported output format.
     ContractError
         A contract that cannot be read or marks no quasi-identifier.
     """
     if not isinstance(obj, Mapping):
-        raise JobConfigError("A job is a JSON object with 'source', 'target', 'contract' and 'aggregation_config'.")
+        raise BatchJobError("A job is a JSON object with 'source', 'target', 'contract' and 'aggregation_config'.")
     _check_keys(obj, _TOP_KEYS, "the job")
     base = Path(base_dir).resolve()
     source = _path(obj, "source", base)
     target = _path(obj, "target", base)
 
     if "contract" not in obj:
-        raise JobConfigError("The job has no 'contract'; give the path of a data contract JSON file.")
+        raise BatchJobError("The job has no 'contract'; give the path of a data contract JSON file.")
     raw_contract = obj["contract"]
     contract_path: Path | None = None
     if isinstance(raw_contract, Mapping):
@@ -156,7 +156,7 @@ def parse_job(obj: Any, *, base_dir: str | os.PathLike[str] = ".", config_path: 
             raise ContractError(f"Contract file not found: {contract_path}.")
         contract = DataContract.load(contract_path)
     else:
-        raise JobConfigError("'contract' must be the path of a contract JSON file or the contract object itself.")
+        raise BatchJobError("'contract' must be the path of a contract JSON file or the contract object itself.")
     if not contract.quasi_identifiers:
         raise ContractError(
             'The contract marks no column as a quasi-identifier ("is_quasi_id": true); there is nothing to '
@@ -164,15 +164,15 @@ def parse_job(obj: Any, *, base_dir: str | os.PathLike[str] = ".", config_path: 
         )
 
     if "aggregation_config" not in obj:
-        raise JobConfigError(
+        raise BatchJobError(
             'The job has no \'aggregation_config\'; add "aggregation_config": {"minimum_k_anonymity": 3}.'
         )
     aggregation = obj["aggregation_config"]
     if not isinstance(aggregation, Mapping):
-        raise JobConfigError("'aggregation_config' must be an object such as {\"minimum_k_anonymity\": 3}.")
+        raise BatchJobError("'aggregation_config' must be an object such as {\"minimum_k_anonymity\": 3}.")
     _check_keys(aggregation, _AGGREGATION_KEYS, "'aggregation_config'")
     if "minimum_k_anonymity" not in aggregation:
-        raise JobConfigError("'aggregation_config' needs 'minimum_k_anonymity' (k, at least 2).")
+        raise BatchJobError("'aggregation_config' needs 'minimum_k_anonymity' (k, at least 2).")
     k = check_positive_int(aggregation["minimum_k_anonymity"], "minimum_k_anonymity", minimum=2)
     decimals = aggregation.get("decimals")
     if decimals is not None:
@@ -181,35 +181,35 @@ def parse_job(obj: Any, *, base_dir: str | os.PathLike[str] = ".", config_path: 
     inputs = {"source": source, "contract": contract_path, "job file": config_path}
     for label, path in inputs.items():
         if path is not None and target == path.resolve():
-            raise JobConfigError(
+            raise BatchJobError(
                 f"The target {target} is the {label}; inputs are never overwritten. Choose another path."
             )
     if target.suffix.lower() not in _OUTPUT_SUFFIXES:
-        raise JobConfigError(f"Cannot write '{target.name}': use one of {', '.join(_OUTPUT_SUFFIXES)}.")
+        raise BatchJobError(f"Cannot write '{target.name}': use one of {', '.join(_OUTPUT_SUFFIXES)}.")
     if not target.parent.is_dir():
-        raise JobConfigError(f"The target folder {target.parent} does not exist.")
+        raise BatchJobError(f"The target folder {target.parent} does not exist.")
     if target.is_dir():
-        raise JobConfigError(f"The target {target} is a folder; give a file name.")
-    return JobConfig(source, target, contract, k, decimals, contract_path, config_path)
+        raise BatchJobError(f"The target {target} is a folder; give a file name.")
+    return BatchJob(source, target, contract, k, decimals, contract_path, config_path)
 
 
-def load_job(path: str | os.PathLike[str]) -> JobConfig:
+def load_batch_job(path: str | os.PathLike[str]) -> BatchJob:
     """Read and validate a job file; relative paths inside it are relative to its folder."""
     config_path = Path(path).expanduser().resolve()
     try:
         text = config_path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise JobConfigError(f"Job file not found: {config_path}.") from None
+        raise BatchJobError(f"Job file not found: {config_path}.") from None
     except OSError as exc:
-        raise JobConfigError(f"Cannot read the job file {config_path}: {exc.strerror or exc}.") from exc
+        raise BatchJobError(f"Cannot read the job file {config_path}: {exc.strerror or exc}.") from exc
     try:
         obj = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise JobConfigError(f"The job file {config_path} is not valid JSON: {exc.msg} (line {exc.lineno}).") from exc
-    return parse_job(obj, base_dir=config_path.parent, config_path=config_path)
+        raise BatchJobError(f"The job file {config_path} is not valid JSON: {exc.msg} (line {exc.lineno}).") from exc
+    return parse_batch_job(obj, base_dir=config_path.parent, config_path=config_path)
 
 
-def run_job(job: JobConfig) -> JobResult:
+def run_batch_job(job: BatchJob) -> BatchJobResult:
     """Read the source, microaggregate the contract's quasi-identifiers, write the target; see the module docs."""
     data = read_table(job.source)
     try:
@@ -224,7 +224,7 @@ def run_job(job: JobConfig) -> JobResult:
         raise PrivdashError(f"Cannot write {job.target}: {exc.strerror or exc}.") from exc
     summary = dict(result.summary)
     cells = {name: int(count) for name, count in summary.get("cells_changed", {}).items()}
-    return JobResult(
+    return BatchJobResult(
         source=job.source,
         target=job.target,
         rows=len(result.data),
@@ -239,6 +239,6 @@ def run_job(job: JobConfig) -> JobResult:
     )
 
 
-def run_job_file(path: str | os.PathLike[str]) -> JobResult:
+def run_batch_file(path: str | os.PathLike[str]) -> BatchJobResult:
     """Load the job file at ``path`` and run it (the ``privdash anonymize --config`` entry point)."""
-    return run_job(load_job(path))
+    return run_batch_job(load_batch_job(path))
