@@ -331,7 +331,7 @@ def _database_source(args: argparse.Namespace) -> DatabaseSource:
         )
     if (args.table is None) == (args.sql is None):
         raise ParameterError(f"Name the records of {shown} with --table NAME or --sql 'SELECT ...' (one of them).")
-    return DatabaseSource(args.file, table=args.table, query=args.sql)
+    return DatabaseSource(args.file, table=args.table, sql=args.sql)
 
 
 def _source_name(data: Any, file: str) -> str:
