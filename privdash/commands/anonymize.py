@@ -44,7 +44,7 @@ from privdash.search.lattice import (
     SEARCH_STRATEGIES,
     SearchResult,
     optimal_generalization,
-    suppression_budget,
+    suppression_limit,
 )
 from privdash.search.local import RECODING_CHOICES, LocalRecodingResult, local_recoding
 from privdash.search.solutions import SolutionEstimates, solution_estimates
@@ -133,7 +133,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--search",
         choices=list(SEARCH_STRATEGIES),
         help="exact: every node of the lattice (with pruning), refused beyond "
-        f"{DEFAULT_MAX_NODES:,} nodes; heuristic: best-first from the least general levels with a budget of checked "
+        f"{DEFAULT_MAX_NODES:,} nodes; heuristic: best-first from the least general levels with a limit of checked "
         "nodes (--max-checks), for many quasi-identifiers; auto (default): exact up to the node limit, heuristic "
         "beyond",
     )
@@ -456,7 +456,7 @@ def _verdict_of_published(args: argparse.Namespace, data: pd.DataFrame, result: 
 
 
 def _search_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The search strategy, its budget and the number of solutions, checked."""
+    """The search strategy, its limit of checked nodes and the number of solutions, checked."""
     if args.solutions is not None and args.solutions < 1:
         raise ParameterError(f"--solutions must be at least 1, got {args.solutions}.")
     if args.max_checks is not None and args.max_checks < 1:
@@ -726,10 +726,10 @@ def _run_local(
         print_json(payload)
         return 0
     n = len(data)
-    budget = suppression_budget(result.max_suppression, n)
+    limit = suppression_limit(result.max_suppression, n)
     print(f"{args.file}: {n:,} records; quasi-identifiers {', '.join(qis)}; local recoding")
     print(
-        f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%} ({budget:,} records); "
+        f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%} ({limit:,} records); "
         f"metric {result.metric.value}"
     )
     print()
@@ -1095,10 +1095,10 @@ def _print_result(
     args: argparse.Namespace, data: pd.DataFrame, result: SearchResult, metrics: dict[str, Any], seconds: float
 ) -> None:
     n = len(data)
-    budget = suppression_budget(result.max_suppression, n)
+    limit = suppression_limit(result.max_suppression, n)
     print(f"{args.file}: {n:,} records; quasi-identifiers {', '.join(result.levels)}")
     print(
-        f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%} ({budget:,} records); "
+        f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%} ({limit:,} records); "
         f"metric {result.metric.value}"
     )
     print()
