@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from privdash.attack import AttackReport, AttackResult, UnmatchedValuesError, attack_release
-from privdash.commands._common import format_table, print_json, split_columns
+from privdash.commands._common import OldSpelling, format_table, print_json, split_columns
 from privdash.data.tables import read_table
 from privdash.errors import ParameterError
 from privdash.transform.hierarchy import Hierarchy, HierarchyError, load_hierarchies
@@ -53,7 +53,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "without a file are matched by the label rules alone",
     )
     parser.add_argument("--recipe", metavar="FILE", type=Path, help="the JSON recipe that made the release")
-    parser.add_argument("--targets", metavar="N", type=int, help="attack N sampled targets (default: every record)")
+    parser.add_argument(
+        "--n-targets",
+        "--targets",
+        dest="n_targets",
+        metavar="N",
+        type=int,
+        action=OldSpelling,
+        old=["--targets"],
+        help="attack N sampled target records (default: every record; --targets is the old spelling: elsewhere "
+        "--targets are the release targets)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
     parser.add_argument(
         "--allow-unmatched",
@@ -80,8 +90,8 @@ def _hierarchies(folder: Path, columns: list[str]) -> dict[str, Hierarchy]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.targets is not None and args.targets <= 0:
-        raise ParameterError(f"--targets must be a whole number >= 1, got {args.targets}.")
+    if args.n_targets is not None and args.n_targets <= 0:
+        raise ParameterError(f"--n-targets must be a whole number >= 1, got {args.n_targets}.")
     if args.seed < 0:
         raise ParameterError(f"--seed must be a whole number >= 0, got {args.seed}.")
     qis = split_columns(args.qi)
@@ -102,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             control=control,
             hierarchies=hierarchies,
             recipe=recipe,
-            n_targets=args.targets,
+            n_targets=args.n_targets,
             seed=args.seed,
             allow_unmatched=args.allow_unmatched,
         )
