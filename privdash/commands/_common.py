@@ -114,4 +114,4 @@ class Refused(argparse.Action):
         values: Any,
         option_string: str | None = None,
     ) -> None:
-        parser.error(f"{option_string}: {self.message}")
+        parser.exit(2, f"{parser.prog}: error: {self.message}\n")
