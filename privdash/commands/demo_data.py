@@ -9,6 +9,8 @@ from pathlib import Path
 from privdash.data.demo import people_contract, people_table, uniform_table
 from privdash.data.tables import csv_text, write_table
 
+from ._common import OldSpelling
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -24,7 +26,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=None, help="random seed (uniform: 0, people: 2024)")
     parser.add_argument("--columns", type=int, default=8, help="uniform: number of columns (default 8)")
     parser.add_argument("--levels", type=int, default=3, help="uniform: levels per column (default 3)")
-    parser.add_argument("--missing", type=float, default=0.0, help="uniform: fraction of missing cells (default 0)")
+    parser.add_argument(
+        "--missing-share",
+        "--missing",
+        dest="missing_share",
+        type=float,
+        default=0.0,
+        action=OldSpelling,
+        old=["--missing"],
+        help="uniform: share of missing cells (default 0; --missing is the old spelling: elsewhere --missing is the "
+        "missing-value policy)",
+    )
     parser.add_argument(
         "-o", "--output", type=Path, help="output file (.csv, .tsv or .parquet); default: CSV on stdout"
     )
@@ -39,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             columns=args.columns,
             levels=args.levels,
             seed=0 if args.seed is None else args.seed,
-            missing=args.missing,
+            missing_share=args.missing_share,
         )
     else:
         frame = people_table(5_000 if args.rows is None else args.rows, seed=2024 if args.seed is None else args.seed)
