@@ -122,6 +122,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json:
         payload = result.to_dict()
+        payload["min_population"] = result.threshold  # "threshold" is its old JSON name, kept for readers
         payload["population_file"] = str(population)
         payload["source_format"] = table.source_format
         if neighbours is not None:

@@ -133,6 +133,7 @@ def test_old_option_spellings_still_work(capsys: pytest.CaptureFixture[str], dat
     new = run(capsys, *common, "--max-risk", "0.1")
     assert old[0] == new[0] == 0 and old[1] == new[1]
     assert json.loads(new[1])["prosecutor"]["threshold"] == 0.1
+    assert json.loads(new[1])["prosecutor"]["max_risk"] == json.loads(new[1])["max_risk"] == 0.1
     assert new[2] == ""
     assert "privdash diagnose: warning: --threshold is deprecated" in old[2] and "use --max-risk" in old[2]
 

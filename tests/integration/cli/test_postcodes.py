@@ -46,7 +46,8 @@ def test_json_per_strategy_on_ew(
     code, out, err = run(capsys, "--population", str(data_dir.joinpath(*EW)), "--strategy", strategy, "--json")
     assert code == 0, err
     payload = json.loads(out)
-    assert payload["strategy"] == strategy and payload["threshold"] == 20_000 and payload["comparison"] == "<"
+    assert payload["strategy"] == strategy and payload["comparison"] == "<"
+    assert payload["threshold"] == payload["min_population"] == 20_000  # threshold: the old key, kept
     assert len(payload["below_threshold"]) == n_below and payload["below_threshold"][0] == first
     assert len(payload["mapping"]) == 2297
     check_payload(payload, 56_075_912)
