@@ -268,3 +268,25 @@ def test_the_fix_techniques_are_the_registrys() -> None:
     assert not unknown, f"techniques the registry does not have: {unknown}"
     unlisted = registered - listed - set(pending.values())
     assert not unlisted, f"registered techniques the vocabulary does not name: {unlisted}"
+
+
+def test_one_rule_for_seeds() -> None:
+    """docs/definitions.md, Randomness: a random choice is named seed; a published output's seed defaults to None
+    (fresh, recorded), a measurement's to a fixed number; random_state and rng are only old names beside seed."""
+    from privdash.dp.contributions import bound_contributions
+    from privdash.transform.perturbation import invariant_pram_matrix
+
+    names = public_names()
+    published = [
+        names[name]
+        for name in ("add_noise", "rank_swap", "pram", "shuffle_within_classes", "donut_mask", "perturb_coordinates")
+    ] + [bound_contributions, invariant_pram_matrix, *(names[name] for name in names if name.startswith("dp_"))]
+    for function in published:
+        assert inspect.signature(function).parameters["seed"].default is None, function  # type: ignore[arg-type]
+    for function in (names["attack_release"], names["classifier_accuracy"], names["utility_report"]):
+        assert inspect.signature(function).parameters["seed"].default == 0, function  # type: ignore[arg-type]
+    for name, obj in names.items():
+        if callable(obj) and not inspect.isclass(obj):
+            parameters = inspect.signature(obj).parameters
+            old = {"random_state", "rng"} & set(parameters)
+            assert not old or "seed" in parameters, (name, old)
