@@ -22,7 +22,7 @@ from bench._common import best_time, data_path, machine
 from privdash.data.contract import infer_statistical_type
 from privdash.data.tables import read_table
 from privdash.measure.diagnose import diagnose
-from privdash.search.lattice import suppression_budget
+from privdash.search.lattice import suppression_limit
 from privdash.search.local import LocalRecodingResult, local_recoding
 from privdash.transform.hierarchy import load_hierarchies, search_hierarchy
 from privdash.transform.steps import apply_recipe
@@ -38,7 +38,7 @@ def row(label: str, result: LocalRecodingResult, seconds: float, data: Any, qis:
     published = diagnose(result.data, qis, sensitive=list(result.targets.sensitive) or None)
     verdict = published.check(result.targets)
     assert verdict.passed and published.classes.k >= result.targets.k, verdict.sentence()
-    assert result.suppressed <= suppression_budget(result.max_suppression, len(data))
+    assert result.suppressed <= suppression_limit(result.max_suppression, len(data))
     ratio = result.value / result.global_value if result.global_value else float("nan")
     return (
         f"| {label} | {seconds:.2f} s | {result.value:.4f} | {result.global_value:.4f} ({result.global_search}) | "

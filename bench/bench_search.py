@@ -24,7 +24,7 @@ from privdash.data.tables import read_table
 from privdash.search.lattice import (
     GeneralizationLattice,
     optimal_generalization,
-    suppression_budget,
+    suppression_limit,
 )
 from privdash.targets import PrivacyTargets
 from privdash.transform.hierarchy import load_hierarchies
@@ -39,12 +39,12 @@ def exhaustive(data, hierarchies, metric: Metric) -> tuple[float, float]:  # typ
     """Every node rolled up from the finest table (no pruning): the optimum and the time it took."""
     started = time.perf_counter()
     lattice = GeneralizationLattice(data, hierarchies, quasi_identifiers=QIS)
-    budget = suppression_budget(SUPPRESSION, len(data))
+    limit = suppression_limit(SUPPRESSION, len(data))
     best = np.inf
     for node in lattice.nodes():
         table = lattice._rollup(lattice.bottom, tuple(int(v) for v in node))
         bad = table.counts < K
-        if table.counts[bad].sum() <= budget:
+        if table.counts[bad].sum() <= limit:
             best = min(best, lattice._metric(metric, table, bad))
     return float(best), time.perf_counter() - started
 
@@ -79,7 +79,7 @@ def main() -> None:
         result = search(metric)
         reference, reference_seconds = exhaustive(data, hierarchies, metric)
         assert np.isclose(result.value, reference, rtol=1e-12), (metric, result.value, reference)
-        assert result.k >= K and result.suppressed <= suppression_budget(SUPPRESSION, len(data))
+        assert result.k >= K and result.suppressed <= suppression_limit(SUPPRESSION, len(data))
         levels = "".join(str(v) for v in result.levels.values())
         target = "< 1 s" if metric == Metric.LOSS else "-"
         print(

@@ -955,7 +955,7 @@ def technique_panels(
             dmc.NumberInput(id="fix-rs-k", label="k", **k_input),
             dmc.NumberInput(
                 id="fix-rs-budget",
-                label="Budget (% of records)",
+                label="Suppression limit (% of records)",
                 value=_percent(DEFAULT_MAX_SUPPRESSION),
                 min=0,
                 max=100,
@@ -964,7 +964,8 @@ def technique_panels(
             ),
             dmc.Checkbox(id="fix-rs-release", **suppression_checkbox(state)),
             dmc.Text(
-                "Records of classes smaller than k are removed, smallest classes first, within the budget "
+                "Records of classes smaller than k are removed, smallest classes first, within the suppression "
+                "limit "
                 "(the classes are formed as on the Risk page); then, for the risk rules, the riskiest records "
                 "first.",
                 size="xs",
@@ -1062,8 +1063,8 @@ def technique_panels(
                 "Searches every combination of generalization levels of the QIs (default hierarchies per type, or "
                 "those that come with the dataset, such as ARX's for Adult) for the one of least loss meeting the "
                 "targets, those of the verdict above by default (untick one to leave it out); a lattice too large "
-                "to search whole is searched best-first within a budget. Runs in the background; the best "
-                f"{SOLUTIONS_SHOWN} solutions are then listed to choose from. A local recoding starts from the "
+                "to search whole is searched best-first within a limit of checked nodes. Runs in the background; the "
+                f"best {SOLUTIONS_SHOWN} solutions are then listed to choose from. A local recoding starts from the "
                 "most general levels and from that optimum, and splits groups of records to finer levels while "
                 "each published class meets the targets.",
                 size="xs",

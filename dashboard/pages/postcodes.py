@@ -525,7 +525,7 @@ def controls(settings: GeoSettings) -> Any:
                                 marks=[{"value": v, "label": f"{v // 1000}k"} for v in (0, 20_000, 50_000, 100_000)],
                                 updatemode="mouseup",
                                 mb="md",
-                                thumbLabel="Threshold (people)",
+                                thumbLabel="Minimum population (people)",
                             ),
                         ],
                         gap=4,
@@ -561,7 +561,7 @@ def _revision(settings: GeoSettings) -> str:
 
 
 def threshold_label(settings: GeoSettings) -> str:
-    return f"Threshold: {fmt_count(settings.threshold)} people"
+    return f"Minimum population: {fmt_count(settings.threshold)} people"
 
 
 def map_head(settings: GeoSettings) -> list[Any]:

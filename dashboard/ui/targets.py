@@ -45,7 +45,7 @@ RELEASE_HELP = (
 
 # Labels and widths: the Risk page's full labels, and the Fix page's compact ones (a narrow column).
 _LABELS = {
-    False: {"k": "Target k", "l": "Target l", "t": "Target t", "risk": "Risk threshold"},
+    False: {"k": "Target k", "l": "Target l", "t": "Target t", "risk": "Max risk"},
     True: {"k": "k", "l": "l", "t": "t", "risk": "risk"},
 }
 _WIDTHS = {False: {"k": 100, "l": 100, "t": 100, "risk": 120}, True: {"k": 80, "l": 80, "t": 90, "risk": 90}}

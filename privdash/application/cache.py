@@ -80,7 +80,7 @@ class BoundedCache:
         if isinstance(max_items, bool) or not isinstance(max_items, int) or max_items < 1:
             raise ParameterError(f"A cache must hold at least one item, got {max_items!r}.")
         if max_bytes is not None and max_bytes < 1:
-            raise ParameterError(f"A cache's byte budget must be positive, got {max_bytes!r}.")
+            raise ParameterError(f"A cache's byte limit must be positive, got {max_bytes!r}.")
         self.max_items = max_items
         self.max_bytes = max_bytes
         self._items: OrderedDict[tuple[Hashable, ...], Any] = OrderedDict()
@@ -89,7 +89,7 @@ class BoundedCache:
 
     @property
     def size_bytes(self) -> int:
-        """Approximate bytes held (0 when the cache has no byte budget)."""
+        """Approximate bytes held (0 when the cache has no byte limit)."""
         with self._lock:
             return sum(self._sizes.values())
 

@@ -437,8 +437,9 @@ def describe(release: DPRelease) -> str:
         parts.append(f"values clamped into [{release.bounds[0]:g}, {release.bounds[1]:g}]")
     if release.domain_size is not None:
         parts.append(f"{release.domain_size:,} declared categories")
-    if release.threshold is not None:
-        parts.append(f"categories by DP key selection: only noisy counts ≥ {release.threshold:g} are released")
+    tau = release.key_selection_threshold
+    if tau is not None:
+        parts.append(f"categories by DP key selection: only noisy counts ≥ {tau:g} are released")
     bound = release.contribution
     if bound is not None:
         parts.append(

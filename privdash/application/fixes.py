@@ -1005,7 +1005,7 @@ def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
         top, bottom = s.get("cells_top_coded", 0), s.get("cells_bottom_coded", 0)
         return f"{top:,} top-coded, {bottom:,} bottom-coded (thresholds {s.get('top')}, {s.get('bottom')})"
     if kind == "suppress_records":
-        reached = "target reached" if s.get("target_reached") else "target not reached within the budget"
+        reached = "target reached" if s.get("target_reached") else "target not reached within the suppression limit"
         return f"{s.get('rows_removed', 0):,} records removed; smallest class {s.get('k_achieved')}; {reached}"
     if kind == "suppress_cells":
         return f"{s.get('cells_suppressed', 0):,} cells blanked in {s.get('records_affected', 0):,} records"

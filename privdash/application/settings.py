@@ -189,7 +189,7 @@ class Settings:
     store_dir, store_ttl, max_upload_bytes
         The upload store: folder, lifetime of an upload in seconds, largest accepted upload in bytes.
     cache_dir, cache_items, cache_bytes
-        The background-job cache folder; parsed tables each worker keeps in memory; the memory budget of a worker's
+        The background-job cache folder; parsed tables each worker keeps in memory; the memory limit of a worker's
         result cache (:class:`~privdash.application.cache.BoundedCache`).
     data_dir
         The shared reference data (always an absolute path; default ``../shared/data`` from the working folder).

@@ -1,6 +1,7 @@
 """Server-side sources: tables the administrator lets the dashboard diagnose where they live.
 
-A source is a folder or glob of Parquet files (or one CSV / Parquet file) on the server, a PostgreSQL table or query,
+A source is a folder or glob of Parquet files (or one CSV / Parquet file) on the server, a PostgreSQL table or SQL
+query (``"sql"``; ``"query"`` is its old spelling, still read),
 or files read by Spark. The administrator lists them in a JSON file named by ``PRIVDASH_SOURCES``::
 
     {
@@ -34,7 +35,7 @@ __all__ = ["SOURCE_PREFIX", "ServerSource", "SourceError", "load_sources", "prev
 
 SOURCE_PREFIX = "source:"
 _NAME = re.compile(r"[A-Za-z0-9_-]{1,64}")
-_KEYS = {"title", "path", "url", "table", "query", "engine", "master", "memory_limit", "temp_directory"}
+_KEYS = {"title", "path", "url", "table", "sql", "query", "engine", "master", "memory_limit", "temp_directory"}
 
 
 class SourceError(PrivdashError):
@@ -50,7 +51,7 @@ class ServerSource:
     path: str | None = None
     url: str | None = None
     table: str | None = None
-    query: str | None = None
+    sql: str | None = None
     engine: Engine = Engine.AUTO
     master: str | None = None
     memory_limit: str | None = None
@@ -64,7 +65,7 @@ class ServerSource:
     def location(self) -> Any:
         """What the core's engines read: a path or glob, or a :class:`DatabaseSource`."""
         if self.url is not None:
-            return DatabaseSource(self.url, table=self.table, query=self.query)
+            return DatabaseSource(self.url, table=self.table, sql=self.sql)
         return self.path
 
     def describe(self) -> str:
@@ -115,8 +116,12 @@ def _source(name: str, entry: Any) -> ServerSource:
     text = {key: str(value) for key, value in entry.items() if value is not None}
     if ("path" in text) == ("url" in text):
         raise ParameterError(f"{where}: give exactly one of 'path' (files) and 'url' (a database).")
-    if "url" in text and ("table" in text) == ("query" in text):
-        raise ParameterError(f"{where}: a database source needs exactly one of 'table' and 'query'.")
+    if "query" in text:  # the old spelling of "sql", read for one release
+        if "sql" in text:
+            raise ParameterError(f"{where}: give 'sql' ('query' is its old spelling), not both.")
+        text["sql"] = text.pop("query")
+    if "url" in text and ("table" in text) == ("sql" in text):
+        raise ParameterError(f"{where}: a database source needs exactly one of 'table' and 'sql'.")
     engine = Engine.parse(text.get("engine", "auto"))
     if "url" in text:
         engine = Engine.POSTGRESQL
@@ -126,7 +131,7 @@ def _source(name: str, entry: Any) -> ServerSource:
         path=text.get("path"),
         url=text.get("url"),
         table=text.get("table"),
-        query=text.get("query"),
+        sql=text.get("sql"),
         engine=engine,
         master=text.get("master"),
         memory_limit=text.get("memory_limit"),

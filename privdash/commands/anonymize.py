@@ -43,13 +43,13 @@ from privdash.search.lattice import (
     DEFAULT_MAX_NODES,
     SearchResult,
     optimal_generalization,
-    suppression_budget,
+    suppression_limit,
 )
 from privdash.search.local import LocalRecodingResult, local_recoding
 from privdash.search.solutions import SolutionEstimates, solution_estimates
 from privdash.targets import PrivacyTargets, parse_targets
+from privdash.transform.batch import run_batch_file
 from privdash.transform.hierarchy import Hierarchy, load_hierarchies, search_hierarchy
-from privdash.transform.jobs import run_job_file
 from privdash.transform.perturbation import perturbed_numeric_columns
 from privdash.transform.steps import Recipe, TransformResult, apply_recipe
 from privdash.utility.estimates import Estimate
@@ -291,7 +291,7 @@ def _verdict_of_published(args: argparse.Namespace, data: pd.DataFrame, result: 
 
 
 def _search_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The search strategy, its budget and the number of solutions, checked."""
+    """The search strategy, its limit of checked nodes and the number of solutions, checked."""
     if args.solutions is not None and args.solutions < 1:
         raise ParameterError(f"--solutions must be at least 1, got {args.solutions}.")
     if args.max_checks is not None and args.max_checks < 1:
@@ -561,10 +561,10 @@ def _run_local(
         print_json(payload)
         return 0
     n = len(data)
-    budget = suppression_budget(result.max_suppression, n)
+    limit = suppression_limit(result.max_suppression, n)
     print(f"{args.file}: {n:,} records; quasi-identifiers {', '.join(qis)}; local recoding")
     print(
-        f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%} ({budget:,} records); "
+        f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%} ({limit:,} records); "
         f"metric {result.metric.value}"
     )
     print()
@@ -654,7 +654,7 @@ def _run_job(args: argparse.Namespace) -> int:
         raise ParameterError(
             f"--config runs the job file as written (source, target, contract, k); drop {', '.join(other)}."
         )
-    result = run_job_file(args.config)
+    result = run_batch_file(args.config)
     if args.json:
         print_json(result.to_dict())
         return 0
@@ -930,10 +930,10 @@ def _print_result(
     args: argparse.Namespace, data: pd.DataFrame, result: SearchResult, metrics: dict[str, Any], seconds: float
 ) -> None:
     n = len(data)
-    budget = suppression_budget(result.max_suppression, n)
+    limit = suppression_limit(result.max_suppression, n)
     print(f"{args.file}: {n:,} records; quasi-identifiers {', '.join(result.levels)}")
     print(
-        f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%} ({budget:,} records); "
+        f"Targets: {result.targets.describe()}; suppression limit {result.max_suppression:.2%} ({limit:,} records); "
         f"metric {result.metric.value}"
     )
     print()

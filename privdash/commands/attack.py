@@ -40,8 +40,8 @@ def _hierarchies(folder: Path, columns: list[str]) -> dict[str, Hierarchy]:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.targets is not None and args.targets <= 0:
-        raise ParameterError(f"--targets must be a whole number >= 1, got {args.targets}.")
+    if args.n_targets is not None and args.n_targets <= 0:
+        raise ParameterError(f"--n-targets must be a whole number >= 1, got {args.n_targets}.")
     if args.seed < 0:
         raise ParameterError(f"--seed must be a whole number >= 0, got {args.seed}.")
     qis = split_columns(args.qi)
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
             control=control,
             hierarchies=hierarchies,
             recipe=recipe,
-            n_targets=args.targets,
+            n_targets=args.n_targets,
             seed=args.seed,
             allow_unmatched=args.allow_unmatched,
         )

@@ -16,7 +16,7 @@ def run(args: argparse.Namespace) -> int:
             columns=args.columns,
             levels=args.levels,
             seed=0 if args.seed is None else args.seed,
-            missing=args.missing,
+            missing_share=args.missing_share,
         )
     else:
         frame = people_table(5_000 if args.rows is None else args.rows, seed=2024 if args.seed is None else args.seed)

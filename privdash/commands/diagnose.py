@@ -31,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
     if max_risk is None:
         max_risk = targets.max_risk if targets is not None and targets.max_risk is not None else DEFAULT_MAX_RISK
     data: Any = _database_source(args) if is_database_url(args.file) else args.file
-    if not isinstance(data, DatabaseSource) and (args.table is not None or args.query is not None):
-        raise ParameterError("--table and --query name the records of a postgresql:// source, not of a file.")
+    if not isinstance(data, DatabaseSource) and (args.table is not None or args.sql is not None):
+        raise ParameterError("--table and --sql name the records of a postgresql:// source, not of a file.")
     engine = resolve_engine(args.engine, data)
     if engine == Engine.PANDAS:
         data, info = read_table_with_info(args.file, sheet=args.sheet)
@@ -195,9 +195,9 @@ def _database_source(args: argparse.Namespace) -> DatabaseSource:
         raise ParameterError(
             f"{shown} is counted by the postgresql engine, in the database; --engine {args.engine} reads files."
         )
-    if (args.table is None) == (args.query is None):
-        raise ParameterError(f"Name the records of {shown} with --table NAME or --query 'SELECT ...' (one of them).")
-    return DatabaseSource(args.file, table=args.table, query=args.query)
+    if (args.table is None) == (args.sql is None):
+        raise ParameterError(f"Name the records of {shown} with --table NAME or --sql 'SELECT ...' (one of them).")
+    return DatabaseSource(args.file, table=args.table, sql=args.sql)
 
 
 def _source_name(data: Any, file: str) -> str:

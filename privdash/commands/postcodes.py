@@ -33,7 +33,7 @@ _SHOWN = 25
 
 def run(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
-    threshold = _threshold(args.threshold)
+    threshold = _min_population(args.min_population)
     population = population_path(args.population, settings.data_dir)
     table = read_population(population)
     strategy = (
@@ -52,6 +52,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.json:
         payload = result.to_dict()
+        payload["min_population"] = result.threshold  # "threshold" is its old JSON name, kept for readers
         payload["population_file"] = str(population)
         payload["source_format"] = table.source_format
         if neighbours is not None:
@@ -62,14 +63,14 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _threshold(text: str) -> int:
+def _min_population(text: str) -> int:
     cleaned = str(text).replace(",", "").replace("_", "").strip()
     try:
         value = float(cleaned)
     except ValueError:
-        raise ParameterError(f"--threshold must be a whole number of people, got '{text}'.") from None
+        raise ParameterError(f"--min-population must be a whole number of people, got '{text}'.") from None
     if value != value or value < 0 or value != int(value):
-        raise ParameterError(f"--threshold must be a whole number of people >= 0, got '{text}'.")
+        raise ParameterError(f"--min-population must be a whole number of people >= 0, got '{text}'.")
     return int(value)
 
 

@@ -332,8 +332,9 @@ def render_text(release: DPRelease, *, show_true: bool = False) -> str:
     ]
     if release.bounds is not None:
         lines.append(f"values clamped into [{release.bounds[0]:g}, {release.bounds[1]:g}]")
-    if release.threshold is not None:
-        lines.append(f"categories by DP key selection: only noisy counts >= {release.threshold:g} are released")
+    tau = release.key_selection_threshold
+    if tau is not None:
+        lines.append(f"categories by DP key selection: only noisy counts >= {tau:g} are released")
     contribution = release.contribution
     if contribution is not None:
         c = contribution.max_rows_per_person

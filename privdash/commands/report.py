@@ -224,7 +224,7 @@ _DEFAULTS = {
     "missing": "value",
     "max_suppression": DEFAULT_MAX_SUPPRESSION,
     "metric": "loss",
-    "postcode_threshold": DEFAULT_POPULATION_THRESHOLD,
+    "postcode_min_population": DEFAULT_POPULATION_THRESHOLD,
     "entity_key": "set",
 }
 
@@ -299,7 +299,7 @@ def run(args: argparse.Namespace) -> int:
         fix=fix,
         postcode_population=_postcode_population(contract),
         postcode_polygons=_postcode_polygons(contract),
-        postcode_threshold=args.postcode_threshold,
+        postcode_threshold=args.postcode_min_population,
         parameters=_parameters(shown_args, targets)
         + ([("person id", f"'{args.entity}' of the recipe ({args.entity_key})")] if args is not shown_args else []),
         model_risk=parse_model_risk_methods(args.model_risk) if args.model_risk else (),

@@ -23,6 +23,7 @@ Everything but Adult is generated or typed in here, never sampled from real peop
 from __future__ import annotations
 
 import string
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,14 +88,17 @@ def uniform_table(
     columns: int = 8,
     levels: int = 3,
     seed: int = 0,
-    missing: float = 0.0,
+    missing_share: float = 0.0,
+    missing: float | None = None,
 ) -> pd.DataFrame:
     """Independent uniform categorical columns, generated exactly as the reference recipe.
 
     The values are ``numpy.random.seed(seed)`` followed, column by column (A, B, C, I, J, K, X, Y, ...), by
     ``numpy.random.choice(levels, rows)`` with levels ``a1, a2, a3`` for A, ``b1, b2, b3`` for B, and so on (the
-    lower-case column letter and 1..``levels``). Missing cells (a fraction ``missing`` of all cells) are chosen
-    afterwards with ``numpy.random.default_rng(seed)``, so the non-missing values do not depend on ``missing``.
+    lower-case column letter and 1..``levels``). Missing cells (a share ``missing_share`` of all cells) are chosen
+    afterwards with ``numpy.random.default_rng(seed)``, so the non-missing values do not depend on it. ``missing`` is
+    the old name of ``missing_share`` (``missing`` is the missing-value policy everywhere else), read for one release
+    with a :class:`DeprecationWarning`.
 
     The legacy global numpy generator is used on purpose (it is what the recipe specifies); its state is saved
     and restored, so calling this function does not disturb other users of ``numpy.random``.
@@ -103,7 +107,14 @@ def uniform_table(
     columns = check_positive_int(columns, "columns")
     levels = check_positive_int(levels, "levels")
     check_positive_int(seed, "seed", minimum=0)
-    missing = check_fraction(missing, "missing", inclusive_one=False)
+    if missing is not None:
+        warnings.warn(
+            "uniform_table(missing=...) is deprecated: the share of missing cells is missing_share",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        missing_share = missing
+    share = check_fraction(missing_share, "missing_share", inclusive_one=False)
     names = uniform_column_names(columns)
     saved_state = np.random.get_state()
     try:
@@ -116,8 +127,8 @@ def uniform_table(
     finally:
         np.random.set_state(saved_state)
     frame = pd.DataFrame(data)
-    if missing > 0:
-        mask = np.random.default_rng(seed).random((rows, columns)) < missing
+    if share > 0:
+        mask = np.random.default_rng(seed).random((rows, columns)) < share
         frame = frame.astype(object).mask(mask)
     return frame
 

@@ -18,8 +18,9 @@ The choice is a function of each person's own rows and of a seed only: every row
 ``30`` and ``30.0`` are one person) and of its occurrence number among that person's rows in table order; each
 person keeps its c rows of smallest rank. Adding or removing one person changes no other person's kept rows, so the
 truncation itself is stable with distance c between neighbours, whether the seed is public or not. With
-``seed=None`` the key comes from the operating system's randomness (a fresh choice each release); a given seed
-reproduces the same choice on the same table. OpenDP 0.16 truncates by identifier only in its Polars LazyFrame API
+``seed=None`` a fresh seed comes from the operating system's randomness (a fresh choice each release) and is
+recorded in the :class:`ContributionBound`; a given seed reproduces the same choice on the same table. OpenDP 0.16
+truncates by identifier only in its Polars LazyFrame API
 (``make_stable_truncate`` on ``FrameDistance<SymmetricIdDistance>``), not for the vector transformations privdash
 measures with, hence this vectorised NumPy/pandas truncation.
 
@@ -49,8 +50,9 @@ class ContributionBound:
     """How a table was bounded to at most ``max_rows_per_person`` rows per person of the ``entity`` column.
 
     ``people`` is the number of distinct person ids, ``rows`` the rows before truncation, ``rows_kept`` after it and
-    ``most_rows`` the largest number of rows of one person before it. These counts are exact (not differentially
-    private): they are for the data owner, never for a released file.
+    ``most_rows`` the largest number of rows of one person before it; ``seed`` the seed of the choice of rows
+    (drawn fresh when none was given: passing it back keeps the same rows). These counts are exact (not
+    differentially private): they are for the data owner, never for a released file.
     """
 
     entity: str
@@ -59,6 +61,7 @@ class ContributionBound:
     rows: int
     rows_kept: int
     most_rows: int
+    seed: int | None = None
 
     @property
     def rows_dropped(self) -> int:
@@ -75,6 +78,7 @@ class ContributionBound:
             "rows_kept": self.rows_kept,
             "rows_dropped": self.rows_dropped,
             "most_rows_per_person": self.most_rows,
+            "seed": self.seed,
         }
 
 
@@ -124,12 +128,17 @@ def most_rows_per_person(data: pd.DataFrame, entity: str) -> int:
     return int(np.bincount(person).max()) if len(person) else 0
 
 
-def _hash_key(seed: int | None) -> str:
-    """The 16-character SipHash key of a seed (fresh from the operating system's randomness for None)."""
+def _seed(seed: int | None) -> int:
+    """The seed of the truncation: ``seed`` checked, or a fresh one from the operating system's randomness."""
     if seed is None:
-        return secrets.token_hex(8)
+        return secrets.randbits(63)
     if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
         raise ParameterError(f"The truncation seed must be a whole number, got {seed!r}.")
+    return int(seed)
+
+
+def _hash_key(seed: int) -> str:
+    """The 16-character SipHash key of a seed."""
     return hashlib.sha256(f"privdash-truncation:{int(seed)}".encode()).hexdigest()[:16]
 
 
@@ -147,7 +156,8 @@ def bound_contributions(
     max_rows_per_person
         The declared bound c >= 1 (:func:`check_max_rows`).
     seed
-        None for a fresh random choice; a whole number reproduces the choice on the same table.
+        None for a fresh random choice (its seed is recorded in the :class:`ContributionBound`); a whole number
+        reproduces the choice on the same table.
 
     Returns
     -------
@@ -155,6 +165,7 @@ def bound_contributions(
         The kept rows (in table order, the original index) and the counts of the truncation.
     """
     bound = check_max_rows(max_rows_per_person)
+    seed = _seed(seed)
     key = _hash_key(seed)
     name, person, texts = _person_codes(data, entity)
     rows = len(data)
@@ -179,4 +190,5 @@ def bound_contributions(
         rows=rows,
         rows_kept=len(kept),
         most_rows=most,
+        seed=seed,
     )

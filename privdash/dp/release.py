@@ -40,6 +40,7 @@ import json
 import math
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -106,7 +107,8 @@ class DPRelease:
     privacy loss OpenDP proves for the whole release (the δ of key selection is the exact one of
     :func:`key_selection_delta`); ``scale`` is the noise scale (Laplace b or Gaussian σ; for a
     mean, of the sum, with ``count_scale`` that of the count); ``sensitivity`` is Δ of the (sum) query.
-    ``threshold`` is τ of DP key selection (None with a declared domain); ``true_table`` holds the exact values only
+    ``key_selection_threshold`` is τ of DP key selection (None with a declared domain; ``threshold`` is its old
+    name, read for one release); ``true_table`` holds the exact values only
     when they were asked for (of the same query on the same, truncated, rows). ``contribution`` is how the rows were
     bounded to at most c per person of a person-id column (None: one row per person, d_in = 1).
     """
@@ -122,11 +124,19 @@ class DPRelease:
     expected_error: float
     table: pd.DataFrame
     bounds: tuple[float, float] | None = None
-    threshold: float | None = None
+    key_selection_threshold: float | None = None
     domain_size: int | None = None
     count_scale: float | None = None
     true_table: pd.DataFrame | None = field(default=None, repr=False)
     contribution: ContributionBound | None = None
+
+    @property
+    def threshold(self) -> float | None:
+        """Deprecated name of :attr:`key_selection_threshold` ("threshold" alone names other things elsewhere)."""
+        warnings.warn(
+            "DPRelease.threshold is deprecated: use DPRelease.key_selection_threshold", DeprecationWarning, stacklevel=2
+        )
+        return self.key_selection_threshold
 
     @property
     def max_rows_per_person(self) -> int:
@@ -194,7 +204,12 @@ class DPRelease:
             "scale": self.scale,
             **({"count_scale": self.count_scale} if self.count_scale is not None else {}),
             **({"bounds": list(self.bounds)} if self.bounds is not None else {}),
-            **({"threshold": self.threshold} if self.threshold is not None else {}),
+            # "threshold" is the old key of key_selection_threshold, kept one release for readers of the JSON
+            **(
+                {"key_selection_threshold": self.key_selection_threshold, "threshold": self.key_selection_threshold}
+                if self.key_selection_threshold is not None
+                else {}
+            ),
             **({"domain_size": self.domain_size} if self.domain_size is not None else {}),
             "confidence": self.confidence,
             "expected_error": self.expected_error,
@@ -529,7 +544,7 @@ def _key_selection(
         confidence=confidence,
         expected_error=error,
         table=table,
-        threshold=float(threshold),
+        key_selection_threshold=float(threshold),
         true_table=true_table,
     )
 

@@ -7,6 +7,7 @@ import glob
 import mmap
 import os
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -74,9 +75,9 @@ _PARQUET = {".parquet", ".pq"}
 _TEXT = {".csv", ".tsv", ".txt", ".dat", ".tab"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class DatabaseSource:
-    """A table or a query in a SQL database, diagnosed in place (the GROUP BY runs in the database).
+    """A table or a SQL query in a database, diagnosed in place (the GROUP BY runs in the database).
 
     Attributes
     ----------
@@ -84,14 +85,29 @@ class DatabaseSource:
         Connection URL, e.g. ``postgresql://user@host:5432/db``. Its password never appears in messages
         (:func:`redact_url`).
     table
-        A table or view name (optionally ``schema.table``); exactly one of ``table`` and ``query``.
-    query
-        A ``SELECT`` whose rows are the records.
+        A table or view name (optionally ``schema.table``); exactly one of ``table`` and ``sql``.
+    sql
+        A ``SELECT`` whose rows are the records (``--sql`` on the command line). The old keyword ``query=`` is
+        read for one release, with a :class:`DeprecationWarning` (``query`` is the kind of a DP release).
     """
 
     url: str = field(repr=False)  # may hold a password
     table: str | None = None
-    query: str | None = None
+    sql: str | None = None
+
+    def __init__(self, url: str, table: str | None = None, sql: str | None = None, *, query: str | None = None) -> None:
+        if query is not None:
+            if sql is not None:
+                raise TypeError("DatabaseSource takes sql= (query= is its old spelling), not both.")
+            warnings.warn(
+                "DatabaseSource(query=...) is deprecated: the SQL of a database source is DatabaseSource(sql=...)",
+                DeprecationWarning,
+                stacklevel=2,
+            )
+            sql = query
+        object.__setattr__(self, "url", url)
+        object.__setattr__(self, "table", table)
+        object.__setattr__(self, "sql", sql)
 
 
 @dataclass(frozen=True)

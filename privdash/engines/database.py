@@ -158,7 +158,7 @@ def _reading(source: DatabaseSource | str) -> Iterator[tuple[Any, Any, Any]]:
     relation = (
         sql.SQL("{} AS {}").format(sql.Identifier(*checked.table.split(".", 1)), sql.Identifier(_ALIAS))
         if checked.table is not None
-        else sql.SQL("({}) AS {}").format(sql.SQL(_query_text(checked.query or "")), sql.Identifier(_ALIAS))
+        else sql.SQL("({}) AS {}").format(sql.SQL(_query_text(checked.sql or "")), sql.Identifier(_ALIAS))
     )
     try:
         connection = psycopg.connect(url, **_connect_options(psycopg, url))
@@ -218,23 +218,23 @@ def _checked(source: DatabaseSource | str) -> DatabaseSource:
     if isinstance(source, str) and is_database_url(source):
         raise ParameterError(
             f"{redact_url(source)} is a database: name the records with DatabaseSource(url, table=...) or "
-            "DatabaseSource(url, query='SELECT ...') (--table or --query on the command line)."
+            "DatabaseSource(url, sql='SELECT ...') (--table or --sql on the command line)."
         )
     if not isinstance(source, DatabaseSource):
         raise ParameterError(
             "The postgresql engine reads a table or a query of a database, DatabaseSource(url, table=...) or "
-            f"DatabaseSource(url, query=...), not a {type(source).__name__}; files are read by pandas or duckdb."
+            f"DatabaseSource(url, sql=...), not a {type(source).__name__}; files are read by pandas or duckdb."
         )
     if not is_database_url(source.url):
         raise ParameterError(f"{redact_url(source.url)} is not a PostgreSQL URL (postgresql://user@host/db).")
-    if (source.table is None) == (source.query is None):
+    if (source.table is None) == (source.sql is None):
         raise ParameterError(
             f"Give either a table or a query for {redact_url(source.url)}"
             + (", not both." if source.table is not None else ".")
         )
     if source.table is not None and not source.table.strip():
         raise ParameterError("The table name is empty.")
-    if source.query is not None and not _query_text(source.query):
+    if source.sql is not None and not _query_text(source.sql):
         raise ParameterError("The query is empty.")
     return source
 

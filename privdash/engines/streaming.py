@@ -15,7 +15,7 @@ each cell from that cell's value and from facts about the whole table computed b
   after the preceding steps, one row per combination: :func:`~privdash.transform.generalization.
   violating_combinations`), and each batch drops the rows of those combinations.
 
-Steps that need every row at once (``record_suppression`` within a budget, ``local_suppression``,
+Steps that need every row at once (``record_suppression`` within a suppression limit, ``local_suppression``,
 ``microaggregation``) are refused with a message: run them in memory.
 
 Typing: Parquet keeps its types. A CSV is read as text and each column is typed as

@@ -177,7 +177,8 @@ class Diagnosis:
                 "lowest": model.lowest,
                 "records_at_risk": model.records_at_risk,
                 "records_at_risk_count": model.n_records_at_risk,
-                "threshold": model.max_risk,  # the JSON name of max_risk, kept for compatibility
+                "max_risk": model.max_risk,
+                "threshold": model.max_risk,  # the old JSON name of max_risk, kept for readers of the JSON
             }
 
         out: dict[str, Any] = {
@@ -195,7 +196,8 @@ class Diagnosis:
             "records_below_k": {str(k): count for k, count in self.records_below_k().items()},
             "sample_uniques": self.sample_uniques,
             "sample_uniqueness": self.sample_uniques / n if n else 0.0,
-            "threshold": self.risk.max_risk,
+            "max_risk": self.risk.max_risk,
+            "threshold": self.risk.max_risk,  # the old JSON name of max_risk, kept for readers of the JSON
             "prosecutor": attacker(self.risk.prosecutor),
             "journalist": attacker(self.risk.journalist),
             "marketer": attacker(self.risk.marketer),

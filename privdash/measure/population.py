@@ -599,13 +599,15 @@ def _newton(
     ``accept`` rejects (one whose estimate is unusable) also fails its try; ARX instead stops there. At most
     ``max_evaluations`` evaluations are spent over all tries (ARX bounds the same search by wall-clock time).
     """
-    budget = max_evaluations if max_evaluations is not None else (len(_START_VALUES) + 1) * _ITERATIONS_PER_TRY
+    evaluations_left = (
+        max_evaluations if max_evaluations is not None else (len(_START_VALUES) + 1) * _ITERATIONS_PER_TRY
+    )
     for x0, y0 in (start, *_START_VALUES):
         x, y = float(x0), float(y0)
         for iteration in range(1, _ITERATIONS_PER_TRY + 1):
-            if budget <= 0:
+            if evaluations_left <= 0:
                 return math.nan, math.nan
-            budget -= 1
+            evaluations_left -= 1
             f1, f2, j11, j12, j21, j22 = evaluate(x, y)
             if abs(f1) <= _ACCURACY and abs(f2) <= _ACCURACY:
                 if accept is None or accept(x, y):
@@ -709,7 +711,7 @@ def _pitman(sizes: np.ndarray, counts: np.ndarray, n: int, population: float) ->
         return o1 - o2, o3 - o4, d2 - d1, -d5, -d5, -d3 - d4
 
     # The direct sums cost O(u + n) per evaluation: bound their total work (ARX bounds the search by a 1 s clock).
-    direct_budget = max(20, int(_DIRECT_WORK // (u + n)))
+    direct_evaluations = max(20, int(_DIRECT_WORK // (u + n)))
 
     def theta_nonnegative(t: float, a: float) -> bool:
         # ARX's constraint is theta >= 0. Beyond 1e30 a try has diverged: no estimate there can lie in [0, N],
@@ -721,11 +723,11 @@ def _pitman(sizes: np.ndarray, counts: np.ndarray, n: int, population: float) ->
 
     result = _newton(closed, (t, a), theta_nonnegative, usable)
     if math.isnan(result[0]) or math.isnan(result[1]):
-        result = _newton(direct, (t, a), theta_nonnegative, usable, direct_budget)
+        result = _newton(direct, (t, a), theta_nonnegative, usable, direct_evaluations)
     else:
         check = direct(*result)
         if not (abs(check[0]) <= _ACCURACY and abs(check[1]) <= _ACCURACY):
-            result = _newton(direct, (t, a), theta_nonnegative, usable, direct_budget)
+            result = _newton(direct, (t, a), theta_nonnegative, usable, direct_evaluations)
     return _pitman_uniques(result[0], result[1], population)
 
 

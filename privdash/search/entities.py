@@ -157,7 +157,7 @@ def people_generalization(
         people = entity_classes(base.assign(**columns), entity, qis, entity_key=key, sensitive=targets.sensitive)
         classes = people.classes
         limit = math.floor(max_suppression * classes.n_records)
-        bad = suppressed_classes(classes, targets, budget=limit)
+        bad = suppressed_classes(classes, targets, limit=limit)
         removed_people = int(classes.counts[bad].sum())
         assert classes.record_class is not None
         return removed_people <= limit and removed_people < classes.n_records, bad[classes.record_class], removed_people

@@ -62,12 +62,12 @@ each finest class, and maps the (household, finest class) pairs through it.
 *What t implies.* A class violates ``t`` whatever its counts when it has too few records or too few distinct
 sensitive values to come within ``t`` of the distribution ``p'`` of the records published
 (:meth:`GeneralizationLattice.implied_by_t`). Suppressing ``s`` of the ``n`` records gives ``p = (1 - a) p' + a r``
-with ``a = s / n``, so ``p'`` is within ``a <= budget / n`` of the whole table's ``p`` in either distance, and a class
-within ``t`` of ``p'`` is within ``t + budget / n`` of ``p``. With ``d`` distinct values the equal distance to ``p`` is
+with ``a = s / n``, so ``p'`` is within ``a <= limit / n`` of the whole table's ``p`` in either distance, and a class
+within ``t`` of ``p'`` is within ``t + limit / n`` of ``p``. With ``d`` distinct values the equal distance to ``p`` is
 at least ``1 - (sum of the d largest p_i)`` and the ordered one at least the weighted ``d``-median cost of ``p`` on the
 ranks over ``m - 1``; with ``f`` records at least the distance of the best whole-record counts (rounded shares); the
-bounds are taken at ``t + budget / n``. The ordered distance also depends on which values the published records hold
-(its ``m`` and ranks), so an attribute with a value of at most ``budget`` records implies nothing with suppression.
+bounds are taken at ``t + limit / n``. The ordered distance also depends on which values the published records hold
+(its ``m`` and ranks), so an attribute with a value of at most ``limit`` records implies nothing with suppression.
 Both bounds are monotone (sizes and distinct values only grow when classes merge) and a class failing them fails
 ``t`` in the first round, so with ``t`` and suppression they join ``k`` and ``l`` among the conditions that mark
 failing nodes. Each bound is checked against every distribution of up to 9 records in the tests, and the search
@@ -87,6 +87,7 @@ import bisect
 import heapq
 import math
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -134,7 +135,7 @@ __all__ = [
     "binding_targets",
     "heuristic_search",
     "optimal_generalization",
-    "suppression_budget",
+    "suppression_limit",
 ]
 
 #: Name under which record counts of an aggregate travel inside the lattice.
@@ -322,8 +323,8 @@ class SearchOutcome:
     ``best`` is the solution of least metric, ``solutions`` the best ones found (best first, ``best`` included);
     ``checked`` the nodes whose class table was computed; ``strategy`` ``"exact"`` or ``"heuristic"``;
     ``lower_bound`` a value no satisfying node goes below (the best value itself when the search is exact or the
-    heuristic exhausted its queue: ``proven``); ``lattice_size`` the nodes of the lattice; ``budget`` the records
-    the suppression limit allows.
+    heuristic exhausted its queue: ``proven``); ``lattice_size`` the nodes of the lattice; ``suppression_limit``
+    the records the suppression limit allows.
     """
 
     best: NodeResult
@@ -333,7 +334,7 @@ class SearchOutcome:
     lower_bound: float
     proven: bool
     lattice_size: int
-    budget: int
+    suppression_limit: int
 
 
 class GeneralizationLattice:
@@ -756,17 +757,17 @@ class GeneralizationLattice:
         """Evaluate one node: violating records, whether they fit the suppression limit, and the metric."""
         node = self.check_levels(levels)
         metric = Metric.parse(metric)
-        budget = suppression_budget(max_suppression, self.n_records)
+        limit = suppression_limit(max_suppression, self.n_records)
         table = self.table(node)
-        bad = self._violations(table, targets, budget)
+        bad = self._violations(table, targets, limit)
         prior = float(self.prior_bounds(metric, np.array([node]))[0])
-        return self._result(node, table, bad, budget, metric, self._posterior_bound(metric, table, prior))
+        return self._result(node, table, bad, limit, metric, self._posterior_bound(metric, table, prior))
 
     def _result(
-        self, node: tuple[int, ...], table: _Table, bad: np.ndarray, budget: int, metric: Metric, bound: float
+        self, node: tuple[int, ...], table: _Table, bad: np.ndarray, limit: int, metric: Metric, bound: float
     ) -> NodeResult:
         violating = int(table.counts[bad].sum())
-        if violating > budget or violating >= self.n_records:  # nothing published: no target can be met
+        if violating > limit or violating >= self.n_records:  # nothing published: no target can be met
             return NodeResult(node, False, violating, 0, table.n_classes, math.nan, bound)
         kept = table.counts[~bad]
         highest = 1.0 / float(kept.min()) if len(kept) else math.nan
@@ -774,11 +775,11 @@ class GeneralizationLattice:
         value = self._metric(metric, table, bad)
         return NodeResult(node, True, violating, violating, table.n_classes, value, bound, highest, average)
 
-    def _violations(self, table: _Table, targets: PrivacyTargets, budget: int | None = None) -> np.ndarray:
+    def _violations(self, table: _Table, targets: PrivacyTargets, limit: int | None = None) -> np.ndarray:
         """Boolean per class: its records are suppressed at this node. Without ``t``, the classes violating the
         targets; with ``t``, the suppression of :func:`~privdash.transform.generalization.suppressed_classes`
         (t judged against the records left, round by round, as the ``generalize`` step publishes them), whose rounds
-        stop once more than ``budget`` records are removed (the node fails then). The population and global targets
+        stop once more than ``limit`` records are removed (the node fails then). The population and global targets
         are judged the same way, on the records left (:mod:`privdash.transform.release_targets`)."""
         if targets.t is None and not targets.judged_per_node:
             return self._monotone_violations(table, targets)
@@ -791,7 +792,7 @@ class GeneralizationLattice:
         return suppressed_classes(
             self._classes(table),
             targets,
-            budget,
+            limit,
             sampling_fraction=self.sampling_fraction,
             households=households,
         )
@@ -806,27 +807,27 @@ class GeneralizationLattice:
                 bad |= np.bincount(table.sensitive[name][0], minlength=table.n_classes) < targets.l
         return bad
 
-    def implied_by_t(self, targets: PrivacyTargets, budget: int = 0) -> tuple[int, dict[str, int]]:
-        """What a class needs to have any chance of meeting ``t`` in a table published with at most ``budget``
+    def implied_by_t(self, targets: PrivacyTargets, limit: int = 0) -> tuple[int, dict[str, int]]:
+        """What a class needs to have any chance of meeting ``t`` in a table published with at most ``limit``
         records suppressed: at least so many records, and per sensitive attribute at least so many distinct values;
         a class with fewer violates ``t`` against the distribution of any such table's records, whatever its counts
         (see the module docstring). ``(1, {})`` without ``t``.
 
-        Removing ``s <= budget`` of the ``n`` records moves the reference distribution by at most ``a = budget / n``
+        Removing ``s <= limit`` of the ``n`` records moves the reference distribution by at most ``a = limit / n``
         in either distance (``p = (1 - s/n) p' + (s/n) r``), so a class within ``t`` of the records published is
         within ``t + a`` of the whole table's ``p``: the bounds are taken at ``t + a``. The ordered distance also
-        depends on which values are present (its ``m`` and ranks); an attribute with a value of at most ``budget``
+        depends on which values are present (its ``m`` and ranks); an attribute with a value of at most ``limit``
         records, which suppression may remove entirely, implies nothing with suppression."""
         if targets.t is None:
             return 1, {}
-        margin = budget / self.n_records
+        margin = limit / self.n_records
         records, distinct = 1, {}
         for name in targets.sensitive:
             template = self._templates[name]
             counts = np.asarray(template.overall, dtype=np.float64)
             shares = counts / counts.sum()
             kind = targets.t_distance or ("ordered" if template.ordered else "equal")
-            if kind == "ordered" and budget and counts.min() <= budget:
+            if kind == "ordered" and limit and counts.min() <= limit:
                 continue
             # A margin keeps the bounds below the exact distance's rounding: never a class that the check passes.
             within = targets.t + margin + 1e-9
@@ -863,12 +864,12 @@ class GeneralizationLattice:
             )
 
     def _no_solution(self, targets: PrivacyTargets, max_suppression: float) -> NoSolutionError:
-        budget = suppression_budget(max_suppression, self.n_records)
+        limit = suppression_limit(max_suppression, self.n_records)
         top = tuple(int(h) - 1 for h in self.heights)
         table = self.table(top)
         violating = int(table.counts[self._violations(table, targets)].sum())
         return NoSolutionError(
-            f"No generalization meets {targets.describe()} with at most {budget:,} suppressed records "
+            f"No generalization meets {targets.describe()} with at most {limit:,} suppressed records "
             f"({max_suppression:.2%} of {self.n_records:,}): even the most general levels leave {violating:,} "
             "records in violating classes. Allow more suppression or relax the targets."
         )
@@ -900,9 +901,9 @@ class GeneralizationLattice:
             raise ParameterError(self._too_large())
         if solutions < 1:
             raise ParameterError(f"solutions must be at least 1, got {solutions}.")
-        budget = suppression_budget(max_suppression, self.n_records)
+        limit = suppression_limit(max_suppression, self.n_records)
         # The global and population targets are judged at each node, on the records it publishes.
-        all_monotone = (targets.t is None or budget == 0) and not targets.judged_per_node
+        all_monotone = (targets.t is None or limit == 0) and not targets.judged_per_node
         # Without suppression t is monotone too (a class merged from parts meeting t meets it: the distance is
         # convex in the class distribution), so the status of a node is then that of all the targets.
         monotone = targets if all_monotone else targets.monotone()
@@ -911,7 +912,7 @@ class GeneralizationLattice:
             monotone = replace(monotone, k=max(monotone.k, _k_map_size(targets.k_map, self.sampling_fraction)))
         # With t and suppression: a class with fewer distinct values than t allows violates t (implied_l), a
         # monotone condition like l, which joins the monotone targets.
-        records, least = self.implied_by_t(targets, budget) if not all_monotone else (1, {})
+        records, least = self.implied_by_t(targets, limit) if not all_monotone else (1, {})
         if records > monotone.k:
             monotone = replace(monotone, k=records)
         if least and max(least.values()) > (targets.l or 1):
@@ -942,13 +943,13 @@ class GeneralizationLattice:
         def monotone_status(node: tuple[int, ...]) -> tuple[_Table, np.ndarray, bool]:
             table = self.table(node, sensitive=needs_sensitive)
             touched[node] = True
-            bad = self._violations(table, monotone, budget)
+            bad = self._violations(table, monotone, limit)
             for name, value in least.items():
                 assert table.sensitive is not None
                 bad |= np.bincount(table.sensitive[name][0], minlength=table.n_classes) < value
             # Nothing published meets no target; all records violating is monotone like the rest.
             violating = int(table.counts[bad].sum())
-            ok = violating <= budget and violating < self.n_records
+            ok = violating <= limit and violating < self.n_records
             if ok:
                 passed[above(node)] = True
             else:
@@ -971,8 +972,8 @@ class GeneralizationLattice:
                 if self._metric(metric, table, bad) >= best.threshold:
                     return
                 table = self.table(node)
-                bad = self._violations(table, targets, budget)
-            result = self._result(node, table, bad, budget, metric, bound)
+                bad = self._violations(table, targets, limit)
+            result = self._result(node, table, bad, limit, metric, bound)
             if result.satisfied:
                 best.offer(result)
             if bound >= best.threshold:
@@ -1012,7 +1013,7 @@ class GeneralizationLattice:
             raise self._no_solution(targets, max_suppression)
         found = best.results()
         return SearchOutcome(
-            found[0], tuple(found), int(touched.sum()), "exact", found[0].value, True, self.size, budget
+            found[0], tuple(found), int(touched.sum()), "exact", found[0].value, True, self.size, limit
         )
 
 
@@ -1157,10 +1158,22 @@ def _intensity(level: int, max_level: int) -> float:
     return level / max_level if max_level > 0 else 0.0
 
 
-def suppression_budget(max_suppression: float, n: int) -> int:
-    """``floor(max_suppression * n)`` records, tolerant to the binary representation of the fraction."""
+def suppression_limit(max_suppression: float, n: int) -> int:
+    """The suppression limit in records, ``floor(max_suppression * n)``, tolerant to the binary representation of
+    the fraction."""
     fraction = check_fraction(max_suppression, "max_suppression")
     return math.floor(fraction * n + 1e-9)
+
+
+def suppression_budget(max_suppression: float, n: int) -> int:
+    """Deprecated spelling of :func:`suppression_limit` ("budget" is the differential-privacy budget only), read
+    for one release."""
+    warnings.warn(
+        "suppression_budget is deprecated: use suppression_limit (budget means the DP budget only)",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    return suppression_limit(max_suppression, n)
 
 
 # --- the heuristic search (see privdash.search.heuristic) ------------------------------------------------
@@ -1188,7 +1201,7 @@ def heuristic_search(
         raise ParameterError(f"solutions must be at least 1, got {solutions}.")
     if max_checks < 1:
         raise ParameterError(f"max_checks must be at least 1, got {max_checks}.")
-    budget = suppression_budget(max_suppression, lattice.n_records)
+    limit = suppression_limit(max_suppression, lattice.n_records)
     tops = tuple(int(h) - 1 for h in lattice.heights)
     deadline = None if max_seconds is None else time.perf_counter() + max_seconds
     best = _Best(solutions)
@@ -1206,8 +1219,8 @@ def heuristic_search(
             return found
         table = lattice.table(node)
         bound = lattice._posterior_bound(metric, table, prior_bound)
-        bad = lattice._violations(table, targets, budget)
-        result = lattice._result(node, table, bad, budget, metric, bound)
+        bad = lattice._violations(table, targets, limit)
+        result = lattice._result(node, table, bad, limit, metric, bound)
         score = result.value if result.satisfied else lattice._metric(metric, table, bad)
         if result.satisfied:
             best.offer(result)
@@ -1277,7 +1290,7 @@ def heuristic_search(
         float(lower),
         not open_nodes,
         lattice.size,
-        budget,
+        limit,
     )
 
 
@@ -1395,11 +1408,11 @@ def binding_targets(
     target alone, t against the records left, exceed the suppression limit or are all the records), or, when none
     fails alone, those its classes violate together (``"k+t"``); an empty tuple when that finer node meets the
     targets (it was not chosen for its larger loss, from more suppression)."""
-    budget = suppression_budget(max_suppression, lattice.n_records)
+    limit = suppression_limit(max_suppression, lattice.n_records)
 
     def fails(table: _Table, wanted: PrivacyTargets) -> bool:
-        removed = int(table.counts[lattice._violations(table, wanted, budget)].sum())
-        return removed > budget or removed >= lattice.n_records
+        removed = int(table.counts[lattice._violations(table, wanted, limit)].sum())
+        return removed > limit or removed >= lattice.n_records
 
     out: dict[str, tuple[str, ...]] = {}
     for index, name in enumerate(lattice.quasi_identifiers):
@@ -1419,7 +1432,7 @@ def binding_targets(
         first = np.zeros(table.n_classes, dtype=bool)
         for part in parts.values():
             first |= part
-        if "t" not in together and (lattice._violations(table, targets, budget) & ~first).any():
+        if "t" not in together and (lattice._violations(table, targets, limit) & ~first).any():
             # t fails only against the records left once the classes violating the others are suppressed
             together = [target for target in targets.names if target in together or target == "t"]
         out[name] = ("+".join(together),)
@@ -1588,7 +1601,7 @@ def optimal_generalization(
     solutions
         How many of the best solutions to keep (``SearchResult.solutions``); the search prunes against the last.
     max_checks
-        The heuristic search's budget of checked nodes (default
+        The heuristic search's limit of checked nodes (default
         :data:`~privdash.search.heuristic.DEFAULT_MAX_CHECKS`).
     pick
         Publish the ``pick``-th best solution instead of the best (1): a steward's choice among the solutions (the

@@ -87,7 +87,7 @@ from privdash.search.lattice import (
     NoSolutionError,
     SearchResult,
     optimal_generalization,
-    suppression_budget,
+    suppression_limit,
 )
 from privdash.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
 from privdash.transform.hierarchy import Hierarchy
@@ -254,9 +254,9 @@ class _State:
     rounds: int = 0
 
 
-def _start(encoded: _Encoded, levels: Sequence[int], targets: PrivacyTargets, budget: int) -> _State | None:
+def _start(encoded: _Encoded, levels: Sequence[int], targets: PrivacyTargets, limit: int) -> _State | None:
     """Partitions at one node of the lattice (its classes); violating ones suppressed. None when they exceed the
-    budget."""
+    limit."""
     n_rows, q = encoded.leaves.shape
     node = np.asarray(levels, dtype=np.int64)
     level_rows = np.broadcast_to(node, (n_rows, q)).copy()
@@ -275,7 +275,7 @@ def _start(encoded: _Encoded, levels: Sequence[int], targets: PrivacyTargets, bu
         if not bad.any():
             break
         keep &= ~bad[groups]
-        if int(encoded.counts[~keep].sum()) > budget:
+        if int(encoded.counts[~keep].sum()) > limit:
             return None
     suppressed = int(encoded.counts[~keep].sum())
     kept_groups, compact = np.unique(groups[keep], return_inverse=True)
@@ -525,7 +525,7 @@ def local_recoding(
     max_suppression = check_fraction(max_suppression, "max_suppression")
     lattice = GeneralizationLattice(data, hierarchies, quasi_identifiers=quasi_identifiers, sensitive=targets.sensitive)
     qis = list(lattice.quasi_identifiers)
-    budget = suppression_budget(max_suppression, lattice.n_records)
+    limit = suppression_limit(max_suppression, lattice.n_records)
     encoded = _encode(lattice, metric)
     least = _least_size(targets, lattice.n_records)
     if lattice.size <= lattice.max_nodes:
@@ -536,7 +536,7 @@ def local_recoding(
     starts = {"top": tuple(int(h) - 1 for h in lattice.heights), "global": global_levels}
     candidates = []
     for name, node in starts.items():
-        state = _start(encoded, node, targets, budget)
+        state = _start(encoded, node, targets, limit)
         if state is None:
             continue
         state = _specialize(encoded, state, targets, metric, least)
@@ -551,9 +551,9 @@ def local_recoding(
     )
     published = transform.data
     suppressed = len(data) - len(published)
-    if suppressed > budget:
+    if suppressed > limit:
         raise NoSolutionError(
-            f"The local recoding removes {suppressed:,} records as published, more than the {budget:,} the "
+            f"The local recoding removes {suppressed:,} records as published, more than the {limit:,} the "
             f"suppression limit allows; relax the targets or allow more suppression."
         )
     classes = equivalence_classes(published, qis, sensitive=list(targets.sensitive))

@@ -300,7 +300,7 @@ def kept_classes(classes: EquivalenceClasses, keep: np.ndarray) -> EquivalenceCl
 def suppressed_classes(
     classes: EquivalenceClasses,
     targets: PrivacyTargets,
-    budget: int | None = None,
+    limit: int | None = None,
     *,
     sampling_fraction: float | None = None,
     households: Households | None = None,
@@ -310,7 +310,7 @@ def suppressed_classes(
     The classes violating any target (``t`` against the distribution of all records) are removed; then, while some
     class left is farther than ``t`` from the distribution of the records left (:func:`kept_classes`), those classes
     are removed too. The classes left meet every target as the diagnosis of their records measures them. With
-    ``budget``, the rounds stop as soon as more than ``budget`` records are removed (the suppression limit is
+    ``limit``, the rounds stop as soon as more than ``limit`` records are removed (the suppression limit is
     exceeded whatever follows: removals only add up).
 
     ``k_map`` and ``delta_presence`` join the class-level targets (with ``F_j`` from ``sampling_fraction`` or the
@@ -325,16 +325,16 @@ def suppressed_classes(
     while True:
         before = bad.copy()
         while targets.t is not None and bad.any() and not bad.all():
-            if budget is not None and int(counts[bad].sum()) > budget:
+            if limit is not None and int(counts[bad].sum()) > limit:
                 return bad
             left = np.flatnonzero(~bad)
             farther = targets.violations_by_target(kept_classes(classes, ~bad), ("t",))["t"]
             if not farther.any():
                 break
             bad[left[farther]] = True
-        if budget is not None and int(counts[bad].sum()) > budget:
+        if limit is not None and int(counts[bad].sum()) > limit:
             return bad
-        bad = global_suppression(classes, targets, bad, budget, sampling_fraction, households)
+        bad = global_suppression(classes, targets, bad, limit, sampling_fraction, households)
         if np.array_equal(bad, before) or bad.all():
             return bad
 

@@ -88,7 +88,7 @@ _INDEX_MIN_POINTS = 3000
 _INDEX_MAX_DIMS = 8
 _REBUILD_FRACTION = 4  # rebuild the index when a quarter of its points have been clustered
 _SCAN_POINTS = 1024  # below this many distinct points, plain scans beat the index
-_PRUNE_BUDGET = 1024  # points a pruned farthest search may visit before screening all
+_PRUNE_LIMIT = 1024  # points a pruned farthest search may visit before screening all
 _ROUNDING_MARGIN = 1e-5  # relative to the squared data extent; single-precision screening errs by ~1e-7
 _BOUND_SLACK = 1e-9  # relative margin on triangle-inequality bounds, far above rounding error
 
@@ -273,7 +273,7 @@ class _Indexed:
         self.extent = float(np.sqrt(squares.max()))
         # The farthest points from the centre, in order, for the pruned search; a search that gets past them
         # screens instead.
-        head = min(len(live), 4 * _PRUNE_BUDGET)
+        head = min(len(live), 4 * _PRUNE_LIMIT)
         negative_radius = -np.sqrt(squares)
         top = np.argpartition(negative_radius, head - 1)[:head] if head < len(live) else np.arange(len(live))
         top = top[np.lexsort((top, negative_radius[top]))]
@@ -317,7 +317,7 @@ class _Indexed:
                 # Points that can still beat ``best`` are at least sqrt(best) - shift from the centre; when too
                 # many remain to visit, screening all points at once is cheaper.
                 reach = np.sqrt(best / (1.0 + _BOUND_SLACK)) - shift
-                if int(np.searchsorted(negative_radius, -reach, side="right")) - low > _PRUNE_BUDGET:
+                if int(np.searchsorted(negative_radius, -reach, side="right")) - low > _PRUNE_LIMIT:
                     return self._farthest_screened(point)
             high = min(low + chunk, size)
             candidates = order[low:high]

@@ -75,6 +75,7 @@ from __future__ import annotations
 
 import math
 import secrets
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -332,10 +333,21 @@ def _swap_column(values: np.ndarray, p: float, rng: np.random.Generator) -> tupl
 
 
 def invariant_pram_matrix(
-    frequencies: np.ndarray, *, pd_: float = 0.8, alpha: float = 0.5, rng: np.random.Generator
+    frequencies: np.ndarray,
+    *,
+    pd_: float = 0.8,
+    alpha: float = 0.5,
+    seed: Seed = None,
+    rng: np.random.Generator | None = None,
 ) -> np.ndarray:
     """sdcMicro's invariant transition matrix ``alpha * P Q + (1 - alpha) I`` for the category frequencies given
-    (see the module docstring); ``p R = p`` for ``p = frequencies / sum``."""
+    (see the module docstring); ``p R = p`` for ``p = frequencies / sum``. ``seed``: a whole number or a
+    :class:`numpy.random.Generator` to draw from (None: fresh); ``rng`` is its old name, read for one release with a
+    :class:`DeprecationWarning`."""
+    if rng is not None:
+        warnings.warn("invariant_pram_matrix(rng=...) is deprecated: the keyword is seed", DeprecationWarning, 2)
+        seed = rng
+    rng, _ = _generator(seed)
     p = np.asarray(frequencies, dtype=np.float64)
     p = p / p.sum()
     size = len(p)
@@ -410,7 +422,7 @@ def pram(
             position = {category: i for i, category in enumerate(categories)}
             row_of_unique = np.array([position[text] for text in texts], dtype=np.int64)
             counts = np.bincount(row_of_unique[raw_codes[~missing]], minlength=len(categories))
-            transition = invariant_pram_matrix(counts, pd_=pd_, alpha=alpha, rng=rng) if categories else np.eye(0)
+            transition = invariant_pram_matrix(counts, pd_=pd_, alpha=alpha, seed=rng) if categories else np.eye(0)
             matrices[name] = dict(zip(categories, _rows_as_dicts(categories, transition), strict=True))
         codes = np.where(missing, -1, row_of_unique[np.maximum(raw_codes, 0)] if len(texts) else -1)
         new_codes = _draw_transitions(codes, transition, rng)

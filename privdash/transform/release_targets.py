@@ -383,12 +383,12 @@ def global_suppression(
     classes: EquivalenceClasses,
     targets: PrivacyTargets,
     bad: np.ndarray,
-    budget: int | None = None,
+    limit: int | None = None,
     sampling_fraction: float | None = None,
     households: Households | None = None,
 ) -> np.ndarray:
     """``bad`` (classes already suppressed) with the classes the global targets need removed too (see the module
-    docstring); every class when they cannot be met within ``budget`` suppressed records. ``households`` is needed
+    docstring); every class when they cannot be met within ``limit`` suppressed records. ``households`` is needed
     for ``household_risk``."""
     bad = np.asarray(bad, dtype=bool).copy()
     wanted = [
@@ -414,7 +414,7 @@ def global_suppression(
         for name in wanted:
             if bad.all():
                 return bad
-            room = np.inf if budget is None else budget - float(counts[bad].sum())
+            room = np.inf if limit is None else limit - float(counts[bad].sum())
             if room < 0:
                 return bad
             if name == "population_uniques":

@@ -1,4 +1,4 @@
-"""Top and bottom coding, record suppression within a budget, and cell (local) suppression.
+"""Top and bottom coding, record suppression within the suppression limit, and cell (local) suppression.
 
 Every function here is a pure step (see :mod:`privdash.transform.steps`): it returns a new table, the step with
 every parameter resolved, a summary, and a value mapping where one exists.
@@ -17,7 +17,7 @@ Record suppression (ARX's suppression limit, with a report instead of a refusal)
     :func:`~privdash.measure.classes.equivalence_classes`), as long as
     the total removed stays within ``max_suppression`` of the rows. A class that does not fit is kept whole, and so
     is every larger one; the summary says whether k was reached. ARX rejects such a transformation outright; we
-    report it so the preview can show how far the budget goes.
+    report it so the preview can show how far the suppression limit goes.
 
 Cell (local) suppression (in the spirit of sdcMicro ``kAnon`` / ``localSuppression``)
     QI cells are set to missing until every record is in a class of at least ``k`` records under the *wildcard*
@@ -210,7 +210,8 @@ def suppress_records(
     weights: str | None = None,
     household: str | None = None,
 ) -> TransformResult:
-    """Remove the records of small classes, smallest first, within a budget (see the module docstring).
+    """Remove the records of small classes, smallest first, within the suppression limit (see the module
+    docstring).
 
     Parameters
     ----------
@@ -224,7 +225,7 @@ def suppress_records(
         Remove the records of classes with fewer than ``k`` records.
     missing
         Missing-value policy of the classes (``value``, ``wildcard`` or ``drop``). Under ``wildcard`` removing
-        records can shrink other classes, so rounds repeat while the budget allows. Under ``drop``, records with a
+        records can shrink other classes, so rounds repeat while the limit allows. Under ``drop``, records with a
         missing QI are out of scope and kept.
     orders
         Declared orders of ordinal QIs (only used to encode them).
@@ -236,9 +237,9 @@ def suppress_records(
         Table-wide targets met after ``k`` (or alone): ``global_risk`` (sdcMicro ER/n), ``household_risk`` (ER_h/n,
         with ``household``) and ``average_risk`` (prosecutor average), as
         :class:`~privdash.targets.PrivacyTargets` defines them. While one fails, the classes of the riskiest
-        records are removed first, within the budget
+        records are removed first, within the suppression limit
         (:func:`~privdash.transform.release_targets.global_suppression`, the search's own rule); when the
-        budget cannot meet them, nothing more is removed and ``target_reached`` is false.
+        limit cannot meet them, nothing more is removed and ``target_reached`` is false.
     weights
         Sampling-weight column of the individual risks of ``global_risk`` and ``household_risk`` (``1 / f`` without).
     household
@@ -248,7 +249,7 @@ def suppress_records(
     -------
     TransformResult
         ``data`` without the removed rows (original index and order kept); ``kept_rows`` their positions;
-        ``summary`` with ``rows_removed``, ``classes_removed``, ``budget_rows``, ``target_reached`` and
+        ``summary`` with ``rows_removed``, ``classes_removed``, ``limit_rows``, ``target_reached`` and
         ``k_achieved`` (smallest class after removal; 0 for an empty result).
     """
     qis = check_columns(data, quasi_identifiers, role="quasi-identifier")
@@ -273,7 +274,7 @@ def suppress_records(
         flags = np.asarray(violating)
         if flags.dtype != np.bool_ or flags.shape != (n,):
             raise ParameterError(f"violating must be a boolean array with one value per row ({n}).")
-    budget = math.floor(fraction * n + 1e-9)
+    limit = math.floor(fraction * n + 1e-9)
     step = Step(
         "record_suppression",
         {
@@ -310,7 +311,7 @@ def suppress_records(
             break
         ranking = bad[np.lexsort((bad, classes.sizes[bad]))]
         spent = n - len(positions)
-        fits = ranking[np.cumsum(classes.counts[ranking]) <= budget - spent]
+        fits = ranking[np.cumsum(classes.counts[ranking]) <= limit - spent]
         if not len(fits):
             # Classes are tried smallest first, so no larger one fits either. Under ``wildcard`` a removal can
             # shrink other classes, hence the rounds; under the other policies the second round ends here.
@@ -324,9 +325,9 @@ def suppress_records(
         classes = equivalence_classes(published, qis, missing=policy, orders=orders, weights=weights)
         assert classes.record_class is not None
         homes = Households.from_records(published[household], classes.record_class) if household is not None else None
-        room = budget - (n - len(positions))
+        room = limit - (n - len(positions))
         extra = global_suppression(classes, goals, np.zeros(classes.n_classes, dtype=bool), room, None, homes)
-        if extra.all() and int(classes.counts.sum()) > room:  # the targets cannot be met within the budget
+        if extra.all() and int(classes.counts.sum()) > room:  # the targets cannot be met within the limit
             risk_reached = False
         elif extra.any():
             drop = np.isin(classes.record_class, np.flatnonzero(extra))
@@ -338,7 +339,7 @@ def suppress_records(
         "rows": n,
         "rows_removed": int(n - len(positions)),
         "classes_removed": removed_classes,
-        "budget_rows": budget,
+        "limit_rows": limit,
         "records_violating_before": violating_before,
         "records_still_violating": still,
         "target_reached": still == 0 and risk_reached,

@@ -36,6 +36,7 @@ Distributions, cells changed and classifier accuracy: see :func:`value_distribut
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -359,7 +360,7 @@ class ClassifierComparison:
     """Accuracy of the same classifier trained on the original and on the transformed data.
 
     The original rows are split once into train and test positions (``test_size``, stratified by the target
-    when every class has at least two records, ``random_state``). *Original*: trained on the original train
+    when every class has at least two records, ``seed``). *Original*: trained on the original train
     rows, accuracy on the original test rows. *Transformed*: trained on the transformed rows whose original
     position is in the train part, accuracy on the transformed rows whose original position is in the test part
     (suppressed records are in neither). ``baseline`` is the accuracy of always predicting the most frequent
@@ -376,7 +377,7 @@ class ClassifierComparison:
     test_records: int
     transformed_train_records: int
     transformed_test_records: int
-    random_state: int
+    seed: int
 
     def to_dict(self) -> dict[str, Any]:
         out = dict(self.__dict__)
@@ -385,6 +386,14 @@ class ClassifierComparison:
 
 
 _MODELS = ("logistic", "tree")
+
+
+def _renamed_seed(seed: int, random_state: int | None) -> int:
+    """``seed``, or the value of its old keyword ``random_state`` with a :class:`DeprecationWarning`."""
+    if random_state is None:
+        return seed
+    warnings.warn("random_state is deprecated: the keyword is seed", DeprecationWarning, stacklevel=3)
+    return random_state
 
 
 def _one_hot(frame: pd.DataFrame) -> pd.DataFrame:
@@ -405,7 +414,8 @@ def classifier_accuracy(
     kept_rows: Any = None,
     model: str = "logistic",
     test_size: float = 0.3,
-    random_state: int = 0,
+    seed: int = 0,
+    random_state: int | None = None,
 ) -> ClassifierComparison:
     """Train a simple scikit-learn classifier on original vs transformed data (see :class:`ClassifierComparison`).
 
@@ -414,7 +424,11 @@ def classifier_accuracy(
     lbfgs, ``max_iter=1000``; ARX's default classifier) or ``"tree"`` (``DecisionTreeClassifier`` with
     ``min_samples_leaf=5``). Categories unseen in training are ignored at prediction time. Rows with a
     missing target are left out. Raises :class:`ParameterError` when a split has fewer than two target values.
+
+    ``seed`` (a measurement's fixed default, 0: the same call gives the same accuracy) seeds the split and the
+    tree; ``random_state`` is its old name, read for one release with a :class:`DeprecationWarning`.
     """
+    seed = _renamed_seed(seed, random_state)
     from sklearn.linear_model import LogisticRegression
     from sklearn.model_selection import train_test_split
     from sklearn.pipeline import make_pipeline
@@ -437,7 +451,7 @@ def classifier_accuracy(
     if len(values) < 2:
         raise ParameterError(f"The target '{target}' needs at least two values to train a classifier.")
     stratify = y_all[positions] if counts.min() >= 2 else None
-    train_pos, test_pos = train_test_split(positions, test_size=fraction, random_state=random_state, stratify=stratify)
+    train_pos, test_pos = train_test_split(positions, test_size=fraction, random_state=seed, stratify=stratify)
     in_train = np.zeros(len(original), dtype=bool)
     in_train[train_pos] = True
     in_test = np.zeros(len(original), dtype=bool)
@@ -449,7 +463,7 @@ def classifier_accuracy(
         estimator: Any = (
             LogisticRegression(max_iter=1000)
             if model == "logistic"
-            else DecisionTreeClassifier(min_samples_leaf=5, random_state=random_state)
+            else DecisionTreeClassifier(min_samples_leaf=5, random_state=seed)
         )
         pipeline = make_pipeline(OneHotEncoder(handle_unknown="ignore"), estimator)
         x = _one_hot(frame[list(names)])
@@ -478,7 +492,7 @@ def classifier_accuracy(
         test_records=len(test_pos),
         transformed_train_records=len(train_t),
         transformed_test_records=len(test_t),
-        random_state=random_state,
+        seed=seed,
     )
 
 
@@ -515,13 +529,15 @@ def utility_report(
     target: str | None = None,
     features: Sequence[str] | None = None,
     model: str = "logistic",
-    random_state: int = 0,
+    seed: int = 0,
+    random_state: int | None = None,
 ) -> UtilityReport:
     """Metrics before and after, distributions of the QIs, and (with ``target``) classifier accuracy.
 
     ``features`` default to the QIs. See :func:`information_loss`, :func:`value_distributions` and
-    :func:`classifier_accuracy`.
+    :func:`classifier_accuracy` (``seed``; ``random_state`` is its old name, read for one release).
     """
+    seed = _renamed_seed(seed, random_state)
     qis = list(hierarchies) if quasi_identifiers is None else list(quasi_identifiers)
     before = information_loss(original, original, hierarchies, quasi_identifiers=qis)
     after = information_loss(original, transformed, hierarchies, quasi_identifiers=qis, kept_rows=kept_rows)
@@ -535,6 +551,6 @@ def utility_report(
             features=qis if features is None else features,
             kept_rows=kept_rows,
             model=model,
-            random_state=random_state,
+            seed=seed,
         )
     return UtilityReport(before, after, distributions, classifier)

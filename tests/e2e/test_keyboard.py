@@ -233,10 +233,12 @@ def test_postcode_threshold_slider_moves_with_arrow_keys(page: Page, live_server
     settled(page)
     tab_to(page, '[role="slider"]', 40)
     slider = page.locator('[role="slider"]')
-    expect(slider).to_have_attribute("aria-label", "Threshold (people)")
+    expect(slider).to_have_attribute("aria-label", "Minimum population (people)")
     page.keyboard.press("ArrowRight")
     raised = DEFAULT_SETTINGS.threshold + 1_000
-    expect(page.locator("#pc-threshold-label")).to_have_text(f"Threshold: {fmt_count(raised)} people", timeout=TIMEOUT)
+    expect(page.locator("#pc-threshold-label")).to_have_text(
+        f"Minimum population: {fmt_count(raised)} people", timeout=TIMEOUT
+    )
     page.wait_for_url(lambda url: "?" in url, timeout=TIMEOUT)
     settings = ViewState.from_search(page.url.split("?", 1)[1]).geo
     assert settings.get("t") == raised

@@ -77,7 +77,7 @@ def test_map_threshold_strategy_and_share_link(
     # One step right on the slider: 21,000 people.
     page.locator("#pc-threshold .mantine-Slider-thumb").focus()
     page.keyboard.press("ArrowRight")
-    expect(page.locator("#pc-threshold-label")).to_have_text("Threshold: 21,000 people", timeout=TIMEOUT)
+    expect(page.locator("#pc-threshold-label")).to_have_text("Minimum population: 21,000 people", timeout=TIMEOUT)
     higher = generalize_postcodes(ew, strategy="mixed", threshold=21_000)
     expect(page.locator("#pc-before-failing")).to_have_text(
         fmt_count(len(higher.original_below_threshold)), timeout=TIMEOUT
@@ -116,7 +116,7 @@ def test_map_threshold_strategy_and_share_link(
         fresh = other.new_page()
         fresh.goto(page.url)
         expect(fresh.locator("#pc-units")).to_have_text(fmt_count(len(merge.populations)), timeout=TIMEOUT)
-        expect(fresh.locator("#pc-threshold-label")).to_have_text("Threshold: 21,000 people")
+        expect(fresh.locator("#pc-threshold-label")).to_have_text("Minimum population: 21,000 people")
     finally:
         other.close()
 

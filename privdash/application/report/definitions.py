@@ -194,11 +194,11 @@ DEFINITIONS: tuple[Definition, ...] = (
     _d("Generalization", "Generalization publishes each QI at one level of its hierarchy"),
     _d(
         "Record suppression",
-        "Record suppression removes the records of classes under k, smallest first, within a budget.",
+        "Record suppression removes the records of classes under k, smallest first, within a suppression limit.",
     ),
     _d(
         "Search",
-        "the least-lossy node of the generalization lattice plus a suppression budget meeting k, l, t and the "
+        "the least-lossy node of the generalization lattice plus a suppression limit meeting k, l, t and the "
         "highest prosecutor risk",
     ),
     _d(

@@ -17,6 +17,8 @@ from privdash.constants import (
     Metric,
 )
 
+from ._actions import OldSpelling
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -80,6 +82,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--suppression",
         dest="max_suppression",
         type=float,
+        action=OldSpelling,
+        old=["--suppression"],
         default=DEFAULT_MAX_SUPPRESSION,
         help=f"share of records that may be removed, 0..1 (default {DEFAULT_MAX_SUPPRESSION:g}; --suppression is the "
         "old spelling)",
@@ -88,7 +92,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--search",
         choices=list(SEARCH_STRATEGIES),
         help="exact: every node of the lattice (with pruning), refused beyond "
-        f"{DEFAULT_MAX_NODES:,} nodes; heuristic: best-first from the least general levels with a budget of checked "
+        f"{DEFAULT_MAX_NODES:,} nodes; heuristic: best-first from the least general levels with a limit of checked "
         "nodes (--max-checks), for many quasi-identifiers; auto (default): exact up to the node limit, heuristic "
         "beyond",
     )

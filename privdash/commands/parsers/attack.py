@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._actions import OldSpelling
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -34,7 +36,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "without a file are matched by the label rules alone",
     )
     parser.add_argument("--recipe", metavar="FILE", type=Path, help="the JSON recipe that made the release")
-    parser.add_argument("--targets", metavar="N", type=int, help="attack N sampled targets (default: every record)")
+    parser.add_argument(
+        "--n-targets",
+        "--targets",
+        dest="n_targets",
+        metavar="N",
+        type=int,
+        action=OldSpelling,
+        old=["--targets"],
+        help="attack N sampled target records (default: every record; --targets is the old spelling: elsewhere "
+        "--targets are the release targets)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seed of the sampling (default 0)")
     parser.add_argument(
         "--allow-unmatched",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from ._actions import OldSpelling
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -20,7 +22,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=None, help="random seed (uniform: 0, people: 2024)")
     parser.add_argument("--columns", type=int, default=8, help="uniform: number of columns (default 8)")
     parser.add_argument("--levels", type=int, default=3, help="uniform: levels per column (default 3)")
-    parser.add_argument("--missing", type=float, default=0.0, help="uniform: fraction of missing cells (default 0)")
+    parser.add_argument(
+        "--missing-share",
+        "--missing",
+        dest="missing_share",
+        type=float,
+        default=0.0,
+        action=OldSpelling,
+        old=["--missing"],
+        help="uniform: share of missing cells (default 0; --missing is the old spelling: elsewhere --missing is the "
+        "missing-value policy)",
+    )
     parser.add_argument(
         "-o", "--output", type=Path, help="output file (.csv, .tsv or .parquet); default: CSV on stdout"
     )

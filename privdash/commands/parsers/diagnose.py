@@ -7,6 +7,8 @@ from pathlib import Path
 
 from privdash.constants import AUTO_DUCKDB_BYTES, AUTO_DUCKDB_CELLS, MODEL_RISK_METHODS, Engine
 
+from ._actions import OldSpelling, Refused
+
 JSON_NOTES = (
     "In --json output, a model value no threshold can satisfy (e.g. recursive c when a class has fewer than l "
     "distinct values, or enhanced beta when some (q-p)/p exceeds -ln p) is null."
@@ -23,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "file",
         help="CSV (any delimiter), Excel, Parquet, SPSS, Stata or SAS table; or a glob or folder of Parquet files "
-        "(a dataset); or a postgresql://user@host/db URL with --table or --query (counted in the database)",
+        "(a dataset); or a postgresql://user@host/db URL with --table or --sql (counted in the database)",
     )
     parser.add_argument(
         "--sheet", metavar="NAME", help="the sheet of an Excel workbook to read (default: the first, with a note)"
@@ -32,9 +34,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--table", metavar="NAME", help="with a postgresql:// source: the table or view to diagnose (schema.table)"
     )
     parser.add_argument(
+        "--sql",
         "--query",
+        dest="sql",
         metavar="SQL",
-        help="with a postgresql:// source: a SELECT whose rows are the records (run read-only)",
+        action=OldSpelling,
+        old=["--query"],
+        help="with a postgresql:// source: a SELECT whose rows are the records (run read-only; --query is the old "
+        "spelling)",
     )
     parser.add_argument("--qi", help="quasi-identifier columns, comma-separated (default: the contract's)")
     parser.add_argument("--sensitive", help="sensitive columns, comma-separated (default: the contract's)")
@@ -76,16 +83,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--threshold",
         dest="max_risk",
         type=float,
+        action=OldSpelling,
+        old=["--threshold"],
         help="highest acceptable per-record risk; records above it are at risk (default: the max_risk of "
         "--targets, else 0.2; --threshold is the old spelling)",
     )
     parser.add_argument(
-        "--recursive-l",
+        "--recursive-l", type=int, default=2, help="the l of recursive (c,l)-diversity, a measured model (default 2)"
+    )
+    parser.add_argument(
         "--l",
-        dest="recursive_l",
-        type=int,
-        default=2,
-        help="l of recursive (c,l)-diversity (default 2; --l is the old spelling)",
+        action=Refused,
+        message="--l is the distinct l-diversity target everywhere (anonymize --l, --targets l=N); the l of "
+        "recursive (c,l)-diversity diagnose measures is now --recursive-l N, and the distinct-l target is checked "
+        "with --targets l=N",
     )
     parser.add_argument(
         "--targets",

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from privdash.constants import DEFAULT_POPULATION_THRESHOLD, POSTCODE_STRATEGIES
 
+from ._actions import OldSpelling
+
 _STRATEGIES = "{" + ",".join(POSTCODE_STRATEGIES) + "}"
 
 
@@ -36,9 +38,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="how codes become published units (default: mixed for UK data, zip3 for US data)",
     )
     parser.add_argument(
+        "--min-population",
         "--threshold",
+        dest="min_population",
         default=str(DEFAULT_POPULATION_THRESHOLD),
-        help=f"minimum population of a published unit (default {DEFAULT_POPULATION_THRESHOLD:,})",
+        action=OldSpelling,
+        old=["--threshold"],
+        help=f"people a published unit must hold (default {DEFAULT_POPULATION_THRESHOLD:,}; --threshold is the old "
+        "spelling)",
     )
     parser.add_argument(
         "--polygons",

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from privdash.constants import DEFAULT_MAX_SUPPRESSION, DEFAULT_POPULATION_THRESHOLD, MODEL_RISK_METHODS, Metric
 
+from ._actions import OldSpelling
+
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -111,8 +113,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "privdash anonymize --estimate: 'mean:income by region', 'share:sex=Female', 'coef:income~age+sex')",
     )
     parser.add_argument(
+        "--postcode-min-population",
         "--postcode-threshold",
+        dest="postcode_min_population",
         type=int,
         default=DEFAULT_POPULATION_THRESHOLD,
-        help=f"people a postcode unit must hold (default {DEFAULT_POPULATION_THRESHOLD:,})",
+        action=OldSpelling,
+        old=["--postcode-threshold"],
+        help=f"people a postcode unit must hold (default {DEFAULT_POPULATION_THRESHOLD:,}; --postcode-threshold is "
+        "the old spelling)",
     )

@@ -102,9 +102,13 @@ def test_recipe_and_control(capsys: pytest.CaptureFixture[str], files: dict[str,
     Recipe((fix.step,)).save(recipe)
     ORIGINAL.assign(age=[60, 61, 62, 63, 64, 65]).to_csv(control, index=False)
     args = ["attack", str(files["original"]), str(released), "--qi", "region,age", "--recipe", str(recipe)]
-    code, out, err = run(capsys, *args, "--control", str(control), "--targets", "4", "--seed", "3", "--json")
+    code, out, err = run(capsys, *args, "--control", str(control), "--n-targets", "4", "--seed", "3", "--json")
     assert code == 0, err
     payload = json.loads(out)
+    # --targets is the old spelling (elsewhere --targets are the release targets): read, with a warning.
+    old = run(capsys, *args, "--control", str(control), "--targets", "4", "--seed", "3", "--json")
+    assert old[0] == 0 and "--targets is deprecated" in old[2] and "use --n-targets" in old[2]
+    assert json.loads(old[1])["linkage"] == payload["linkage"]
     # Ages are unchanged and all distinct: every sampled target is found; no control record shares an age.
     assert payload["linkage"]["success_rate"] == 1.0 and payload["linkage"]["n_targets"] == 4
     assert payload["linkage"]["baseline"] == {
@@ -123,8 +127,8 @@ def test_recipe_and_control(capsys: pytest.CaptureFixture[str], files: dict[str,
         ("extra", [], "columns the original does not: 'zip'"),
         ("same", ["--qi", "region,agee"], "did you mean 'age'"),
         ("empty", [], "no data rows"),
-        ("same", ["--targets", "0"], "--targets must be a whole number >= 1"),
-        ("same", ["--targets", "-3"], "--targets must be a whole number >= 1"),
+        ("same", ["--n-targets", "0"], "--n-targets must be a whole number >= 1"),
+        ("same", ["--n-targets", "-3"], "--n-targets must be a whole number >= 1"),
         ("same", ["--sensitive", "incme"], "did you mean 'income'"),
     ],
 )

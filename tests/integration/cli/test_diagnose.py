@@ -61,7 +61,7 @@ def test_threshold_population_and_missing_options(capsys: pytest.CaptureFixture[
     pd.DataFrame({"a": ["x", "y", "z"], "b": ["1", "2", "3"], "n": [100, 50, 10]}).to_csv(population, index=False)
     code, out, err = run(
         capsys, "diagnose", str(path), "--qi", "a,b", "--missing", "drop", "--population", str(population),
-        "--population-count", "n", "--threshold", "0.05", "--json",
+        "--population-count", "n", "--max-risk", "0.05", "--json",
     )  # fmt: skip
     assert code == 0, err
     payload = json.loads(out)
@@ -87,7 +87,7 @@ def test_contract_and_text_output(capsys: pytest.CaptureFixture[str]) -> None:
         (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "c"], "Unknown quasi-identifier: 'c'"),
         (lambda p: p.write_text(""), ["--qi", "a"], "is empty"),
         (lambda p: p.write_bytes(b"\x00\x01\x02\x03"), ["--qi", "a"], "binary"),
-        (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--threshold", "2"], "max_risk must lie in [0, 1]"),
+        (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--max-risk", "2"], "max_risk must lie in [0, 1]"),
         (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--population", "lots"], "--population"),
         (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--population", "0"], "positive"),
         (lambda p: p.write_text("a,b\n1,2\n"), ["--qi", "a", "--sensitive", "a"], "both"),
@@ -128,25 +128,39 @@ def test_targets_set_the_exit_status(capsys: pytest.CaptureFixture[str], data_di
 
 def test_old_option_spellings_still_work(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
     path = str(data_dir / "arx_adult" / "adult.csv")
-    old = run(
-        capsys, "diagnose", path, "--qi", "sex,age", "--sensitive", "race", "--threshold", "0.1", "--l", "3", "--json"
-    )
-    new = run(
-        capsys,
-        "diagnose",
-        path,
-        "--qi",
-        "sex,age",
-        "--sensitive",
-        "race",
-        "--max-risk",
-        "0.1",
-        "--recursive-l",
-        "3",
-        "--json",
-    )
+    common = ["diagnose", path, "--qi", "sex,age", "--sensitive", "race", "--recursive-l", "3", "--json"]
+    old = run(capsys, *common, "--threshold", "0.1")
+    new = run(capsys, *common, "--max-risk", "0.1")
     assert old[0] == new[0] == 0 and old[1] == new[1]
     assert json.loads(new[1])["prosecutor"]["threshold"] == 0.1
+    assert json.loads(new[1])["prosecutor"]["max_risk"] == json.loads(new[1])["max_risk"] == 0.1
+    assert new[2] == ""
+    assert "privdash diagnose: warning: --threshold is deprecated" in old[2] and "use --max-risk" in old[2]
+
+
+def test_l_is_never_recursive_l(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """--l is the distinct l-diversity target everywhere: diagnose refuses it (it used to set recursive_l) and names
+    the options to use instead of silently measuring something else."""
+    path = tmp_path / "t.csv"
+    path.write_text("a,s\n1,x\n1,y\n")
+    with pytest.raises(SystemExit) as stopped:
+        main(["diagnose", str(path), "--qi", "a", "--sensitive", "s", "--l", "3"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2
+    assert "--recursive-l N" in err and "--targets l=N" in err and "Traceback" not in err
+    code, out, err = run(capsys, "diagnose", str(path), "--qi", "a", "--sensitive", "s", "--recursive-l", "3", "--json")
+    assert code == 0 and json.loads(out)["sensitive"]["s"]["recursive_l"] == 3
+
+
+def test_sql_names_the_query_of_a_database_and_query_is_deprecated(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    path = tmp_path / "t.csv"
+    path.write_text("a\n1\n")
+    code, _, err = run(capsys, "diagnose", str(path), "--qi", "a", "--sql", "SELECT 1")
+    assert code == 2 and "--table and --sql name the records of a postgresql:// source" in err
+    code, _, err = run(capsys, "diagnose", str(path), "--qi", "a", "--query", "SELECT 1")
+    assert code == 2 and "warning: --query is deprecated" in err and "use --sql" in err
 
 
 def test_engines_give_the_same_json(capsys: pytest.CaptureFixture[str], data_dir: Path, tmp_path: Path) -> None:

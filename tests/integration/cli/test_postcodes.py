@@ -46,7 +46,8 @@ def test_json_per_strategy_on_ew(
     code, out, err = run(capsys, "--population", str(data_dir.joinpath(*EW)), "--strategy", strategy, "--json")
     assert code == 0, err
     payload = json.loads(out)
-    assert payload["strategy"] == strategy and payload["threshold"] == 20_000 and payload["comparison"] == "<"
+    assert payload["strategy"] == strategy and payload["comparison"] == "<"
+    assert payload["threshold"] == payload["min_population"] == 20_000  # threshold: the old key, kept
     assert len(payload["below_threshold"]) == n_below and payload["below_threshold"][0] == first
     assert len(payload["mapping"]) == 2297
     check_payload(payload, 56_075_912)
@@ -93,7 +94,7 @@ def test_us_defaults_to_zip3(capsys: pytest.CaptureFixture[str], data_dir: Path)
 
 def test_table_output_and_threshold(capsys: pytest.CaptureFixture[str], data_dir: Path) -> None:
     code, out, err = run(
-        capsys, "--population", str(data_dir.joinpath(*EW)), "--strategy", "area", "--threshold", "18,000"
+        capsys, "--population", str(data_dir.joinpath(*EW)), "--strategy", "area", "--min-population", "18,000"
     )
     assert code == 0, err
     assert "rule: a unit fails when population < 18,000" in out
@@ -120,7 +121,8 @@ def test_census_unit_file_and_output(capsys: pytest.CaptureFixture[str], tmp_pat
     )
     output = tmp_path / "mapping.csv"
     code, out, err = run(capsys, "--population", str(census), "--threshold", "20", "--json", "--output", str(output))
-    assert code == 0, err
+    assert code == 0
+    assert "warning: --threshold is deprecated" in err and "use --min-population" in err  # the old spelling is read
     payload = json.loads(out)
     assert payload["strategy"] == "mixed" and payload["source_format"] == "census-unit"
     assert payload["mapping"] == {"AL1": "AL1", "AL10": "AL10", "B1": "B", "EC1A": "EC"}
@@ -139,9 +141,9 @@ def test_census_unit_file_and_output(capsys: pytest.CaptureFixture[str], tmp_pat
     [
         (["--strategy", "sector"], "Unknown postcode strategy 'sector'"),
         (["--strategy", "zip3"], "does not apply"),
-        (["--threshold", "many"], "--threshold must be a whole number"),
-        (["--threshold", "-5"], "--threshold must be a whole number of people >= 0"),
-        (["--threshold", "2.5"], "--threshold must be a whole number"),
+        (["--min-population", "many"], "--min-population must be a whole number"),
+        (["--min-population", "-5"], "--min-population must be a whole number of people >= 0"),
+        (["--min-population", "2.5"], "--min-population must be a whole number"),
         (["--strategy", "merge", "--polygons", "/nonexistent/polygons"], "polygon folder"),
     ],
 )

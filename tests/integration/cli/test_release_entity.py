@@ -46,6 +46,8 @@ def test_count_json_reports_the_bound_and_the_truncation(
     assert payload["entity"] == "ori_hid" and payload["max_rows_per_person"] == 3
     assert payload["contribution"] == "at most 3 rows per person (person id 'ori_hid')"
     kept = kept_rows(testdata, 3)
+    seed = payload["truncation"].pop("seed")  # drawn fresh and recorded: --truncation-seed keeps the same rows
+    assert isinstance(seed, int) and seed >= 0
     assert payload["truncation"] == {
         "entity": "ori_hid",
         "max_rows_per_person": 3,

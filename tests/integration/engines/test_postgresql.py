@@ -72,7 +72,7 @@ def test_a_query_equals_pandas_on_the_same_rows(postgres_datasets: Datasets) -> 
     qis = ["sex", "decade", "race", "marital-status"]
     for missing in ("value", "drop"):
         memory = diagnose(chosen, qis, sensitive=["occupation"], missing=missing, engine="pandas")
-        database = diagnose(DatabaseSource(url, query=query), qis, sensitive=["occupation"], missing=missing)
+        database = diagnose(DatabaseSource(url, sql=query), qis, sensitive=["occupation"], missing=missing)
         assert database.engine == "postgresql" and database.rows == len(chosen) < len(adult)
         assert same(_comparable(memory), _comparable(database)) == []
         assert same(per_class(memory), per_class(database)) == []
@@ -163,7 +163,7 @@ def test_cli_on_a_table_equals_the_cli_on_the_csv(postgres_datasets: Datasets, c
     assert "counted by postgresql" in out and server.password not in out + err
 
     query = "SELECT * FROM adult WHERE sex = 'Female'"
-    code, out, err = run(capsys, "diagnose", server.url(), "--query", query, "--qi", "sex,age", "--json")
+    code, out, err = run(capsys, "diagnose", server.url(), "--sql", query, "--qi", "sex,age", "--json")
     assert code == 0, err
     assert json.loads(out)["rows"] == int((postgres_datasets.frames["adult"]["sex"] == "Female").sum())
 
@@ -198,24 +198,24 @@ BAD = {
     "no such database": (lambda s: [s.url(database="census"), "--table", "adult"], 'database "census" does not exist'),
     "no such table": (lambda s: [s.url(), "--table", "adults"], "Table adults does not exist"),
     "no such schema": (lambda s: [s.url(), "--table", "private.adult"], 'relation "private.adult" does not exist'),
-    "syntax error": (lambda s: [s.url(), "--query", "SELEC * FROM adult"], "not valid SQL"),
-    "two statements": (lambda s: [s.url(), "--query", "SELECT * FROM adult; DROP TABLE adult"], "not valid SQL"),
-    "not a select": (lambda s: [s.url(), "--query", "DELETE FROM adult"], "not valid SQL"),
+    "syntax error": (lambda s: [s.url(), "--sql", "SELEC * FROM adult"], "not valid SQL"),
+    "two statements": (lambda s: [s.url(), "--sql", "SELECT * FROM adult; DROP TABLE adult"], "not valid SQL"),
+    "not a select": (lambda s: [s.url(), "--sql", "DELETE FROM adult"], "not valid SQL"),
     "insert in a function": (
-        lambda s: [s.url(), "--query", "SELECT a.*, log_read() FROM adult a"],
+        lambda s: [s.url(), "--sql", "SELECT a.*, log_read() FROM adult a"],
         "cannot execute INSERT in a read-only transaction",
     ),
     "nextval": (
-        lambda s: [s.url(), "--query", "SELECT a.*, nextval('counter') FROM adult a"],
+        lambda s: [s.url(), "--sql", "SELECT a.*, nextval('counter') FROM adult a"],
         "cannot execute nextval() in a read-only transaction",
     ),
     "delete in a WITH": (
-        lambda s: [s.url(), "--query", "WITH gone AS (DELETE FROM adult RETURNING *) SELECT * FROM gone"],
+        lambda s: [s.url(), "--sql", "WITH gone AS (DELETE FROM adult RETURNING *) SELECT * FROM gone"],
         "tries to change the database",
     ),
     "unknown column": (lambda s: [s.url(), "--table", "adult", "--qi", "sex,agee"], "did you mean 'age'"),
-    "neither table nor query": (lambda s: [s.url()], "--table NAME or --query"),
-    "both table and query": (lambda s: [s.url(), "--table", "adult", "--query", "SELECT 1"], "(one of them)"),
+    "neither table nor query": (lambda s: [s.url()], "--table NAME or --sql"),
+    "both table and query": (lambda s: [s.url(), "--table", "adult", "--sql", "SELECT 1"], "(one of them)"),
     "sheet of a database": (lambda s: [s.url(), "--table", "adult", "--sheet", "1"], "--sheet"),
     "file engine on a database": (lambda s: [s.url(), "--table", "adult", "--engine", "duckdb"], "postgresql engine"),
     "bad URL parameter": (lambda s: [s.url() + "?colour=blue", "--table", "adult"], "invalid URI query parameter"),
@@ -239,7 +239,7 @@ def test_bad_sources_exit_2_with_a_message_and_write_nothing(traps: PostgresServ
 
 def test_table_and_query_need_a_database(capsys: Any, postgres_datasets: Datasets) -> None:
     code, _, err = run(capsys, "diagnose", str(postgres_datasets.paths["adult"]), "--table", "adult", "--qi", "sex")
-    assert code == 2 and "--table and --query name the records of a postgresql:// source" in err
+    assert code == 2 and "--table and --sql name the records of a postgresql:// source" in err
 
 
 def test_a_server_that_never_answers_times_out(postgres_datasets: Datasets, capsys: Any) -> None:
@@ -284,7 +284,7 @@ def test_preview_is_the_first_rows_typed_like_the_reader(postgres_datasets: Data
     for case in ("adult", "testdata"):
         first = sample_rows(DatabaseSource(url, table=case), 7)
         pd.testing.assert_frame_equal(first, postgres_datasets.frames[case].head(7))
-    assert sample_rows(DatabaseSource(url, query="SELECT age FROM adult WHERE false"), 3).shape == (0, 1)
+    assert sample_rows(DatabaseSource(url, sql="SELECT age FROM adult WHERE false"), 3).shape == (0, 1)
 
 
 @pytest.mark.parametrize("weights", ["sampling_weight", None])

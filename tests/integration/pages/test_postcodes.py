@@ -152,7 +152,7 @@ def test_controls_show_the_corrected_source_and_strategy(services: Services) -> 
     picked = settings_change(ViewState(), "ew", "district", "zip3", 20_000, 25)
     head = page.control_outputs(picked, "ew", "zip3")
     assert head[0] == picked.state.to_dict() and head[1] == "us" and head[2] is no_update
-    assert head[3] == Strategy.ZIP3.description and head[4] == "Threshold: 20,000 people"
+    assert head[3] == Strategy.ZIP3.description and head[4] == "Minimum population: 20,000 people"
     unchanged = settings_change(ViewState(), "ew", "district", "mixed", 20_000, 25)
     assert page.control_outputs(unchanged, "ew", "mixed")[:3] == (no_update,) * 3
 

@@ -130,7 +130,7 @@ def test_key_selection_releases_only_keys_above_the_threshold(tmp_path: Path) ->
         TABLE, KEY, request(query="histogram", column="name", categories="keys", epsilon=1, delta="1e-7")
     ).release
     # Ten names held by one person each: the threshold (about 1 + ln(1/2δ)/ε ≈ 16) keeps every one out.
-    assert release.threshold is not None and release.threshold > 10
+    assert release.key_selection_threshold is not None and release.key_selection_threshold > 10
     assert release.table.empty and "p0" not in release_csv(release)
 
 

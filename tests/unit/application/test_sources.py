@@ -14,6 +14,7 @@ from privdash.application.fixruns import FixRuns
 from privdash.application.services import PREVIEW_ROWS, Services
 from privdash.application.settings import Settings
 from privdash.application.sources import SourceError, load_sources
+from privdash.engines import DatabaseSource
 
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education"]
 
@@ -77,7 +78,8 @@ def test_a_database_source_never_shows_its_credentials(tmp_path: Path) -> None:
     [
         ({"bad name!": {"path": "x"}}, "a name has 1 to 64"),
         ({"a": {"path": "x", "url": "postgresql://h/d"}}, "exactly one of 'path'"),
-        ({"a": {"url": "postgresql://h/d"}}, "exactly one of 'table' and 'query'"),
+        ({"a": {"url": "postgresql://h/d"}}, "exactly one of 'table' and 'sql'"),
+        ({"a": {"url": "postgresql://h/d", "sql": "SELECT 1", "query": "SELECT 2"}}, "not both"),
         ({"a": {"path": "x", "colour": "red"}}, "unknown key"),
         ({"a": {"path": "x", "engine": "oracle"}}, "engine"),
         ({"a": "x"}, "give an object"),
@@ -88,6 +90,18 @@ def test_bad_source_files_name_the_entry(tmp_path: Path, sources: dict, message:
     path.write_text(json.dumps(sources), encoding="utf-8")
     with pytest.raises(ParameterError, match=message):
         load_sources(path)
+
+
+def test_the_sql_of_a_source_and_its_old_spelling(tmp_path: Path) -> None:
+    path = tmp_path / "sources.json"
+    url = "postgresql://reader@db/health"
+    path.write_text(json.dumps({"new": {"url": url, "sql": "SELECT 1"}, "old": {"url": url, "query": "SELECT 1"}}))
+    sources = load_sources(path)
+    assert sources["new"].location == sources["old"].location == DatabaseSource(url, sql="SELECT 1")
+    with pytest.warns(DeprecationWarning, match="sql="):
+        assert DatabaseSource(url, query="SELECT 1") == DatabaseSource(url, sql="SELECT 1")
+    with pytest.raises(TypeError, match="not both"):
+        DatabaseSource(url, sql="SELECT 1", query="SELECT 1")
 
 
 def test_unreadable_source_files(tmp_path: Path) -> None:

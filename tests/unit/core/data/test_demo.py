@@ -26,7 +26,7 @@ def test_uniform_options_and_global_state() -> None:
     np.random.seed(123)
     expected_next = np.random.random()
     np.random.seed(123)
-    frame = uniform_table(200, columns=10, levels=5, seed=1, missing=0.1)
+    frame = uniform_table(200, columns=10, levels=5, seed=1, missing_share=0.1)
     assert np.random.random() == expected_next  # the caller's numpy state is untouched
     assert list(frame.columns) == [*"ABCIJKXY", "D", "E"]
     assert set(frame["D"].dropna()) <= {f"d{i}" for i in range(1, 6)}
@@ -37,7 +37,10 @@ def test_uniform_options_and_global_state() -> None:
     with pytest.raises(ParameterError):
         uniform_column_names(27)
     with pytest.raises(ParameterError):
-        uniform_table(10, missing=1.0)
+        uniform_table(10, missing_share=1.0)
+    with pytest.warns(DeprecationWarning, match="missing_share"):  # the old keyword, read for one release
+        old = uniform_table(200, columns=10, levels=5, seed=1, missing=0.1)
+    pd.testing.assert_frame_equal(old, frame)
 
 
 def test_people_table_is_deterministic_and_matches_its_contract() -> None:

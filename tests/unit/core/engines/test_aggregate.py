@@ -348,7 +348,7 @@ def test_auto_counts_large_parquet_files_with_duckdb_by_their_footer(tmp_path: P
     big, small = tmp_path / "big.parquet", tmp_path / "small.parquet"
     frame.to_parquet(big)
     frame.head(1000).to_parquet(small)
-    assert big.stat().st_size < AUTO_DUCKDB_BYTES and 600_000 * 8 > AUTO_DUCKDB_CELLS
+    assert big.stat().st_size < AUTO_DUCKDB_BYTES and AUTO_DUCKDB_CELLS < 600_000 * 8
     assert resolve_engine("auto", big) is Engine.DUCKDB
     assert resolve_engine("auto", small) is Engine.PANDAS
     assert resolve_engine("auto", big, max_cells=10**9) is Engine.PANDAS  # anonymize's in-memory limits

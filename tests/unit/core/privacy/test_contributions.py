@@ -51,6 +51,7 @@ def test_hand_computed_counts() -> None:
         "rows_kept": 5,
         "rows_dropped": 1,
         "most_rows_per_person": 3,
+        "seed": 0,
     }
     assert most_rows_per_person(data, "pid") == 3
     # 30 and 30.0 are one person; so are the text "7" and the number 7 in a mixed column.
@@ -65,8 +66,13 @@ def test_reproducible_with_a_seed_and_random_without(households: pd.DataFrame) -
     other, _ = bound_contributions(households, "ori_hid", 3, seed=12)
     assert first.index.equals(again.index)
     assert not first.index.equals(other.index)  # 1,800 rows dropped among 434 households: another seed, another choice
-    fresh = [bound_contributions(households, "ori_hid", 3)[0].index for _ in range(2)]
-    assert not fresh[0].equals(fresh[1])
+    fresh = [bound_contributions(households, "ori_hid", 3) for _ in range(2)]
+    assert not fresh[0][0].index.equals(fresh[1][0].index)
+    # The fresh seed is recorded: passing it back keeps the same rows.
+    recorded = fresh[0][1].seed
+    assert recorded is not None and bound_contributions(households, "ori_hid", 3, seed=recorded)[0].index.equals(
+        fresh[0][0].index
+    )
 
 
 def test_each_person_keeps_the_same_rows_whoever_else_is_in_the_table(households: pd.DataFrame) -> None:

@@ -41,8 +41,8 @@ def test_the_charged_delta_is_the_measured_rate_of_releasing_a_one_person_key(ep
     kept, draws = 0, 0
     for _ in range(RELEASES):
         release = dp_histogram(SINGLETONS, "key", epsilon=epsilon, delta=delta)
-        assert release.threshold is not None
-        threshold = int(release.threshold)
+        assert release.key_selection_threshold is not None
+        threshold = int(release.key_selection_threshold)
         assert (release.table[DP_VALUE] >= threshold).all()
         kept += len(release.table)
         draws += KEYS
@@ -80,4 +80,4 @@ def test_threshold_is_the_smallest_that_fits_and_the_charge_never_rounds_down() 
 def test_class_sizes_by_key_selection_charge_the_same_delta() -> None:
     data = pd.DataFrame({"a": ["x"] * 50 + ["y"], "b": ["1"] * 51})
     release = dp_class_sizes(data, ["a", "b"], epsilon=1.0, delta=0.05)
-    assert release.threshold == 4 and release.delta == pytest.approx(exact_delta(1.0, 4), rel=1e-9)
+    assert release.key_selection_threshold == 4 and release.delta == pytest.approx(exact_delta(1.0, 4), rel=1e-9)

@@ -143,7 +143,7 @@ def test_without_a_person_id_nothing_changes() -> None:
     assert "entity" not in payload and "truncation" not in payload and "max_rows_per_person" not in payload
     assert release.max_rows_per_person == 1 and release.scale == 1.0
     selected = dp_histogram(SMALL, "sex", epsilon=1.0, delta=0.05)
-    assert selected.threshold == 4 and selected.sensitivity == 1.0  # the one-row key selection of before
+    assert selected.key_selection_threshold == 4 and selected.sensitivity == 1.0  # the one-row key selection of before
 
 
 def test_bad_person_level_inputs() -> None:
@@ -251,7 +251,7 @@ def test_the_charged_delta_is_the_measured_rate_of_the_worst_case(epsilon: float
     slot = np.tile(np.repeat(np.arange(len(spread)), spread), PEOPLE)
     data = pd.DataFrame({"pid": person, "key": [f"p{p}-k{k}" for p, k in zip(person, slot, strict=True)]})
     release = dp_histogram(data, "key", epsilon=epsilon, delta=delta, entity="pid", max_rows_per_person=c, seed=0)
-    assert release.threshold is not None and release.contribution is not None
+    assert release.key_selection_threshold is not None and release.contribution is not None
     assert release.contribution.rows_dropped == 0 and release.scale == scale
     assert release.epsilon == pytest.approx(epsilon) and release.delta <= delta
     hit = release.table["key"].str.split("-", n=1).str[0].nunique()  # people with at least one key released
@@ -259,10 +259,11 @@ def test_the_charged_delta_is_the_measured_rate_of_the_worst_case(epsilon: float
     assert interval.low <= release.delta <= interval.high, (hit / PEOPLE, release.delta)
     # OpenDP 0.16's own map of this measurement: 1 - (1 - P[Z > τ - Δ∞])^Δ₀, as if c keys held c rows each.
     counting = dp.t.make_count_by(dp.vector_domain(dp.atom_domain(T=str)), dp.symmetric_distance(), TV=int)
-    measurement = counting >> dp.m.then_laplace_threshold(scale=scale, threshold=int(release.threshold))
+    measurement = counting >> dp.m.then_laplace_threshold(scale=scale, threshold=int(release.key_selection_threshold))
     openDP_epsilon, openDP_delta = measurement.map(c)
     assert openDP_epsilon == pytest.approx(release.epsilon)
-    assert openDP_delta == pytest.approx(1 - (1 - released(c - 1, scale, int(release.threshold))) ** c, rel=1e-6)
+    tau = int(release.key_selection_threshold)
+    assert openDP_delta == pytest.approx(1 - (1 - released(c - 1, scale, tau)) ** c, rel=1e-6)
     if spread == (2,):
         # One key holding both rows: OpenDP's map is below the rate measured (its off-by-one, opendp/opendp#2922).
         assert openDP_delta < interval.low

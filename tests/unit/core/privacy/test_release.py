@@ -70,7 +70,7 @@ def test_a_rare_category_outside_the_domain_never_appears(table: pd.DataFrame) -
         )
         assert release.table["city"].tolist() == ["Leeds", "York", "Bath"]
         assert "Tiny Hamlet" not in release.to_frame().to_string()
-        assert release.domain_size == 3 and release.threshold is None
+        assert release.domain_size == 3 and release.key_selection_threshold is None
 
 
 def test_histogram_values_and_true_counts(table: pd.DataFrame) -> None:
@@ -93,20 +93,25 @@ def test_histogram_without_domain_needs_delta(table: pd.DataFrame) -> None:
 
 def test_key_selection_drops_keys_below_the_threshold(table: pd.DataFrame) -> None:
     release = dp_histogram(table, "city", epsilon=1.0, delta=1e-6, include_true=True)
-    assert release.threshold is not None and release.delta <= 1e-6 and release.epsilon <= 1.0
+    assert release.key_selection_threshold is not None and release.delta <= 1e-6 and release.epsilon <= 1.0
     # The one-row key needs noise >= threshold - 1 (>= 13) to pass: probability below 1e-6.
-    assert release.threshold >= 10
+    assert release.key_selection_threshold >= 10
     assert "Tiny Hamlet" not in release.table["city"].tolist()
     # The common keys pass unless the noise is below -380: probability e^-380.
     assert release.table["city"].tolist() == ["Leeds", "York"]
-    assert (release.table[DP_VALUE] >= release.threshold).all()
+    assert (release.table[DP_VALUE] >= release.key_selection_threshold).all()
     assert release.mechanism is Mechanism.GEOMETRIC
     assert release.to_frame(include_true=True)[DP_TRUE_VALUE].tolist() == [600, 400]
+    # The JSON names it key_selection_threshold; "threshold", its old key and attribute, is read for one release.
+    payload = release.to_dict()
+    assert payload["key_selection_threshold"] == payload["threshold"] == release.key_selection_threshold
+    with pytest.warns(DeprecationWarning, match="key_selection_threshold"):
+        assert release.threshold == release.key_selection_threshold
 
 
 def test_key_selection_threshold_grows_as_delta_shrinks(table: pd.DataFrame) -> None:
-    loose = dp_histogram(table, "city", epsilon=1.0, delta=1e-3).threshold
-    tight = dp_histogram(table, "city", epsilon=1.0, delta=1e-9).threshold
+    loose = dp_histogram(table, "city", epsilon=1.0, delta=1e-3).key_selection_threshold
+    tight = dp_histogram(table, "city", epsilon=1.0, delta=1e-9).key_selection_threshold
     assert loose is not None and tight is not None and tight > loose
     # Discrete Laplace tail: P[Z >= t - 1] = r^(t-1)/(1 + r) <= δ with r = e^-ε gives t = 1 + ⌈ln(1/((1 + r)δ))/ε⌉.
     assert tight == 1 + math.ceil(math.log(1 / ((1 + math.exp(-1)) * 1e-9)))

@@ -20,7 +20,7 @@ from privdash.search.lattice import (
     GeneralizationLattice,
     NoSolutionError,
     optimal_generalization,
-    suppression_budget,
+    suppression_limit,
 )
 from privdash.targets import PrivacyTargets
 from privdash.transform.generalization import generalize
@@ -56,10 +56,10 @@ def brute_force(
 ) -> tuple[float, list[tuple[int, ...]]]:
     """Minimum metric over every satisfying node, and the nodes reaching it (within 1e-9).
 
-    A node satisfies the targets when the records of its violating classes fit the budget and the table published
+    A node satisfies the targets when the records of its violating classes fit the limit and the table published
     without them meets the targets, judged by its own diagnosis (t against the distribution of the records
     published, as the search judges it)."""
-    budget = suppression_budget(suppression, len(data))
+    limit = suppression_limit(suppression, len(data))
     values: dict[tuple[int, ...], float] = {}
     for node in product(*(range(hierarchies[c].n_levels) for c in qis)):
         published = generalize(data, dict(zip(qis, node, strict=True)), hierarchies).data
@@ -67,8 +67,8 @@ def brute_force(
         assert classes.record_class is not None
         violating = targets.class_violations(classes)[classes.record_class]
         # suppression moves the reference distribution of t: the classes of the records left that are now too far
-        # from it go too, round after round, while the budget holds
-        while targets.t is not None and violating.any() and not violating.all() and violating.sum() <= budget:
+        # from it go too, round after round, while the limit holds
+        while targets.t is not None and violating.any() and not violating.all() and violating.sum() <= limit:
             left = np.flatnonzero(~violating)
             again = equivalence_classes(
                 published.iloc[left].reset_index(drop=True), qis, sensitive=list(targets.sensitive)
@@ -78,7 +78,7 @@ def brute_force(
             if not farther.any():
                 break
             violating[left[farther]] = True
-        if violating.sum() > budget:
+        if violating.sum() > limit:
             continue
         kept = np.flatnonzero(~violating)
         loss = information_loss(data, published.iloc[kept], hierarchies, quasi_identifiers=qis, kept_rows=kept)
@@ -122,12 +122,16 @@ def test_tiny_without_suppression() -> None:
     assert result.transform.kept_rows is None and "suppress" not in result.transform.step.params
 
 
-def test_budget_is_floor_of_fraction() -> None:
-    assert suppression_budget(0.02, 30162) == 603
-    assert suppression_budget(0.125, 8) == 1
-    assert suppression_budget(0.3, 10) == 3  # 0.3 * 10 = 2.9999999999999996 in binary
+def test_suppression_limit_is_floor_of_fraction() -> None:
+    assert suppression_limit(0.02, 30162) == 603
+    assert suppression_limit(0.125, 8) == 1
+    assert suppression_limit(0.3, 10) == 3  # 0.3 * 10 = 2.9999999999999996 in binary
     with pytest.raises(ParameterError):
-        suppression_budget(1.5, 10)
+        suppression_limit(1.5, 10)
+    from privdash.search import lattice
+
+    with pytest.warns(DeprecationWarning, match="suppression_limit"):
+        assert lattice.suppression_budget(0.02, 30162) == 603  # the old name, read for one release
 
 
 # --- brute force on random small tables ---------------------------------------------------------------------------
@@ -258,7 +262,7 @@ def test_adult_l_diversity_and_risk_targets(adult: pd.DataFrame, adult_hierarchi
     classes = equivalence_classes(published, qis, sensitive=["occupation"])
     assert distinct_l_diversity(classes, "occupation").value >= 3
     assert classes.k >= 10 and prosecutor_risk(classes).highest <= 0.1
-    assert result.suppressed <= suppression_budget(0.01, len(adult))
+    assert result.suppressed <= suppression_limit(0.01, len(adult))
 
 
 def test_adult_t_closeness_with_suppression(adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy]) -> None:
@@ -275,7 +279,7 @@ def test_adult_t_closeness_with_suppression(adult: pd.DataFrame, adult_hierarchi
     removed[kept if kept is not None else np.arange(len(adult))] = False
     violating = ((distance > 0.2) | (classes.sizes < 2))[classes.record_class]
     assert (removed == violating).all()
-    assert result.suppressed == int(violating.sum()) <= suppression_budget(0.05, len(adult))
+    assert result.suppressed == int(violating.sum()) <= suppression_limit(0.05, len(adult))
 
 
 def test_arx_reference_optima_on_adult(adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy]) -> None:

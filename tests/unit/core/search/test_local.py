@@ -16,7 +16,7 @@ import pytest
 from privdash.errors import ParameterError
 from privdash.measure.classes import equivalence_classes
 from privdash.measure.diagnose import diagnose
-from privdash.search.lattice import NoSolutionError, optimal_generalization, suppression_budget
+from privdash.search.lattice import NoSolutionError, optimal_generalization, suppression_limit
 from privdash.search.local import LocalRecodingResult, anonymize, local_recoding
 from privdash.targets import PrivacyTargets
 from privdash.transform.hierarchy import Hierarchy, HierarchyError
@@ -109,7 +109,7 @@ def test_targets_hold_as_published_and_the_loss_is_at_most_the_global_optimum(
     verdict = diagnose(published, QIS, sensitive=list(wanted.sensitive) or None).check(wanted)
     assert verdict.passed, verdict.sentence()
     assert result.k == classes.k >= wanted.k and result.classes.n_classes == classes.n_classes
-    assert result.suppressed == len(data) - len(published) <= suppression_budget(0.05, len(data))
+    assert result.suppressed == len(data) - len(published) <= suppression_limit(0.05, len(data))
     # The loss, measured independently cell by cell, is the one reported, and never above the global optimum.
     assert cell_loss(data, published, result.transform.kept_rows, QIS) == pytest.approx(result.value, abs=1e-12)
     glob = optimal_generalization(data, HIERARCHIES, **options)
@@ -162,7 +162,7 @@ def test_random_configurations(seed: int) -> None:
     if len(result.data):
         classes = equivalence_classes(result.data, qis, sensitive=list(targets.sensitive))
         assert not targets.class_violations(classes).any()
-    assert result.suppressed <= suppression_budget(options["max_suppression"], n)
+    assert result.suppressed <= suppression_limit(options["max_suppression"], n)
     if metric in ("loss", "precision"):
         assert result.value <= glob.value + 1e-12
     again, _ = apply_recipe(data, result.recipe)
@@ -349,7 +349,7 @@ def test_adult_goal(adult: pd.DataFrame, data_dir: Any) -> None:
     assert result.value <= 0.9 * result.global_value <= 0.2356
     diagnosis = diagnose(result.data, ADULT_QIS)
     assert diagnosis.classes.k >= 5 and diagnosis.check(PrivacyTargets(k=5)).passed
-    assert result.suppressed <= suppression_budget(0.05, len(adult))
+    assert result.suppressed <= suppression_limit(0.05, len(adult))
     assert seconds < 60
 
 
@@ -366,4 +366,4 @@ def test_adult_t_closeness_holds_against_the_published_records(adult: pd.DataFra
     verdict = diagnose(result.data, ADULT_QIS, sensitive=["salary-class"]).check(targets)
     assert verdict.passed, verdict.sentence()
     assert result.value <= result.global_value + 1e-12
-    assert result.suppressed <= suppression_budget(0.05, len(adult))
+    assert result.suppressed <= suppression_limit(0.05, len(adult))

@@ -21,7 +21,7 @@ from privdash.search.lattice import (
     GeneralizationLattice,
     NoSolutionError,
     optimal_generalization,
-    suppression_budget,
+    suppression_limit,
 )
 from privdash.targets import PrivacyTargets
 from privdash.transform.generalization import generalize, suppressed_classes
@@ -60,7 +60,7 @@ def test_search_is_the_least_lossy_node_meeting_the_targets(
     lattice = GeneralizationLattice(
         testdata, hierarchies, quasi_identifiers=QIS, weights=weights, sampling_fraction=fraction
     )
-    budget = suppression_budget(LIMIT, len(testdata))
+    limit = suppression_limit(LIMIT, len(testdata))
     best_value = np.inf
     satisfied = 0
     for node in lattice.nodes():
@@ -77,7 +77,7 @@ def test_search_is_the_least_lossy_node_meeting_the_targets(
         removed = len(testdata) - len(published)
         evaluated = lattice.evaluate(levels, targets=targets, max_suppression=LIMIT)
         meets = (
-            removed <= budget
+            removed <= limit
             and len(published) > 0
             and diagnose(published, QIS, weights=weights, sampling_fraction=fraction).check(targets).passed
         )
@@ -137,8 +137,8 @@ def test_global_risk_suppresses_the_riskiest_classes_first() -> None:
     assert sorted(k for k, b in zip(classes.keys()["a"], quarter, strict=True) if b) == ["p", "q", "r"]
     assert not global_suppression(classes, PrivacyTargets(k=1, global_risk=0.5001), bad).any()
     # the limit: 2 records may go, which is not enough for 1/4 -> every class (the node fails)
-    assert global_suppression(classes, PrivacyTargets(k=1, global_risk=0.2501), bad, budget=2).all()
-    assert not global_suppression(classes, PrivacyTargets(k=1, global_risk=0.34), bad, budget=2).all()
+    assert global_suppression(classes, PrivacyTargets(k=1, global_risk=0.2501), bad, limit=2).all()
+    assert not global_suppression(classes, PrivacyTargets(k=1, global_risk=0.34), bad, limit=2).all()
     # average risk: J / n = 4 / 8; without p, q: 2 / 6
     average = suppressed_classes(classes, PrivacyTargets(k=1, average_risk=0.4))
     assert int(np.asarray(classes.sizes)[average].sum()) == 2
@@ -171,7 +171,7 @@ def test_household_risk_search_against_every_node(testdata: pd.DataFrame, value:
     targets = PrivacyTargets(k=1, household_risk=value)
     hierarchies = default_hierarchies(testdata, QIS, 2)
     lattice = GeneralizationLattice(testdata, hierarchies, quasi_identifiers=QIS, weights=weights, household="ori_hid")
-    budget = suppression_budget(LIMIT, len(testdata))
+    limit = suppression_limit(LIMIT, len(testdata))
     best_value, satisfied = np.inf, 0
     for node in lattice.nodes():
         levels = dict(zip(QIS, (int(v) for v in node), strict=True))
@@ -186,7 +186,7 @@ def test_household_risk_search_against_every_node(testdata: pd.DataFrame, value:
         ).data
         removed = len(testdata) - len(published)
         evaluated = lattice.evaluate(levels, targets=targets, max_suppression=LIMIT)
-        meets = removed <= budget and len(published) > 0 and _household_global_risk(published, weights) <= value
+        meets = removed <= limit and len(published) > 0 and _household_global_risk(published, weights) <= value
         assert evaluated.satisfied == meets, levels
         if meets:
             satisfied += 1

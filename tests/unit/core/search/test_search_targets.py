@@ -34,7 +34,7 @@ from privdash.search.lattice import (
     _fewest_values_equal,
     _fewest_values_ordered,
     optimal_generalization,
-    suppression_budget,
+    suppression_limit,
 )
 from privdash.targets import DEFAULT_MAX_SUPPRESSION, PrivacyTargets
 from privdash.transform.generalization import generalize
@@ -65,14 +65,14 @@ def failing_classes(diagnosis: Diagnosis, targets: PrivacyTargets) -> np.ndarray
 
 
 def published_by_verdict(
-    generalized: pd.DataFrame, qis: list[str], targets: PrivacyTargets, budget: int
+    generalized: pd.DataFrame, qis: list[str], targets: PrivacyTargets, limit: int
 ) -> np.ndarray | None:
     """The rows published at a node: the records of classes failing a target of the diagnosis of the records left
-    suppressed, again and again, until the verdict passes; None when more than ``budget`` records (or all of them)
+    suppressed, again and again, until the verdict passes; None when more than ``limit`` records (or all of them)
     must go."""
     keep = np.ones(len(generalized), dtype=bool)
     while True:
-        if keep.sum() == 0 or (~keep).sum() > budget:
+        if keep.sum() == 0 or (~keep).sum() > limit:
             return None
         diagnosis = diagnose(generalized.iloc[np.flatnonzero(keep)], qis, sensitive=list(targets.sensitive))
         bad = failing_classes(diagnosis, targets)
@@ -95,11 +95,11 @@ def every_node(
 ) -> dict[tuple[int, ...], tuple[float, int, float]]:
     """Node -> (metric, records suppressed, average prosecutor risk of the published records), for every node whose
     published table meets the targets within the limit (:func:`published_by_verdict`)."""
-    budget = suppression_budget(suppression, len(data))
+    limit = suppression_limit(suppression, len(data))
     out: dict[tuple[int, ...], tuple[float, int, float]] = {}
     for node in product(*(range(hierarchies[c].n_levels) for c in qis)):
         generalized = generalize(data, dict(zip(qis, node, strict=True)), hierarchies).data.reset_index(drop=True)
-        kept = published_by_verdict(generalized, qis, targets, budget)
+        kept = published_by_verdict(generalized, qis, targets, limit)
         if kept is None:
             continue
         published = generalized.iloc[kept]
@@ -376,12 +376,12 @@ def test_adult_l_t_risk_equals_every_node(adult: pd.DataFrame, adult_hierarchies
     hierarchies = {c: adult_hierarchies[c] for c in qis}
     targets = PrivacyTargets(k=5, l=2, t=0.2, max_risk=0.2, sensitive=("occupation",))
     lattice = GeneralizationLattice(adult, hierarchies, sensitive=["occupation"])
-    budget = suppression_budget(0.05, len(adult))
+    limit = suppression_limit(0.05, len(adult))
     values = {}
     for node in lattice.nodes():
         levels = tuple(int(v) for v in node)
         generalized = generalize(adult, dict(zip(qis, levels, strict=True)), hierarchies).data.reset_index(drop=True)
-        kept = published_by_verdict(generalized, qis, targets, budget)
+        kept = published_by_verdict(generalized, qis, targets, limit)
         if kept is not None:
             values[levels] = information_loss(
                 adult, generalized.iloc[kept], hierarchies, quasi_identifiers=qis, kept_rows=kept
@@ -395,7 +395,7 @@ def test_adult_l_t_risk_equals_every_node(adult: pd.DataFrame, adult_hierarchies
     assert result.value == pytest.approx(ranked[0], rel=1e-9) and result.proven
     assert result.nodes_checked < lattice.size
     assert_meets_as_published(adult, result, qis, targets)
-    assert result.suppressed <= budget
+    assert result.suppressed <= limit
     assert "t" in result.bound_by
 
 
@@ -501,7 +501,7 @@ def test_heuristic_within_five_percent_of_the_optimum_on_adult(
         assert exact.value <= found.value <= 1.05 * exact.value
         assert found.lower_bound <= exact.value
         published = equivalence_classes(found.data, ADULT_OCCUPATION)
-        assert published.k >= 5 and found.suppressed <= suppression_budget(0.05, len(adult))
+        assert published.k >= 5 and found.suppressed <= suppression_limit(0.05, len(adult))
 
 
 def test_heuristic_runs_on_an_aggregate(adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy]) -> None:
@@ -522,7 +522,7 @@ def test_heuristic_runs_on_an_aggregate(adult: pd.DataFrame, adult_hierarchies: 
 def test_heuristic_bounds_the_optimum_from_both_sides(
     adult: pd.DataFrame, adult_hierarchies: dict[str, Hierarchy], metric: Metric
 ) -> None:
-    """On 1,080 nodes and any budget: lower bound <= exact optimum <= the heuristic's value; proven means equal."""
+    """On 1,080 nodes and any limit: lower bound <= exact optimum <= the heuristic's value; proven means equal."""
     qis = ["sex", "age", "race", "marital-status", "education", "workclass"]
     hierarchies = {c: adult_hierarchies[c] for c in qis}
     lattice = GeneralizationLattice(adult, hierarchies)

@@ -223,7 +223,7 @@ def test_every_index_search_path_agrees_with_scans(monkeypatch: pytest.MonkeyPat
 
     monkeypatch.setattr(module, "_INDEX_MIN_POINTS", 40)
     monkeypatch.setattr(module, "_SCAN_POINTS", 16)
-    monkeypatch.setattr(module, "_PRUNE_BUDGET", budget)
+    monkeypatch.setattr(module, "_PRUNE_LIMIT", budget)
     rng = np.random.default_rng(seed)
     points = np.vstack([np.round(rng.lognormal(size=(900, 3)), 1), rng.normal(size=(300, 3)) * 30])
     points[::7] = points[0]

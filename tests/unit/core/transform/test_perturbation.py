@@ -10,6 +10,7 @@ from scipy import stats
 from privdash.errors import ColumnError, ParameterError
 from privdash.transform.perturbation import (
     add_noise,
+    invariant_pram_matrix,
     pram,
     rank_swap,
     shuffle_within_classes,
@@ -326,3 +327,13 @@ def test_perturbative_steps_are_registered_and_replayed_from_json(numbers: pd.Da
     assert not first["a"].equals(numbers["a"])
     with pytest.raises(ParameterError, match="Step 'rank_swap'"):
         apply_step(numbers, Step("rank_swap", {"columns": ["c"], "p": 5, "percent": 3}))
+
+
+def test_invariant_pram_matrix_takes_a_seed_and_reads_the_old_rng_keyword() -> None:
+    frequencies = np.array([50.0, 30.0, 20.0])
+    seeded = invariant_pram_matrix(frequencies, seed=7)
+    assert np.array_equal(seeded, invariant_pram_matrix(frequencies, seed=np.random.default_rng(7)))
+    p = frequencies / frequencies.sum()
+    assert np.allclose(p @ seeded, p) and np.allclose(seeded.sum(axis=1), 1.0)
+    with pytest.warns(DeprecationWarning, match="seed"):
+        assert np.array_equal(invariant_pram_matrix(frequencies, rng=np.random.default_rng(7)), seeded)

@@ -11,7 +11,7 @@ import pytest
 from privdash.data.tables import read_table
 from privdash.errors import ContractError, DataReadError, ParameterError
 from privdash.measure.classes import equivalence_classes
-from privdash.transform.jobs import JobConfigError, JobResult, load_job, parse_job, run_job_file
+from privdash.transform.batch import BatchJobError, BatchJobResult, load_batch_job, parse_batch_job, run_batch_file
 
 QIS = ["urbrur", "water", "sex", "age", "relat"]
 CONTRACT = {
@@ -50,7 +50,7 @@ def write_job(folder: Path, job: dict, name: str = "job.json") -> Path:
 
 def test_issue_shape_runs_end_to_end(job_dir: Path) -> None:
     before = (job_dir / "in.csv").read_bytes()
-    result = run_job_file(job_dir / "job.json")
+    result = run_batch_file(job_dir / "job.json")
     assert (job_dir / "in.csv").read_bytes() == before  # never overwrites the input
     source = read_table(job_dir / "in.csv")
     out = read_table(job_dir / "out.csv")
@@ -60,7 +60,7 @@ def test_issue_shape_runs_end_to_end(job_dir: Path) -> None:
             assert out[name].equals(source[name]), name  # every other column, in the same row order
     assert equivalence_classes(out, QIS).k >= 3
     assert equivalence_classes(out, QIS, missing="wildcard").k >= 3
-    assert isinstance(result, JobResult)
+    assert isinstance(result, BatchJobResult)
     assert result.rows == len(source) and result.columns == source.shape[1]
     assert result.k_requested == 3 and result.k_achieved >= 3
     assert result.quasi_identifiers == tuple(QIS)
@@ -74,7 +74,7 @@ def test_issue_shape_runs_end_to_end(job_dir: Path) -> None:
 def test_relative_paths_are_relative_to_the_job_file(job_dir: Path, tmp_path_factory, monkeypatch) -> None:
     elsewhere = tmp_path_factory.mktemp("cwd")
     monkeypatch.chdir(elsewhere)
-    run_job_file(job_dir / "job.json")
+    run_batch_file(job_dir / "job.json")
     assert (job_dir / "out.csv").is_file() and not (elsewhere / "out.csv").exists()
 
 
@@ -97,7 +97,7 @@ def test_adult_with_an_ordinal_contract(tmp_path: Path, data_dir: Path) -> None:
         "contract": contract,
         "aggregation_config": {"minimum_k_anonymity": 5, "decimals": 0},
     }
-    result = run_job_file(write_job(tmp_path, job))
+    result = run_batch_file(write_job(tmp_path, job))
     out = pd.read_parquet(tmp_path / "adult_out.parquet")
     assert equivalence_classes(out, ["age", "sex", "education"]).k >= 5
     assert result.k_achieved >= 5
@@ -108,23 +108,23 @@ def test_adult_with_an_ordinal_contract(tmp_path: Path, data_dir: Path) -> None:
 @pytest.mark.parametrize(
     ("change", "error", "message"),
     [
-        (lambda j: j.pop("source"), JobConfigError, "no 'source'"),
-        (lambda j: j.pop("contract"), JobConfigError, "no 'contract'"),
-        (lambda j: j.pop("aggregation_config"), JobConfigError, "no 'aggregation_config'"),
-        (lambda j: j.update(sourse={"path": "x"}), JobConfigError, "did you mean 'source'"),
-        (lambda j: j["source"].update(path=""), JobConfigError, "non-empty"),
-        (lambda j: j["source"].update(format="csv"), JobConfigError, "Unknown key in 'source'"),
+        (lambda j: j.pop("source"), BatchJobError, "no 'source'"),
+        (lambda j: j.pop("contract"), BatchJobError, "no 'contract'"),
+        (lambda j: j.pop("aggregation_config"), BatchJobError, "no 'aggregation_config'"),
+        (lambda j: j.update(sourse={"path": "x"}), BatchJobError, "did you mean 'source'"),
+        (lambda j: j["source"].update(path=""), BatchJobError, "non-empty"),
+        (lambda j: j["source"].update(format="csv"), BatchJobError, "Unknown key in 'source'"),
         (lambda j: j["aggregation_config"].update(minimum_k_anonymity=1), ParameterError, "at least 2"),
         (lambda j: j["aggregation_config"].update(minimum_k_anonymity="3"), ParameterError, "whole number"),
-        (lambda j: j["aggregation_config"].pop("minimum_k_anonymity"), JobConfigError, "needs 'minimum_k_anonymity'"),
-        (lambda j: j["aggregation_config"].update(minimum_k=3), JobConfigError, "did you mean"),
-        (lambda j: j.update(target={"path": "in.csv"}), JobConfigError, "is the source"),
-        (lambda j: j.update(target={"path": "contract.json"}), JobConfigError, "is the contract"),
-        (lambda j: j.update(target={"path": "job.json"}), JobConfigError, "is the job file"),
-        (lambda j: j.update(target={"path": "missing/out.csv"}), JobConfigError, "does not exist"),
-        (lambda j: j.update(target={"path": "out.xlsx"}), JobConfigError, "Cannot write"),
+        (lambda j: j["aggregation_config"].pop("minimum_k_anonymity"), BatchJobError, "needs 'minimum_k_anonymity'"),
+        (lambda j: j["aggregation_config"].update(minimum_k=3), BatchJobError, "did you mean"),
+        (lambda j: j.update(target={"path": "in.csv"}), BatchJobError, "is the source"),
+        (lambda j: j.update(target={"path": "contract.json"}), BatchJobError, "is the contract"),
+        (lambda j: j.update(target={"path": "job.json"}), BatchJobError, "is the job file"),
+        (lambda j: j.update(target={"path": "missing/out.csv"}), BatchJobError, "does not exist"),
+        (lambda j: j.update(target={"path": "out.xlsx"}), BatchJobError, "Cannot write"),
         (lambda j: j.update(contract="nope.json"), ContractError, "not found"),
-        (lambda j: j.update(contract=7), JobConfigError, "'contract' must be"),
+        (lambda j: j.update(contract=7), BatchJobError, "'contract' must be"),
         (lambda j: j.update(contract={"field_metadata": []}), ContractError, "no column as a quasi-identifier"),
     ],
 )
@@ -133,21 +133,21 @@ def test_config_errors(job_dir: Path, change, error: type[Exception], message: s
     change(job)
     path = write_job(job_dir, job)
     with pytest.raises(error, match=message):
-        load_job(path)
+        load_batch_job(path)
     assert not (job_dir / "out.csv").exists()
 
 
 def test_file_errors(job_dir: Path) -> None:
-    with pytest.raises(JobConfigError, match="Job file not found"):
-        run_job_file(job_dir / "absent.json")
+    with pytest.raises(BatchJobError, match="Job file not found"):
+        run_batch_file(job_dir / "absent.json")
     (job_dir / "bad.json").write_text("{not json")
-    with pytest.raises(JobConfigError, match="not valid JSON"):
-        run_job_file(job_dir / "bad.json")
-    with pytest.raises(JobConfigError, match="JSON object"):
-        parse_job([1, 2])
+    with pytest.raises(BatchJobError, match="not valid JSON"):
+        run_batch_file(job_dir / "bad.json")
+    with pytest.raises(BatchJobError, match="JSON object"):
+        parse_batch_job([1, 2])
     missing_source = write_job(job_dir, {**JOB, "source": {"path": "absent.csv"}}, "j2.json")
     with pytest.raises(DataReadError, match="File not found"):
-        run_job_file(missing_source)
+        run_batch_file(missing_source)
 
 
 def test_contract_that_does_not_fit_the_data(job_dir: Path) -> None:
@@ -155,12 +155,12 @@ def test_contract_that_does_not_fit_the_data(job_dir: Path) -> None:
     contract["field_metadata"][0]["field_name"] = "urban"
     (job_dir / "contract.json").write_text(json.dumps(contract))
     with pytest.raises(ContractError, match=r"does not fit in\.csv.*urban"):
-        run_job_file(job_dir / "job.json")
+        run_batch_file(job_dir / "job.json")
     contract = json.loads(json.dumps(CONTRACT))
     contract["field_metadata"][4]["ordinal_values"] = [1, 2, 3]
     (job_dir / "contract.json").write_text(json.dumps(contract))
     with pytest.raises(ContractError, match="ordinal_values"):
-        run_job_file(job_dir / "job.json")
+        run_batch_file(job_dir / "job.json")
 
 
 def test_plain_path_strings_and_too_few_rows(job_dir: Path) -> None:
@@ -168,5 +168,20 @@ def test_plain_path_strings_and_too_few_rows(job_dir: Path) -> None:
     small.to_csv(job_dir / "small.csv", index=False)
     path = write_job(job_dir, {**JOB, "source": "small.csv", "target": "small_out.csv"}, "j3.json")
     with pytest.raises(ParameterError, match="fewer than k"):
-        run_job_file(path)
+        run_batch_file(path)
     assert not (job_dir / "small_out.csv").exists()
+
+
+def test_the_old_jobs_module_is_read_with_a_deprecation_warning() -> None:
+    import importlib
+    import sys
+
+    from privdash.transform import batch
+
+    sys.modules.pop("privdash.transform.jobs", None)
+    with pytest.warns(DeprecationWarning, match="privdash.transform.batch"):
+        old = importlib.import_module("privdash.transform.jobs")
+    with pytest.warns(DeprecationWarning, match="run_batch_file"):
+        assert old.run_job_file is batch.run_batch_file
+    with pytest.raises(AttributeError):
+        _ = old.no_such_name
