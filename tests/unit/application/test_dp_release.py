@@ -192,7 +192,8 @@ def test_bad_input_found_by_the_core_spends_nothing(tmp_path: Path) -> None:
 def test_the_total_budget_setting(tmp_path: Path) -> None:
     assert Settings().dp_budget == PrivacyBudget(1.0, 1e-6)
     assert Settings.from_env({"PRIVDASH_DP_BUDGET": "2,1e-5"}).dp_budget == PrivacyBudget(2.0, 1e-5)
-    assert Settings.from_env({"PRIVDASH_DP_BUDGET": "0.5"}).dp_budget == PrivacyBudget(0.5, 0.0)
+    assert Settings.from_env({"PRIVDASH_DP_BUDGET": "0.5"}).dp_budget == PrivacyBudget(0.5, 1e-6)  # one default δ
+    assert Settings.from_env({"PRIVDASH_DP_BUDGET": "0.5,0"}).dp_budget == PrivacyBudget(0.5, 0.0)
     with pytest.raises(ParameterError, match="PRIVDASH_DP_BUDGET: ε"):
         Settings.from_env({"PRIVDASH_DP_BUDGET": "0"})
     # A dataset's total is fixed when its account opens: a later setting does not change it.
