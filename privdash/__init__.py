@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     from privdash.measure.classes import EquivalenceClasses, equivalence_classes
     from privdash.measure.combinations import combination_risk
     from privdash.measure.diagnose import Diagnosis, diagnose
+    from privdash.measure.model_risk import model_risk
     from privdash.measure.risk import RiskSummary, risk_summary
     from privdash.measure.verdict import Verdict
     from privdash.search.lattice import SearchResult, optimal_generalization
@@ -65,6 +66,7 @@ _SOURCES: dict[str, str] = {
     "DataContract": "privdash.data.contract",
     "DataReadError": "privdash.errors",
     "diagnose": "privdash.measure.diagnose",
+    "model_risk": "privdash.measure.model_risk",
     "Diagnosis": "privdash.measure.diagnose",
     "drop_identifiers": "privdash.transform.identifiers",
     "equivalence_classes": "privdash.measure.classes",
@@ -125,6 +127,7 @@ __all__ = [
     "load_hierarchies",
     "local_recoding",
     "microaggregate",
+    "model_risk",
     "optimal_generalization",
     "pram",
     "pseudonymize",

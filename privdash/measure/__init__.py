@@ -13,12 +13,11 @@ if TYPE_CHECKING:
         combination_risk,
         minimal_sample_uniques,
     )
-    from privdash.measure.diagnose import Diagnosis, diagnose
+    from privdash.measure.diagnose import Diagnosis
     from privdash.measure.entities import EntityClasses, EntityKey, entity_classes
     from privdash.measure.model_risk import (
         MODEL_RISK_METHODS,
         ModelRisk,
-        model_risk,
         parse_model_risk_methods,
         population_unique_probability,
     )
@@ -50,7 +49,6 @@ _SOURCES: dict[str, str] = {
     "CombinationRisk": "privdash.measure.combinations",
     "DEFAULT_MAX_RISK": "privdash.measure.risk",
     "DEFAULT_MAX_SUPPRESSION": "privdash.targets",
-    "diagnose": "privdash.measure.diagnose",
     "Diagnosis": "privdash.measure.diagnose",
     "entity_classes": "privdash.measure.entities",
     "EntityClasses": "privdash.measure.entities",
@@ -63,7 +61,6 @@ _SOURCES: dict[str, str] = {
     "minimal_sample_uniques": "privdash.measure.combinations",
     "MinimalSampleUniques": "privdash.measure.combinations",
     "MissingPolicy": "privdash.measure.classes",
-    "model_risk": "privdash.measure.model_risk",
     "MODEL_RISK_METHODS": "privdash.measure.model_risk",
     "ModelRisk": "privdash.measure.model_risk",
     "parse_model_risk_methods": "privdash.measure.model_risk",
@@ -111,14 +108,12 @@ __all__ = [
     "check_targets",
     "class_size_frequencies",
     "combination_risk",
-    "diagnose",
     "entity_classes",
     "equivalence_classes",
     "individual_risk",
     "journalist_risk",
     "marketer_risk",
     "minimal_sample_uniques",
-    "model_risk",
     "parse_model_risk_methods",
     "parse_targets",
     "perturbation_risk",

@@ -48,6 +48,17 @@ def test_the_top_level_is_short_and_every_namespace_resolves() -> None:
         assert set(dir(namespace)) >= set(namespace.__all__)
 
 
+def test_no_namespace_exports_a_name_that_is_also_its_submodule() -> None:
+    """``privdash.measure.diagnose`` would be the function until the submodule of that name is imported, and the
+    module after: such names live at the top level only (``privdash.diagnose``, ``privdash.model_risk``)."""
+    import pkgutil
+
+    for sub in ("", *(f".{name}" for name in NAMESPACES)):
+        namespace = importlib.import_module(f"privdash{sub}")
+        submodules = {info.name for info in pkgutil.iter_modules(getattr(namespace, "__path__", []))}
+        assert set(getattr(namespace, "__all__", ())) & submodules == set(), sub
+
+
 def test_the_old_dashboard_core_imports_still_work_with_a_deprecation_warning() -> None:
     code = (
         "import warnings, importlib, sys\n"
