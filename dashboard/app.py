@@ -416,7 +416,7 @@ def user_error_message(exc: BaseException) -> str | None:
     lines = [line for line in str(exc.args[0]).splitlines() if line.strip()]
     name, separator, message = (lines[-1] if lines else "").partition(": ")
     module, _, class_name = name.rpartition(".")
-    loaded = sys.modules.get(module) if module.startswith("dashboard.") else None
+    loaded = sys.modules.get(module) if module.startswith(("privdash.", "dashboard.")) else None
     error_class = getattr(loaded, class_name, None)
     if separator and isinstance(error_class, type) and issubclass(error_class, PrivdashError):
         return message
