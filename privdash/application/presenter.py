@@ -274,11 +274,14 @@ def _cell(value: Any) -> str:
 
 
 def _table_slide(ctx: _Context) -> Slide:
-    diagnosis, loaded, state = ctx.diagnosis, ctx.loaded, ctx.state
+    loaded, state = ctx.loaded, ctx.state
     qis, sensitive = list(state.quasi_identifiers), list(state.sensitive)
     shown = [name for name in dict.fromkeys([*qis, *sensitive]) if name in loaded.frame.columns][:SAMPLE_COLUMNS]
-    unit = "people" if ctx.people else "records"
-    headline = f"{fmt_count(diagnosis.n_records)} {unit}, {len(loaded.columns)} columns"
+    try:  # the records in scope (people, with a person id); without quasi-identifiers, the rows
+        count, unit = ctx.diagnosis.n_records, "people" if ctx.people else "records"
+    except PrivdashError:
+        count, unit = (len(loaded.frame) if loaded.source is None else None), "rows"
+    headline = f"{fmt_count(count)} {unit}, {len(loaded.columns)} columns"
     detail = f"An attacker may know {_listed(qis)}." if qis else "No column is marked as a quasi-identifier."
     if sensitive:
         detail += f" Sensitive: {_listed(sensitive)}."
