@@ -277,6 +277,7 @@ def _table_slide(ctx: _Context) -> Slide:
     loaded, state = ctx.loaded, ctx.state
     qis, sensitive = list(state.quasi_identifiers), list(state.sensitive)
     shown = [name for name in dict.fromkeys([*qis, *sensitive]) if name in loaded.frame.columns][:SAMPLE_COLUMNS]
+    count: int | None
     try:  # the records in scope (people, with a person id); without quasi-identifiers, the rows
         count, unit = ctx.diagnosis.n_records, "people" if ctx.people else "records"
     except PrivdashError:
