@@ -130,22 +130,49 @@ def test_slides_fill_a_projector_without_clipping(
             "e => parseFloat(getComputedStyle(e).fontSize)"
         )
         assert size_px >= 40, (key, size_px)
-        # Nothing cut off: the page neither scrolls nor hides anything sideways, and every table fits its box.
-        overflow = page.evaluate(
+        # Nothing cut off: the slide ends above the controls, the controls and the key help are inside the window,
+        # nothing reaches past its right edge, and every table fits its box.
+        layout = page.evaluate(
             """() => {
-                const page = document.scrollingElement;
-                const boxes = [...document.querySelectorAll('.presenter-slide:not([hidden]) .presenter-table-box')];
+                const slide = document.querySelector('.presenter-slide:not([hidden])');
+                const parts = [...slide.querySelectorAll('*')].map(e => e.getBoundingClientRect());
+                const boxes = [...slide.querySelectorAll('.presenter-table-box')];
                 return {
-                    down: page.scrollHeight - page.clientHeight,
-                    across: page.scrollWidth - page.clientWidth,
+                    slideBottom: Math.max(...parts.map(r => r.bottom)),
+                    right: Math.max(...parts.map(r => r.right)),
+                    controlsTop: document.querySelector('.presenter-controls').getBoundingClientRect().top,
+                    keysBottom: document.querySelector('.presenter-keys').getBoundingClientRect().bottom,
+                    width: window.innerWidth,
+                    height: window.innerHeight,
                     tables: boxes.map(b => b.scrollWidth - b.clientWidth),
                 };
             }"""
         )
-        assert overflow["down"] <= 1 and overflow["across"] <= 1, (key, overflow)
-        assert all(extra <= 1 for extra in overflow["tables"]), (key, overflow)
+        assert layout["slideBottom"] <= layout["controlsTop"] + 1, (key, layout)
+        assert layout["keysBottom"] <= layout["height"] + 1 and layout["right"] <= layout["width"], (key, layout)
+        assert all(extra <= 1 for extra in layout["tables"]), (key, layout)
         page.screenshot(path=str(SHOTS / f"presenter-{width}-{index + 1}-{key}.png"))
         if width == 1920 and key == "attack":
             page.screenshot(path=str(screenshots / "presenter.png"))
     page.keyboard.press("Escape")
     page.wait_for_url("**/data?**", timeout=TIMEOUT)
+
+
+def test_the_navigation_presents_the_open_view_and_exit_comes_back(
+    page: Page, live_server: str, services: Services
+) -> None:
+    page.set_viewport_size({"width": 1440, "height": 900})
+    state = services.initial_state(services.dataset("demo:five"), ViewState(k=2, max_risk=0.5))
+    page.goto(f"{live_server}{state.href('/fix')}")
+    link = page.locator('nav a[href^="/present"]')
+    expect(link).to_have_attribute("href", f"/present{state.to_search()}&from=%2Ffix", timeout=TIMEOUT)
+    link.focus()
+    page.keyboard.press("Enter")
+    page.wait_for_url("**/present?**", timeout=TIMEOUT)
+    expect(page.locator(".presenter-deck-title")).to_contain_text("Five test-takers", timeout=TIMEOUT)
+    expect_on(page, 0)
+    page.keyboard.press("ArrowRight")
+    expect_on(page, 1)
+    expect(page.locator("#slide-unique")).to_contain_text("5 of 5 records are unique")
+    page.keyboard.press("Escape")
+    page.wait_for_url("**/fix?**", timeout=TIMEOUT)
