@@ -176,3 +176,22 @@ def test_the_navigation_presents_the_open_view_and_exit_comes_back(
     expect(page.locator("#slide-unique")).to_contain_text("5 of 5 records are unique")
     page.keyboard.press("Escape")
     page.wait_for_url("**/fix?**", timeout=TIMEOUT)
+
+
+def test_a_slide_filled_while_it_is_shown_keeps_the_place_and_the_focus(
+    page: Page, live_server: str, services: Services
+) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    state = services.initial_state(services.dataset("demo:people"), ViewState(k=4))  # computed by no other test
+    page.goto(f"{live_server}/present{state.to_search()}")
+    expect_on(page, 0)
+    page.keyboard.press("End")
+    expect_on(page, COUNT - 1)
+    expect(page.locator("#slide-sample .presenter-pending")).to_have_count(1)  # still being computed
+    expect(page.locator("#present-running")).to_be_visible(timeout=TIMEOUT)
+    assert_accessible(page, "Presenter, slides being computed")
+    page.screenshot(path=str(SHOTS / "presenter-1280-computing.png"))
+    filled(page)
+    expect(page.locator("#slide-sample .presenter-headline")).to_contain_text("records released")
+    expect_on(page, COUNT - 1)
+    assert_accessible(page, "Presenter, a slide filled while shown")
