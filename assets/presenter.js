@@ -4,8 +4,9 @@
  * buttons, the arrow keys, Page Up / Page Down, Home and End step; Escape follows the Exit link. Each step moves
  * the focus to the slide's heading, writes the counter ("3 of 6", announced by its aria-live region) and keeps the
  * slide in the address as #slide-3 (so that a reload stays on it). Up, Down, Page Up and Page Down scroll the page
- * first when it is taller than the window (a zoomed page), and step once it cannot scroll further. Keys typed into
- * a field, or with Alt, Ctrl or Meta, are left alone. Inert on every other page.
+ * first when it is taller than the window (a zoomed page), and step once it cannot scroll further; Left and Right
+ * scroll a focused table that is wider than its box. Keys typed into a field, or with Alt, Ctrl or Meta, are left
+ * alone. Inert on every other page.
  */
 (function () {
     "use strict";
@@ -75,6 +76,12 @@
         }
         var target = event.target;
         if (target && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))) {
+            return;
+        }
+        // A table box that scrolls sideways keeps the left and right arrows for itself.
+        var sideways = target && target.classList && target.classList.contains("presenter-table-box") &&
+            target.scrollWidth > target.clientWidth + 1;
+        if (sideways && (event.key === "ArrowLeft" || event.key === "ArrowRight")) {
             return;
         }
         var list = slides(presenter);

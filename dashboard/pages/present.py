@@ -78,9 +78,14 @@ def _table(table: SlideTable) -> Any:
             for row in table.rows
         ]
     )
+    return _box(html.Table([html.Caption(table.caption), head, body], className="presenter-table"), table.caption)
+
+
+def _box(table: Any, caption: str) -> Any:
+    """A table in a box that scrolls sideways when the table is wider than the window (a zoomed page); the box is a
+    named region the keyboard can reach, so that it can be scrolled without a mouse."""
     return html.Div(
-        html.Table([html.Caption(table.caption), head, body], className="presenter-table"),
-        className="presenter-table-box",
+        table, className="presenter-table-box", tabIndex=0, role="region", **_attributes({"aria-label": caption})
     )
 
 
@@ -110,9 +115,9 @@ def _bars(bars: SlideBars) -> Any:
                 )
             )
         rows.append(html.Tr(cells))
-    return html.Div(
+    return _box(
         html.Table([html.Caption(bars.caption), head, html.Tbody(rows)], className="presenter-table presenter-bars"),
-        className="presenter-table-box",
+        bars.caption,
     )
 
 
