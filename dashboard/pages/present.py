@@ -21,7 +21,8 @@ from typing import Any
 from urllib.parse import urlencode
 
 import dash
-from dash import ALL, Dash, Input, Output, State, dcc, html, no_update
+from dash import ALL, Dash, Input, Output, State, dcc, html
+from dash.exceptions import PreventUpdate
 
 from dashboard.ui.components import NAV_ITEMS, error_alert, no_dataset, progress_panel
 from dashboard.ui.pagestate import open_page, state_from_store
@@ -38,6 +39,8 @@ NAME = "Present"
 FROM_KEY = "from"
 #: Where Exit goes when the link names no page (or one that is not a page of the navigation).
 EXIT_DEFAULT = "/risk"
+#: The id type of the bodies of pending slides (the background job's outputs).
+PENDING = "present-pending"
 _PAGES = frozenset(path for path, _label, _description in NAV_ITEMS if path != PATH)
 
 
@@ -153,7 +156,13 @@ def _section(slide: Slide, index: int) -> Any:
     return html.Section(
         [
             html.H2(slide.title, id=f"slide-{slide.key}-title", tabIndex=-1, className="presenter-title"),
-            html.Div(slide_body(slide), id={"type": "present-body", "key": slide.key}, className="presenter-body"),
+            # A pending slide's body is an output of the background job (and only those: a job that is stopped
+            # says so in them, and leaves the slides already shown as they are).
+            html.Div(
+                slide_body(slide),
+                id={"type": PENDING if slide.pending else "present-body", "key": slide.key},
+                className="presenter-body",
+            ),
         ],
         id=f"slide-{slide.key}",
         className="presenter-slide",
@@ -221,6 +230,11 @@ def presenter(current: Deck, exit_href: str) -> Any:
     )
 
 
+def _request(state: ViewState, current: Deck) -> dict[str, Any]:
+    """What the background job computes: the view state of the deck, and which of its slides are pending."""
+    return {"state": state.to_dict(), "slides": [slide.key for slide in current.slides if slide.pending]}
+
+
 def _exit_href(services: Services, state: ViewState, came_from: Any) -> str:
     page = came_from if isinstance(came_from, str) and came_from in _PAGES else EXIT_DEFAULT
     return services.links.href(state, page)
@@ -260,7 +274,7 @@ def layout(services: Services, **query: Any) -> Any:
             html.Div(id="present-note", className="presenter-note"),
             # One tick starts the background job once (a request forwarded through a second store is sent twice).
             dcc.Interval(id="present-tick", interval=100, max_intervals=1 if pending else 0),
-            dcc.Store(id="present-request", data=state.to_dict() if pending else None),
+            dcc.Store(id="present-request", data=_request(state, current) if pending else None),
         ]
     )
 
@@ -276,7 +290,7 @@ def register(app: Dash, services: Services) -> None:
     )
 
     @app.callback(
-        Output({"type": "present-body", "key": ALL}, "children"),
+        Output({"type": PENDING, "key": ALL}, "children"),
         Input("present-tick", "n_intervals"),
         State("present-request", "data"),
         prevent_initial_call=True,
@@ -287,16 +301,20 @@ def register(app: Dash, services: Services) -> None:
         interval=500,
     )
     def slow_slides(set_progress: Callable[[tuple[int, str]], None], ticks: int | None, request: Any) -> Any:
-        """Compute the slides that take time (in a background job), then show every slide's content."""
-        if not ticks or not isinstance(request, Mapping):
-            return [no_update] * len(SLIDE_KEYS)
-        state = state_from_store(request)
+        """Compute the slides that take time (in a background job), then show the pending slides' content (in
+        page order)."""
+        if not ticks or not isinstance(request, Mapping) or not isinstance(request.get("slides"), list):
+            raise PreventUpdate
+        keys = [key for key in SLIDE_KEYS if key in request["slides"]]
+        state = state_from_store(request.get("state"))
         try:
             current = compute_slow(services, state, lambda percent, text: set_progress((percent, text)))
         except PrivdashError as exc:
-            failed = Slide("fix", "", "This part of the story cannot be shown", str(exc), error=True)
-            return [slide_body(failed)] * len(SLIDE_KEYS)
-        return [slide_body(current.slide(key)) for key in SLIDE_KEYS]
+            return [
+                slide_body(Slide(key, "", "This part of the story cannot be shown", str(exc), error=True))
+                for key in keys
+            ]
+        return [slide_body(current.slide(key)) for key in keys]
 
     @app.callback(
         Output("present-note", "children"),

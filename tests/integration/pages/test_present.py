@@ -105,13 +105,17 @@ def test_the_background_job_fills_the_slow_slides(server: tuple[str, Settings, D
     session = DashSession(base)
     layout = page_layout(session, page.present_href(services, state))
     request = find(layout, "present-request")
-    assert request is not None and request["props"]["data"] == state.to_dict()
-    output = next(name for name in app.callback_map if "present-body" in name)
+    slow = ["fix", "attack", "sample"]
+    assert request is not None and request["props"]["data"] == {"state": state.to_dict(), "slides": slow}
+    # Only the pending slides are the job's outputs; the others are shown already and stay as they are.
+    assert find(layout, {"type": page.PENDING, "key": "fix"}) is not None  # type: ignore[arg-type]
+    assert find(layout, {"type": "present-body", "key": "verdict"}) is not None  # type: ignore[arg-type]
+    output = next(name for name in app.callback_map if page.PENDING in name)
     body = {
         "output": output,
-        "outputs": [{"id": {"type": "present-body", "key": key}, "property": "children"} for key in SLIDE_KEYS],
+        "outputs": [{"id": {"type": page.PENDING, "key": key}, "property": "children"} for key in slow],
         "inputs": [{"id": "present-tick", "property": "n_intervals", "value": 1}],
-        "state": [{"id": "present-request", "property": "data", "value": state.to_dict()}],
+        "state": [{"id": "present-request", "property": "data", "value": request["props"]["data"]}],
         "changedPropIds": ["present-tick.n_intervals"],
     }
     job = session.start(body)
@@ -124,7 +128,7 @@ def test_the_background_job_fills_the_slow_slides(server: tuple[str, Settings, D
     expected = compute_slow(services, state)
     for key in ("fix", "attack", "sample"):
         rendered = json.dumps(
-            bodies[json.dumps({"key": key, "type": "present-body"}, separators=(",", ":"))], ensure_ascii=False
+            bodies[json.dumps({"key": key, "type": page.PENDING}, separators=(",", ":"))], ensure_ascii=False
         )
         slide = expected.slide(key)
         assert slide.headline in rendered and "Being computed" not in rendered
