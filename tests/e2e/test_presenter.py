@@ -20,6 +20,7 @@ from privdash.application.settings import Settings
 from privdash.application.state import ViewState
 
 from .test_accessibility import assert_accessible, settled
+from .test_keyboard import tab_to
 
 TIMEOUT = 60_000
 SHOTS = Path("/tmp/privdash-presenter-screenshots")
@@ -56,8 +57,9 @@ def test_a_presentation_is_walked_with_the_keyboard_alone(page: Page, live_serve
     page.goto(f"{live_server}/data")
     present = page.locator('a[aria-label^="Present Mirador\'s worked example"]')
     expect(present).to_be_visible(timeout=TIMEOUT)
-    # The keyboard reaches the link like any other: focus it and press Enter.
-    present.focus()
+    # The keyboard reaches the link like any other (Tab, with a visible focus ring at every stop), and Enter opens it.
+    settled(page)
+    tab_to(page, 'a[aria-label^="Present Mirador\'s worked example"]', 80)
     page.keyboard.press("Enter")
     page.wait_for_url("**/present?**", timeout=TIMEOUT)
     expect(page.locator(".presenter-deck-title")).to_contain_text("Mirador's worked example", timeout=TIMEOUT)
