@@ -41,6 +41,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlencode
 
 import dash
 import dash_mantine_components as dmc
@@ -502,8 +503,10 @@ def _register_shell_callbacks(app: Dash, services: Services) -> None:
         # A long state (a wide table) is kept on the server and the URL names it (?l=...), so that it stays short.
         wanted = services.links.search(state)
         new_search = wanted if wanted != (search or "") else no_update
-        hrefs = [item["path"] + wanted for item in nav_ids]
         current = pathname if pathname not in (None, "/") else "/data"
+        # The presenter's mode opens on the view, and its Exit link comes back to this page.
+        back = ("&" if wanted else "?") + urlencode({"from": current})
+        hrefs = [item["path"] + wanted + (back if item["path"] == "/present" else "") for item in nav_ids]
         active = [item["path"] == current for item in nav_ids]
         # Screen readers announce the current page from aria-current, not from the highlight.
         current_page = ["page" if is_active else None for is_active in active]

@@ -131,12 +131,26 @@ def presentations_card(services: Services) -> Any:
     items = [
         dmc.Stack(
             [
-                dmc.Anchor(
-                    f"{link.title} → {pages.get(link.page, link.page)}",
-                    href=link.href,
-                    size="sm",
-                    fw=500,
-                    id={"type": "presentation", "name": link.name},
+                dmc.Group(
+                    [
+                        dmc.Anchor(
+                            f"{link.title} → {pages.get(link.page, link.page)}",
+                            href=link.href,
+                            size="sm",
+                            fw=500,
+                            id={"type": "presentation", "name": link.name},
+                        ),
+                        dmc.Anchor(
+                            "Present",
+                            href=link.present,
+                            size="sm",
+                            id={"type": "present", "name": link.name},
+                            **{"aria-label": f"Present {link.title}"},
+                        ),
+                    ],
+                    gap="xs",
+                    justify="space-between",
+                    wrap="nowrap",
                 ),
                 dmc.Text(link.story, size="xs", c="dimmed"),
             ],

@@ -53,6 +53,7 @@ NAV_ITEMS: tuple[tuple[str, str, str], ...] = (
     ("/risk", "Risk", "Classes, privacy models, re-identification"),
     ("/fix", "Fix", "Generalise, suppress, aggregate"),
     ("/postcodes", "Postcodes", "Population per postcode area"),
+    ("/present", "Present", "The story, slide by slide, for a projector"),
 )
 #: The id of the ``<main>`` element, the target of the skip link.
 MAIN_ID = "main-content"

@@ -12,13 +12,18 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlencode
 
 from privdash.application.services import DEMO_PREFIX, Services
 from privdash.application.state import ViewState
 from privdash.data.demo import demo_datasets
 from privdash.targets import DEFAULT_MAX_SUPPRESSION
 
-__all__ = ["PRESENTATIONS", "Presentation", "PresentationLink", "presentation_links"]
+__all__ = ["PRESENTATIONS", "PRESENT_PATH", "Presentation", "PresentationLink", "presentation_links"]
+
+#: The path of the presenter's mode (``dashboard/pages/present.py``); its ``from`` parameter names the page its Exit
+#: link goes back to.
+PRESENT_PATH = "/present"
 
 
 @dataclass(frozen=True)
@@ -64,13 +69,15 @@ PRESENTATIONS: tuple[Presentation, ...] = (
 
 @dataclass(frozen=True)
 class PresentationLink:
-    """A presentation ready for the page: title, story and the link that opens it."""
+    """A presentation ready for the page: title, story, the link that opens it on its page and the link that shows
+    its story in the presenter's mode (whose Exit goes back to that page)."""
 
     name: str
     title: str
     story: str
     href: str
     page: str
+    present: str = ""
 
 
 def presentation_links(services: Services) -> list[PresentationLink]:
@@ -84,9 +91,9 @@ def presentation_links(services: Services) -> list[PresentationLink]:
         state = ViewState(dataset=DEMO_PREFIX + item.dataset, k=item.k, max_risk=item.max_risk, fix=item.fix)
         if item.with_roles:
             state = services.initial_state(services.dataset(DEMO_PREFIX + item.dataset), state)
+        search = services.links.search(state)
+        present = PRESENT_PATH + search + ("&" if search else "?") + urlencode({"from": item.page})
         links.append(
-            PresentationLink(
-                item.dataset, demo.title, demo.description, services.links.href(state, item.page), item.page
-            )
+            PresentationLink(item.dataset, demo.title, demo.description, item.page + search, item.page, present)
         )
     return links

@@ -137,7 +137,7 @@ def test_every_callback_takes_the_values_its_page_renders(app: Dash) -> None:
     search = services.links.search(services.initial_state(services.dataset("demo:people")))
     rendered: dict[tuple[str, str], Any] = {}
     numbers: set[str] = set()
-    for path in ("/data", "/risk", "/fix", "/postcodes"):
+    for path in ("/data", "/risk", "/fix", "/postcodes", "/present"):
         values, number_fields = page_values(app, path, search)
         rendered.update(values)
         numbers |= number_fields
@@ -165,7 +165,7 @@ def _pattern_ids(app: Dash) -> list[dict[str, Any]]:
     services = app.server.extensions["privdash"]
     search = services.links.search(services.initial_state(services.dataset("demo:people")))
     found: list[dict[str, Any]] = []
-    for path in ("/data", "/risk", "/fix", "/postcodes"):
+    for path in ("/data", "/risk", "/fix", "/postcodes", "/present"):
         body = {
             "output": ".._pages_content.children..._pages_store.data..",
             "outputs": [{"id": "_pages_content", "property": "children"}, {"id": "_pages_store", "property": "data"}],
