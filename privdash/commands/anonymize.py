@@ -56,7 +56,7 @@ from privdash.transform.steps import Recipe, TransformResult, apply_recipe
 from privdash.utility.estimates import Estimate
 from privdash.utility.metrics import Metric, information_loss
 
-from . import _estimates
+from . import _estimates, _project
 from ._common import format_table, print_json, split_columns
 from .diagnose import render_verdict
 
@@ -221,7 +221,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _estimates.add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
-    parser.set_defaults(handler=run)
+    _project.add_argument(parser)
+    parser.set_defaults(handler=_project.with_project(run, "anonymize"))
 
 
 def run(args: argparse.Namespace) -> int:

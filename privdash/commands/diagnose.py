@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from privdash.commands import _project
 from privdash.commands._common import format_table, print_json, split_columns
 from privdash.data.contract import DataContract
 from privdash.data.tables import read_table, read_table_with_info, write_table
@@ -58,8 +59,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--missing",
         choices=["value", "wildcard", "drop"],
-        default="value",
-        help="missing QI values: a category of their own (default), match anything, or drop the record",
+        default=None,
+        help="missing QI values: a category of their own (default, or the project's), match anything, or drop the "
+        "record",
     )
     parser.add_argument(
         "--population",
@@ -147,7 +149,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--master", metavar="URL", help="Spark master for --engine spark, e.g. local[2] or spark://host:7077"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
-    parser.set_defaults(handler=run)
+    _project.add_argument(parser)
+    parser.set_defaults(handler=_project.with_project(run, "diagnose"))
 
 
 def run(args: argparse.Namespace) -> int:

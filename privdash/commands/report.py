@@ -28,6 +28,7 @@ from privdash.application.report import (
 )
 from privdash.application.report_render import FORMATS, report_format, write_report
 from privdash.application.settings import Settings
+from privdash.commands import _project
 from privdash.commands._common import split_columns
 from privdash.commands.anonymize import _refuse_overwrite, default_hierarchies
 from privdash.commands.diagnose import _population_argument
@@ -80,8 +81,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--missing",
         choices=["value", "wildcard", "drop"],
-        default="value",
-        help="missing QI values: a category of their own (default), match anything, or drop the record",
+        default=None,
+        help="missing QI values: a category of their own (default, or the project's), match anything, or drop the "
+        "record",
     )
     parser.add_argument(
         "--population", help="population size N (a number) or a population table FILE with the same QI columns"
@@ -155,7 +157,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=DEFAULT_POPULATION_THRESHOLD,
         help=f"people a postcode unit must hold (default {DEFAULT_POPULATION_THRESHOLD:,})",
     )
-    parser.set_defaults(handler=run)
+    _project.add_argument(parser)
+    parser.set_defaults(handler=_project.with_project(run, "report"))
 
 
 def _targets(args: argparse.Namespace) -> PrivacyTargets:
@@ -413,7 +416,8 @@ def run(args: argparse.Namespace) -> int:
         postcode_polygons=_postcode_polygons(contract),
         postcode_threshold=args.postcode_threshold,
         parameters=_parameters(shown_args, targets)
-        + ([("person id", f"'{args.entity}' of the recipe ({args.entity_key})")] if args is not shown_args else []),
+        + ([("person id", f"'{args.entity}' of the recipe ({args.entity_key})")] if args is not shown_args else [])
+        + _project.signoff_parameters(args),
         model_risk=parse_model_risk_methods(args.model_risk) if args.model_risk else (),
         estimates=[parse_estimate(text) for text in args.estimate or []],
         entity_key=args.entity_key,

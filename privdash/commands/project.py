@@ -1,0 +1,192 @@
+"""``privdash project``: write, show and check project files (:mod:`privdash.application.project`).
+
+``save`` writes the project of a table (its fingerprint, the contract, targets, recipe, hierarchies, sign-off fields
+and ledger reference given as options; the table's values only with ``--include-table``); ``show`` prints what a
+project holds; ``check`` compares a table with a project's fingerprint (exit status 0: the same table, 1: it
+differs, 2: bad input or a column the project uses is missing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from privdash.commands._common import format_table, split_columns
+
+EXIT_DIFFERS = 1
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "project",
+        help="save, show or check a project file (contract, targets, steps, sign-off, fingerprint)",
+        description="A project file (.privdash, JSON) holds a table's fingerprint, its data contract with roles, "
+        "types, orders and hierarchies, the targets, the fix (recipe or the dashboard's steps), the report's sign-off "
+        "fields and the DP ledger's reference; never the table's values unless --include-table is given. "
+        "diagnose, anonymize and report read one with --project.",
+    )
+    actions = parser.add_subparsers(dest="action", metavar="ACTION")
+    save = actions.add_parser("save", help="write the project of a table")
+    save.add_argument("file", type=Path, help="the table (CSV, Excel, Parquet, SPSS, Stata or SAS)")
+    save.add_argument("-o", "--output", type=Path, required=True, help="the project file to write (.privdash)")
+    save.add_argument("--sheet", metavar="NAME", help="the sheet of an Excel workbook to read")
+    save.add_argument("--contract", type=Path, help="data contract JSON (roles, types, ordinal orders, hierarchies)")
+    save.add_argument("--qi", help="quasi-identifier columns, comma-separated (default: the contract's)")
+    save.add_argument("--sensitive", help="sensitive columns, comma-separated (default: the contract's)")
+    save.add_argument("--targets", help="release targets, e.g. k=5,l=2,t=0.2,max_risk=0.2")
+    save.add_argument("--missing", choices=["value", "wildcard", "drop"], default="value", help="missing QI values")
+    save.add_argument("--recipe", type=Path, help="a saved JSON recipe (privdash anonymize --save-recipe)")
+    save.add_argument("--hierarchies", type=Path, help="folder of ARX hierarchy CSV files of the quasi-identifiers")
+    save.add_argument("--identity", help="the population's identity in the privacy-budget ledger")
+    save.add_argument("--ledger", type=Path, help="the privacy-budget ledger file (privdash release --ledger)")
+    for name in ("name", "role", "decision", "conditions", "date"):
+        save.add_argument(
+            f"--signoff-{name}",
+            help="sign-off decision: approve, conditions or reject" if name == "decision" else f"sign-off {name}",
+        )
+    save.add_argument(
+        "--include-table",
+        action="store_true",
+        help="keep the table's values inside the project (Parquet); without it the project holds no data value",
+    )
+    show = actions.add_parser("show", help="print what a project holds")
+    show.add_argument("project", type=Path, help="the project file")
+    show.add_argument("--json", action="store_true", help="print the project as JSON (without the table's values)")
+    check = actions.add_parser("check", help="compare a table with a project's fingerprint (exit 1 if it differs)")
+    check.add_argument("project", type=Path, help="the project file")
+    check.add_argument("file", type=Path, help="the table")
+    check.add_argument("--sheet", metavar="NAME", help="the sheet of an Excel workbook to read")
+    parser.set_defaults(handler=run, parser=parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "save":
+        return _save(args)
+    if args.action == "show":
+        return _show(args)
+    if args.action == "check":
+        return _check(args)
+    args.parser.print_help(sys.stderr)
+    return 2
+
+
+def _save(args: argparse.Namespace) -> int:
+    from privdash.application.project import LedgerReference, Project, TableSummary, table_bytes
+    from privdash.data.contract import DataContract
+    from privdash.data.tables import read_table_with_info
+    from privdash.errors import ColumnError, ParameterError
+    from privdash.targets import PrivacyTargets, parse_targets
+    from privdash.transform.hierarchy import load_hierarchies
+    from privdash.transform.steps import Recipe
+
+    if args.output.resolve() == args.file.resolve():
+        raise ParameterError(f"Refusing to overwrite the input file {args.file}; choose another output path.")
+    data, info = read_table_with_info(args.file, sheet=args.sheet)
+    for note in info.notes:
+        print(f"privdash project: note: {note}", file=sys.stderr)
+    qis, sensitive = split_columns(args.qi), split_columns(args.sensitive)
+    unknown = [name for name in (*qis, *sensitive) if name not in data.columns]
+    if unknown:
+        raise ColumnError(f"{args.file.name} has no column {', '.join(repr(name) for name in unknown)}.")
+    hierarchies: dict[str, object] = {}
+    if args.contract is not None:
+        text = args.contract.read_text(encoding="utf-8-sig")
+        contract = DataContract.from_json(text)
+        given = json.loads(text).get("hierarchies")
+        hierarchies.update(given if isinstance(given, dict) else {})
+        if qis or sensitive:
+            contract = DataContract.for_columns(
+                data,
+                quasi_identifiers=qis or list(contract.quasi_identifiers),
+                sensitive=sensitive or list(contract.sensitive),
+            )
+    else:
+        if not qis:
+            raise ParameterError("Give the quasi-identifiers with --qi, or a data contract with --contract.")
+        contract = DataContract.for_columns(data, quasi_identifiers=qis, sensitive=sensitive)
+    contract.validate(data[[f.name for f in contract.fields if f.name in data.columns]])
+    if args.hierarchies is not None:
+        for name, hierarchy in load_hierarchies(args.hierarchies, list(contract.quasi_identifiers)).items():
+            hierarchies[name] = {"source": "file", "hierarchy": hierarchy.to_dict()}
+    signoff = {
+        name: value
+        for name in ("name", "role", "decision", "conditions", "date")
+        if (value := getattr(args, f"signoff_{name}")) is not None
+    }
+    ledger = None
+    if args.identity is not None or args.ledger is not None:
+        ledger = LedgerReference(args.identity, str(args.ledger) if args.ledger is not None else None)
+    project = Project(
+        dataset=TableSummary.of(data),
+        contract=contract,
+        title=args.file.name,
+        origin=f"file:{args.file.name}",
+        missing=args.missing,
+        targets=parse_targets(args.targets) if args.targets else PrivacyTargets(),
+        hierarchies=hierarchies,
+        recipe=Recipe.load(args.recipe) if args.recipe is not None else None,
+        signoff=signoff,
+        ledger=ledger,
+        table=table_bytes(data) if args.include_table else None,
+    )
+    Project.from_bytes(project.to_bytes())  # what is written must read back
+    path = project.save(args.output)
+    kept = "with the table's values" if args.include_table else "no data value"
+    print(f"Saved the project of {args.file.name} to {path} ({path.stat().st_size:,} bytes; {kept}).")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from privdash.application.project import Project
+    from privdash.commands._common import print_json
+
+    project = Project.load(args.project)
+    if args.json:
+        obj = project.to_dict()
+        if "table" in obj:
+            obj["table"] = {"format": "parquet", "bytes": len(project.table or b"")}
+        print_json(obj)
+        return 0
+    rows = [
+        ("dataset", f"{project.title} ({project.origin})"),
+        ("rows, columns", f"{project.dataset.rows:,}, {len(project.dataset.columns):,}"),
+        ("digest", project.dataset.digest),
+        ("quasi-identifiers", ", ".join(project.contract.quasi_identifiers) or "-"),
+        ("sensitive", ", ".join(project.contract.sensitive) or "-"),
+        ("targets", project.targets.describe()),
+        ("missing values", project.missing.value),
+        ("hierarchies", ", ".join(project.hierarchies) or "-"),
+        ("fix steps", str(len(project.steps))),
+        ("recipe", f"{len(project.recipe.steps)} step(s)" if project.recipe is not None else "-"),
+        ("solution", f"step {project.solution['step']}, pick {project.solution['pick']}" if project.solution else "-"),
+        ("sign-off", "; ".join(f"{k}: {v}" for k, v in project.signoff.items()) or "-"),
+        ("ledger", _ledger_text(project)),
+        ("table inside", f"yes ({len(project.table):,} bytes)" if project.table is not None else "no"),
+        ("saved", f"{project.saved} by {project.made_by}"),
+    ]
+    print(format_table(["part", "value"], rows, align="ll"))
+    return 0
+
+
+def _ledger_text(project: object) -> str:
+    ledger = getattr(project, "ledger", None)
+    if ledger is None:
+        return "-"
+    return f"{ledger.identity or '(no identity)'} in {ledger.path or 'the dashboard ledger'}"
+
+
+def _check(args: argparse.Namespace) -> int:
+    from privdash.application.project import Project
+    from privdash.data.tables import read_table
+
+    project = Project.load(args.project)
+    data = read_table(args.file, sheet=args.sheet)
+    project.require_columns([str(c) for c in data.columns], args.file.name)
+    differences = project.check_table(data)
+    print(differences.describe())
+    return 0 if differences.same else EXIT_DIFFERS
+
+
+__all__ = ["register", "run"]
