@@ -3,8 +3,9 @@ not given.
 
 The project (:mod:`privdash.application.project`) supplies the contract (``--contract``; for ``anonymize``,
 ``--qi`` and ``--sensitive``), the targets (``--targets``, without the targets given as options), the missing-value
-policy, the recipe (``--recipe``: ``anonymize`` re-applies it unless search options are given; ``report`` applies
-it unless ``--fix`` is given), the hierarchies of a search, and for ``report`` the sign-off fields. Options given on
+policy, the recipe (``--recipe``: ``anonymize`` re-applies it unless a search option such as ``--k`` is given;
+``report`` applies it unless ``--fix`` is given), the hierarchies of a search, and for ``report`` the sign-off
+fields. Options given on
 the command line override it. The table is compared with the project's fingerprint: a difference is a warning on
 stderr naming what differs; a column the project uses that the table lacks is an error (exit status 2).
 
@@ -40,8 +41,11 @@ def add_argument(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def with_project(run: Callable[[argparse.Namespace], int], command: str) -> Callable[[argparse.Namespace], int]:
-    """``run`` with the options of ``--project`` filled in (see the module docstring)."""
+def with_project(
+    run: Callable[[argparse.Namespace], int], command: str, *, search_options: tuple[str, ...] = ()
+) -> Callable[[argparse.Namespace], int]:
+    """``run`` with the options of ``--project`` filled in (see the module docstring); ``search_options``: the
+    options (argparse destinations) with which ``anonymize`` searches instead of re-applying the project's recipe."""
 
     @functools.wraps(run)
     def handler(args: argparse.Namespace) -> int:
@@ -51,7 +55,7 @@ def with_project(run: Callable[[argparse.Namespace], int], command: str) -> Call
             return run(args)
         project = Project.load(args.project)
         with tempfile.TemporaryDirectory(prefix="privdash-project-") as folder:
-            apply_project(project, args, command, Path(folder))
+            apply_project(project, args, command, Path(folder), search_options=search_options)
             return run(args)
 
     return handler
@@ -89,7 +93,9 @@ def targets_text(project: Project, given: set[str], *, sensitive: bool) -> str |
     return ",".join(parts) or None
 
 
-def apply_project(project: Project, args: argparse.Namespace, command: str, folder: Path) -> None:
+def apply_project(
+    project: Project, args: argparse.Namespace, command: str, folder: Path, *, search_options: tuple[str, ...] = ()
+) -> None:
     """Fill ``args`` from ``project`` (files written into ``folder``), and check the table against it."""
     frame = _read_for_check(args, command)
     if frame is not None:
@@ -104,7 +110,7 @@ def apply_project(project: Project, args: argparse.Namespace, command: str, fold
     sensitive = bool(contract.sensitive) or bool(getattr(args, "sensitive", None))
     given = {name for name in ("k", "l", "t", "max_risk") if getattr(args, name, None) is not None}
     if command == "anonymize":
-        _apply_anonymize(project, args, folder, frame, contract, given, sensitive)
+        _apply_anonymize(project, args, folder, frame, contract, given, sensitive, search_options)
         return
     if getattr(args, "contract", None) is None:
         args.contract = folder / "contract.json"
@@ -131,10 +137,9 @@ def _apply_anonymize(
     contract: DataContract,
     given: set[str],
     sensitive: bool,
+    search_options: tuple[str, ...],
 ) -> None:
-    from privdash.commands.anonymize import _SEARCH_OPTIONS
-
-    searching = any(getattr(args, name, None) is not None for name in _SEARCH_OPTIONS)
+    searching = any(getattr(args, name, None) is not None for name in search_options)
     if args.recipe is None and project.recipe is not None and not searching:
         args.recipe = folder / f"{args.project.stem}.recipe.json"
         project.recipe.save(args.recipe)
@@ -157,8 +162,8 @@ def _apply_anonymize(
 def _hierarchy_folder(project: Project, frame: pd.DataFrame, qis: list[str], folder: Path, *, k: int) -> Path:
     """ARX hierarchy files of the quasi-identifiers: the project's, and the default one of the others."""
     from privdash.application.hierarchies import set_from_json
-    from privdash.commands.anonymize import default_hierarchies
-    from privdash.transform.hierarchy import write_arx_hierarchy
+    from privdash.data.contract import infer_statistical_type
+    from privdash.transform.hierarchy import search_hierarchy, write_arx_hierarchy
 
     target = folder / "hierarchies"
     target.mkdir()
@@ -167,7 +172,8 @@ def _hierarchy_folder(project: Project, frame: pd.DataFrame, qis: list[str], fol
     }
     built = set_from_json({"columns": kept}, frame).hierarchies()
     others = [name for name in qis if name not in built]
-    built.update(default_hierarchies(frame, others, k) if others else {})
+    # The others: the default hierarchy of their type, as privdash anonymize makes it without --hierarchies.
+    built.update({name: search_hierarchy(frame[name], infer_statistical_type(frame[name]), k) for name in others})
     for number, name in enumerate(qis):
         if name in built:
             # One file per column, named by position (a column name may not be a valid file name).

@@ -222,7 +222,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _estimates.add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     _project.add_argument(parser)
-    parser.set_defaults(handler=_project.with_project(run, "anonymize"))
+    parser.set_defaults(handler=handle)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -1123,3 +1123,7 @@ def _print_result(
         print(f"Wrote {len(result.transform.data):,} rows to {args.output}.")
     if args.save_recipe is not None:
         print(f"Saved the recipe to {args.save_recipe}.")
+
+
+#: ``run`` with the options a ``--project`` file supplies (one function: every parser has the same handler).
+handle = _project.with_project(run, "anonymize", search_options=(*_SEARCH_OPTIONS, "k"))

@@ -150,7 +150,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     _project.add_argument(parser)
-    parser.set_defaults(handler=_project.with_project(run, "diagnose"))
+    parser.set_defaults(handler=handle)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -493,3 +493,7 @@ def render_text(result: Diagnosis, name: str) -> str:
             )
         )
     return "\n".join(lines)
+
+
+#: ``run`` with the options a ``--project`` file supplies (one function: every parser has the same handler).
+handle = _project.with_project(run, "diagnose")

@@ -158,7 +158,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"people a postcode unit must hold (default {DEFAULT_POPULATION_THRESHOLD:,})",
     )
     _project.add_argument(parser)
-    parser.set_defaults(handler=_project.with_project(run, "report"))
+    parser.set_defaults(handler=handle)
 
 
 def _targets(args: argparse.Namespace) -> PrivacyTargets:
@@ -436,6 +436,10 @@ def run(args: argparse.Namespace) -> int:
     if args.save_recipe is not None:
         print(f"Saved the recipe to {args.save_recipe}.")
     return 0
+
+
+#: ``run`` with the options a ``--project`` file supplies (one function: every parser has the same handler).
+handle = _project.with_project(run, "report")
 
 
 __all__ = ["FORMATS", "register", "run"]
