@@ -9,6 +9,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from privdash.application import hierarchies as hs
+from privdash.application.columns import current_order, state_with_order
 from privdash.application.project import (
     FORMAT,
     MAX_SETTINGS_BYTES,
@@ -217,3 +219,22 @@ def test_a_project_with_its_table_re_creates_the_dataset(services: Services) -> 
     other = services.store.save(frame.iloc[:3], session="s" * 30, filename="jobs2.csv", contract={})
     against = open_project(services, bare, current=ViewState(dataset=other.id))
     assert against.differences is not None and against.differences.rows == (4, 3)
+
+
+def test_hierarchies_and_orders_come_back_with_the_project(services: Services) -> None:
+    frame = pd.DataFrame(
+        {"age": [23, 35, 47, 59, 61, 33] * 4, "size": ["S", "M", "L", "M", "S", "L"] * 4, "job": list("abcdef") * 4}
+    )
+    info = services.store.save(frame, session="s" * 30, filename="sizes.csv", contract={})
+    loaded = services.dataset(info.id)
+    state = services.initial_state(loaded).with_quasi_identifiers(["age", "size"], ["job"])
+    state = state.with_columns(types={"size": "ORDINAL"})
+    state = state_with_order(loaded, state, "size", ["S", "M", "L"])
+    state = hs.edit_column(services, state, "age", {"builder": "intervals", "widths": [10, 20], "low": 20, "high": 80})
+    project = project_from_state(services, state, include_table=True)
+    assert set(project.hierarchies) == {"age"} and project.contract.ordinal_orders() == {"size": ("S", "M", "L")}
+    opened = open_project(services, Project.from_bytes(project.to_bytes()), session="t" * 30).state
+    reopened = services.dataset(str(opened.dataset))
+    assert current_order(services, reopened, opened, "size") == ["S", "M", "L"]
+    kept = hs.dataset_hierarchies(services, opened).columns["age"]
+    assert kept.hierarchy.to_dict() == hs.dataset_hierarchies(services, state).columns["age"].hierarchy.to_dict()
