@@ -12,6 +12,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from privdash.commands._common import format_table, split_columns
 
@@ -73,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _save(args: argparse.Namespace) -> int:
+    from privdash.application.hierarchies import set_from_json
     from privdash.application.project import LedgerReference, Project, TableSummary, table_bytes
     from privdash.data.contract import DataContract
     from privdash.data.tables import read_table_with_info
@@ -96,17 +98,14 @@ def _save(args: argparse.Namespace) -> int:
         contract = DataContract.from_json(text)
         given = json.loads(text).get("hierarchies")
         hierarchies.update(given if isinstance(given, dict) else {})
-        if qis or sensitive:
-            contract = DataContract.for_columns(
-                data,
-                quasi_identifiers=qis or list(contract.quasi_identifiers),
-                sensitive=sensitive or list(contract.sensitive),
-            )
+        contract = _with_roles(contract, data, qis, sensitive)
     else:
         if not qis:
             raise ParameterError("Give the quasi-identifiers with --qi, or a data contract with --contract.")
         contract = DataContract.for_columns(data, quasi_identifiers=qis, sensitive=sensitive)
     contract.validate(data[[f.name for f in contract.fields if f.name in data.columns]])
+    if hierarchies:  # those of the contract: checked against the table
+        set_from_json({"columns": hierarchies}, data)
     if args.hierarchies is not None:
         for name, hierarchy in load_hierarchies(args.hierarchies, list(contract.quasi_identifiers)).items():
             hierarchies[name] = {"source": "file", "hierarchy": hierarchy.to_dict()}
@@ -136,6 +135,28 @@ def _save(args: argparse.Namespace) -> int:
     kept = "with the table's values" if args.include_table else "no data value"
     print(f"Saved the project of {args.file.name} to {path} ({path.stat().st_size:,} bytes; {kept}).")
     return 0
+
+
+def _with_roles(contract: Any, data: Any, qis: list[str], sensitive: list[str]) -> Any:
+    """``contract`` where the columns of ``--qi`` and ``--sensitive`` (when given) are exactly the quasi-identifiers
+    and sensitive attributes; others that had those roles become "other"."""
+    from privdash.data.contract import ColumnRole, FieldMetadata, infer_statistical_type
+
+    roles: dict[str, ColumnRole] = {}
+    for item in contract.fields:
+        if qis and item.role == ColumnRole.QUASI_IDENTIFIER and item.name not in qis:
+            roles[item.name] = ColumnRole.INSENSITIVE
+        if sensitive and item.role == ColumnRole.SENSITIVE and item.name not in sensitive:
+            roles[item.name] = ColumnRole.INSENSITIVE
+    roles.update(dict.fromkeys(sensitive, ColumnRole.SENSITIVE))
+    roles.update(dict.fromkeys(qis, ColumnRole.QUASI_IDENTIFIER))
+    known = {item.name for item in contract.fields}
+    extra = tuple(
+        FieldMetadata(name, role, infer_statistical_type(data[name]))
+        for name, role in roles.items()
+        if name not in known
+    )
+    return type(contract)((*contract.fields, *extra)).with_roles(roles)
 
 
 def _show(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import pytest
 
 from privdash.application.project import Project
 from privdash.cli import main
+from privdash.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
 
 SECRET = "zz-rare-job-5521"
 
@@ -154,3 +155,32 @@ def test_a_damaged_or_newer_project_is_exit_2(
     for command in (["diagnose"], ["anonymize"], ["report", "-o", str(tmp_path / "r.html")]):
         code, _, err = run(capsys, *command, str(table), "--project", str(bad))
         assert code == 2 and ("not a privdash project" in err or "newer privdash" in err), err
+
+
+def test_save_keeps_a_contract_s_orders_and_hierarchies_with_the_roles_given(
+    capsys: pytest.CaptureFixture[str], table: Path, tmp_path: Path
+) -> None:
+    contract = {
+        **DataContract(
+            (
+                FieldMetadata("age", ColumnRole.QUASI_IDENTIFIER, StatisticalType.NUMERICAL),
+                FieldMetadata("sex", ColumnRole.QUASI_IDENTIFIER, StatisticalType.ORDINAL, ("M", "F")),
+                FieldMetadata("job", ColumnRole.INSENSITIVE, StatisticalType.NOMINAL),
+            )
+        ).to_dict(),
+        "hierarchies": {"age": {"source": "editor", "settings": {"builder": "intervals", "widths": [10, 20]}}},
+    }
+    path = tmp_path / "contract.json"
+    path.write_text(json.dumps(contract))
+    out = tmp_path / "c.privdash"
+    code, _, err = run(
+        capsys, "project", "save", str(table), "-o", str(out), "--contract", str(path), "--sensitive", "job"
+    )
+    assert code == 0, err
+    project = Project.load(out)
+    assert project.contract.quasi_identifiers == ("age", "sex") and project.contract.sensitive == ("job",)
+    assert project.contract.ordinal_orders() == {"sex": ("M", "F")} and set(project.hierarchies) == {"age"}
+    contract["hierarchies"] = {"town": {"source": "editor", "settings": {"builder": "intervals", "widths": [10]}}}
+    path.write_text(json.dumps(contract))
+    code, _, err = run(capsys, "project", "save", str(table), "-o", str(out), "--contract", str(path))
+    assert code == 2 and "'town'" in err
