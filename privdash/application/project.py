@@ -634,6 +634,7 @@ def project_from_state(
     return Project(
         dataset=summary,
         contract=contract,
+        recipe=cached_recipe(services, state) if state.fix else None,
         title=loaded.title[:MAX_TITLE_CHARS],
         origin=origin,
         missing=state.missing,
@@ -645,6 +646,25 @@ def project_from_state(
         ledger=LedgerReference(identity) if identity and str(identity).strip() else None,
         table=table_bytes(loaded.frame) if include_table else None,
     )
+
+
+def cached_recipe(services: Any, state: Any) -> Recipe | None:
+    """The recipe of the view's Fix-page steps when the Fix page has already applied them (kept in the worker's
+    cache or on disk), so that the command line can re-apply them; None otherwise (nothing is computed here)."""
+    from privdash.application.fixes import FixRun
+    from privdash.application.fixruns import FixRuns
+
+    runs = FixRuns(services)
+    try:
+        key = runs.state_key(state)
+        run = services.cache.get(("fix-run", key))
+        if run is None:
+            run = runs.disk.get(key)
+        if not isinstance(run, FixRun) or run.error is not None or len(run.results) != len(state.fix):
+            return None
+        return run.recipe
+    except (PrivdashError, OSError, ValueError, TypeError):
+        return None
 
 
 def open_project(services: Any, project: Project, *, current: Any = None, session: str = "") -> OpenedProject:

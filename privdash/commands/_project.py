@@ -28,6 +28,10 @@ from privdash.application.project import Project
 from privdash.data.contract import DataContract
 
 MISSING_DEFAULT = "value"
+STEPS_NOTE = (
+    "the project's Fix-page steps run in the dashboard only; a project saved after the Fix page applied them "
+    "carries their recipe"
+)
 
 
 def add_argument(parser: argparse.ArgumentParser) -> None:
@@ -126,7 +130,11 @@ def apply_project(
             args.hierarchies = _hierarchy_folder(project, frame, qis, folder, k=project.targets.k)
         args.project_signoff = dict(project.signoff)
         if args.recipe is None and args.fix is None and project.steps:
-            _say(command, "note", "the project's Fix-page steps are not run here; save their recipe on the Fix page")
+            _say(
+                command,
+                "note",
+                STEPS_NOTE,
+            )
 
 
 def _apply_anonymize(
@@ -156,7 +164,11 @@ def _apply_anonymize(
         k = project.targets.k if args.k is None else args.k
         args.hierarchies = _hierarchy_folder(project, frame, [c.strip() for c in args.qi.split(",")], folder, k=k)
     if project.steps and project.recipe is None:
-        _say("anonymize", "note", "the project's Fix-page steps are not run here; save their recipe on the Fix page")
+        _say(
+            "anonymize",
+            "note",
+            STEPS_NOTE,
+        )
 
 
 def _hierarchy_folder(project: Project, frame: pd.DataFrame, qis: list[str], folder: Path, *, k: int) -> Path:

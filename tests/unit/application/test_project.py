@@ -11,6 +11,7 @@ import pytest
 
 from privdash.application import hierarchies as hs
 from privdash.application.columns import current_order, state_with_order
+from privdash.application.fixruns import FixRuns
 from privdash.application.project import (
     FORMAT,
     MAX_SETTINGS_BYTES,
@@ -238,3 +239,12 @@ def test_hierarchies_and_orders_come_back_with_the_project(services: Services) -
     assert current_order(services, reopened, opened, "size") == ["S", "M", "L"]
     kept = hs.dataset_hierarchies(services, opened).columns["age"]
     assert kept.hierarchy.to_dict() == hs.dataset_hierarchies(services, state).columns["age"].hierarchy.to_dict()
+
+
+def test_the_recipe_of_steps_the_fix_page_applied_goes_into_the_project(services: Services) -> None:
+    age = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
+    state = services.initial_state(services.dataset("demo:people")).updated(fix=(age,))
+    assert project_from_state(services, state).recipe is None  # not applied yet: nothing is computed to save
+    FixRuns(services).run(state)
+    recipe = project_from_state(services, state).recipe
+    assert recipe is not None and [step.kind for step in recipe.steps] == ["generalize"]
