@@ -184,3 +184,24 @@ def test_save_keeps_a_contract_s_orders_and_hierarchies_with_the_roles_given(
     path.write_text(json.dumps(contract))
     code, _, err = run(capsys, "project", "save", str(table), "-o", str(out), "--contract", str(path))
     assert code == 2 and "'town'" in err
+
+
+def test_anonymize_searches_with_the_project_s_hierarchies(
+    capsys: pytest.CaptureFixture[str], data_dir: Path, tmp_path: Path
+) -> None:
+    adult, hierarchies = data_dir / "arx_adult" / "adult_subset.csv", data_dir / "arx_adult" / "hierarchies"
+    project = tmp_path / "adult.privdash"
+    code, _, err = run(
+        capsys, "project", "save", str(adult), "-o", str(project), "--qi", "sex,age,race",
+        "--hierarchies", str(hierarchies), "--targets", "k=5",
+    )  # fmt: skip
+    assert code == 0, err
+    out = tmp_path / "out.csv"
+    code, stdout, err = run(capsys, "anonymize", str(adult), "--project", str(project), "-o", str(out), "--json")
+    assert code == 0, err
+    assert "no --hierarchies given" not in err  # the project's ARX hierarchies, not the defaults
+    published = pd.read_csv(out, sep=None, engine="python")
+    levels = json.loads(stdout)["levels"]
+    assert json.loads(stdout)["k"] >= 5 and set(levels) == {"sex", "age", "race"}
+    if levels["age"] > 0:
+        assert not published["age"].astype(str).str.fullmatch(r"\d+").all()
