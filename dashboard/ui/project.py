@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import weakref
 from collections.abc import Mapping
 from typing import Any
 
@@ -36,7 +37,7 @@ from privdash.errors import DataReadError, PrivdashError
 
 __all__ = ["card_for", "max_project_bytes", "project_bytes", "register"]
 
-_REGISTERED: set[int] = set()
+_REGISTERED: weakref.WeakSet[Dash] = weakref.WeakSet()
 #: The section's text fields (store key -> component id).
 FIELDS = {
     "name": "project-signoff-name",
@@ -145,9 +146,9 @@ def _fields(values: Mapping[str, Any] | None) -> dict[str, str]:
 
 def register(app: Dash, services: Services) -> None:
     """Add the section's callbacks to ``app`` (once per app)."""
-    if id(app) in _REGISTERED:
+    if app in _REGISTERED:
         return
-    _REGISTERED.add(id(app))
+    _REGISTERED.add(app)
     outputs = [Output(component, "value") for component in FIELDS.values()]
 
     @app.callback(

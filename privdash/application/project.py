@@ -421,7 +421,7 @@ class Project:
         unknown = sorted(str(key) for key in obj if key not in _KEYS)
         if unknown:
             raise _damaged(f"it has unknown part(s) {', '.join(repr(k[:40]) for k in unknown[:5])}.")
-        if "table" not in obj and size > MAX_SETTINGS_BYTES:
+        if obj.get("table") is None and size > MAX_SETTINGS_BYTES:
             raise DataReadError(
                 f"The project file holds {size / 1e6:,.0f} MB of settings, more than the "
                 f"{MAX_SETTINGS_BYTES / 1e6:,.0f} MB a project without its table may."

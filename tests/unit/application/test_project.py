@@ -248,3 +248,11 @@ def test_the_recipe_of_steps_the_fix_page_applied_goes_into_the_project(services
     FixRuns(services).run(state)
     recipe = project_from_state(services, state).recipe
     assert recipe is not None and [step.kind for step in recipe.steps] == ["generalize"]
+
+
+def test_a_null_table_does_not_lift_the_settings_limit(project: Project) -> None:
+    obj = json.loads(project.to_bytes())
+    obj["table"] = None
+    obj["dataset"]["title"] = "x" * (MAX_SETTINGS_BYTES + 1)
+    with pytest.raises(DataReadError, match="settings"):
+        Project.from_bytes(json.dumps(obj).encode())
