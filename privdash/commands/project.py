@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -176,7 +177,7 @@ def _show(args: argparse.Namespace) -> int:
         ("digest", project.dataset.digest),
         ("quasi-identifiers", ", ".join(project.contract.quasi_identifiers) or "-"),
         ("sensitive", ", ".join(project.contract.sensitive) or "-"),
-        ("targets", project.targets.describe()),
+        ("targets", replace(project.targets, sensitive=project.contract.sensitive).describe()),
         ("missing values", project.missing.value),
         ("hierarchies", ", ".join(project.hierarchies) or "-"),
         ("fix steps", str(len(project.steps))),
