@@ -36,6 +36,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo-data": ("demo_data", "generate a demo table"),
     "diagnose": ("diagnose", "equivalence classes, privacy models and re-identification risk of a table"),
     "postcodes": ("postcodes", "publishable postcode units by census population (UK districts/areas, US ZIP3)"),
+    "project": ("project", "save, show or check a project file (contract, targets, steps, sign-off, fingerprint)"),
     "release": ("release", "differentially private counts, histograms, class-size tables, sums and means (OpenDP)"),
     "report": ("report", "the release report of a table (HTML or PDF), optionally after a fix"),
     "serve": ("serve", "run the dashboard in the browser (http://127.0.0.1:8050 by default)"),

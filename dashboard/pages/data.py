@@ -21,6 +21,7 @@ import pandas as pd
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard.ui import hierarchies as hierarchy_ui
+from dashboard.ui import project as project_section
 from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title, progress_panel
 from dashboard.ui.pagestate import PAGE_STATE, SESSION_COOKIE, open_page, session_token, state_from_store, state_store
 from privdash.application import hierarchies as hs
@@ -455,6 +456,7 @@ def layout(services: Services, **query: Any) -> Any:
     if loaded is None:
         right = card("Dataset", no_dataset("Nothing is open yet.", on_data_page=True))
         body.append(dmc.Grid([dmc.GridCol(left, span={"base": 12, "md": 5}), dmc.GridCol(right, span="auto")]))
+        body.append(project_section.card_for(services, state))
         body.append(state_store(state))
         return html.Div(body)
     right = card(None, dataset_summary(loaded), dmc.Space(h="sm"), preview_grid(loaded))
@@ -491,6 +493,7 @@ def layout(services: Services, **query: Any) -> Any:
     )
     body.append(html.Div(order_editor(state), id="order-card", style={"marginTop": "16px"}))
     body.append(html.Div(hierarchy_card(services, loaded, state), style={"marginTop": "16px"}))
+    body.append(project_section.card_for(services, state))
     body.append(state_store(state))
     return html.Div(body)
 
@@ -664,6 +667,7 @@ def register(app: Dash, services: Services) -> None:
         return {"content": hs.contract_json(services, loaded, state), "filename": f"{stem}.contract.json"}
 
     register_hierarchies(app, services)
+    project_section.register(app, services)
 
     @app.callback(
         Output("order-grid", "rowData"),

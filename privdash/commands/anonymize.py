@@ -55,12 +55,12 @@ from privdash.transform.steps import Recipe, TransformResult, apply_recipe
 from privdash.utility.estimates import Estimate
 from privdash.utility.metrics import Metric, information_loss
 
-from . import _estimates
+from . import _estimates, _project
 from ._common import format_table, print_json, split_columns
 from .diagnose import render_verdict
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     _check_recoding(args)
     _check_entity(args)
     if args.config is not None:
@@ -959,3 +959,7 @@ def _print_result(
         print(f"Wrote {len(result.transform.data):,} rows to {args.output}.")
     if args.save_recipe is not None:
         print(f"Saved the recipe to {args.save_recipe}.")
+
+
+#: The command: ``_run`` with the options a ``--project`` file supplies.
+run = _project.with_project(_run, "anonymize", search_options=(*_SEARCH_OPTIONS, "k"))

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from privdash.commands import _project
 from privdash.commands._common import format_table, print_json, split_columns
 from privdash.data.contract import DataContract
 from privdash.data.tables import read_table, read_table_with_info, write_table
@@ -25,7 +26,7 @@ from privdash.targets import parse_targets
 EXIT_TARGETS_FAILED = 1
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     targets = parse_targets(args.targets) if args.targets is not None else None
     max_risk = args.max_risk
     if max_risk is None:
@@ -365,3 +366,7 @@ def render_text(result: Diagnosis, name: str) -> str:
             )
         )
     return "\n".join(lines)
+
+
+#: The command: ``_run`` with the options a ``--project`` file supplies.
+run = _project.with_project(_run, "diagnose")

@@ -28,6 +28,7 @@ from privdash.application.report import (
 )
 from privdash.application.report.render import FORMATS, report_format, write_report
 from privdash.application.settings import Settings
+from privdash.commands import _project
 from privdash.commands._common import split_columns
 from privdash.commands.anonymize import _refuse_overwrite, default_hierarchies
 from privdash.commands.diagnose import _population_argument
@@ -268,7 +269,7 @@ def _with_recipe_entity(args: argparse.Namespace) -> argparse.Namespace:
     return argparse.Namespace(**{**vars(args), "entity": column, "entity_key": key})
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     kind = report_format(args.output)
     inputs: list[Path] = [args.file, *[p for p in (args.recipe, args.contract, args.save_recipe) if p is not None]]
     if args.population is not None and not re.fullmatch(r"[\d.,_eE+-]+", args.population):
@@ -301,7 +302,8 @@ def run(args: argparse.Namespace) -> int:
         postcode_polygons=_postcode_polygons(contract),
         postcode_threshold=args.postcode_min_population,
         parameters=_parameters(shown_args, targets)
-        + ([("person id", f"'{args.entity}' of the recipe ({args.entity_key})")] if args is not shown_args else []),
+        + ([("person id", f"'{args.entity}' of the recipe ({args.entity_key})")] if args is not shown_args else [])
+        + _project.signoff_parameters(args),
         model_risk=parse_model_risk_methods(args.model_risk) if args.model_risk else (),
         estimates=[parse_estimate(text) for text in args.estimate or []],
         entity_key=args.entity_key,
@@ -323,3 +325,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 __all__ = ["FORMATS", "run"]
+
+
+#: The command: ``_run`` with the options a ``--project`` file supplies.
+run = _project.with_project(_run, "report")

@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-__all__ = ["OldSpelling", "Refused"]
+__all__ = ["OldSpelling", "Refused", "add_project_argument"]
 
 
 class OldSpelling(argparse.Action):
@@ -56,3 +57,15 @@ class Refused(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         parser.exit(2, f"{parser.prog}: error: {self.message}\n")
+
+
+def add_project_argument(parser: argparse.ArgumentParser) -> None:
+    """``--project FILE`` of diagnose, anonymize and report (:mod:`privdash.commands._project` applies it)."""
+    parser.add_argument(
+        "--project",
+        type=Path,
+        metavar="FILE",
+        help="a privdash project (.privdash, saved from the Data page or by privdash project save): it supplies the "
+        "contract, targets, recipe, hierarchies and sign-off fields not given as options, and the table is checked "
+        "against its fingerprint (a difference is a warning; a column the project uses that is missing: exit 2)",
+    )

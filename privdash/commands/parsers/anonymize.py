@@ -17,7 +17,7 @@ from privdash.constants import (
     Metric,
 )
 
-from ._actions import OldSpelling
+from ._actions import OldSpelling, add_project_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -182,6 +182,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     _estimate_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    add_project_argument(parser)
 
 
 def _estimate_arguments(parser: argparse.ArgumentParser) -> None:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from privdash.constants import AUTO_DUCKDB_BYTES, AUTO_DUCKDB_CELLS, MODEL_RISK_METHODS, Engine
 
-from ._actions import OldSpelling, Refused
+from ._actions import OldSpelling, Refused, add_project_argument
 
 JSON_NOTES = (
     "In --json output, a model value no threshold can satisfy (e.g. recursive c when a class has fewer than l "
@@ -48,8 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--missing",
         choices=["value", "wildcard", "drop"],
-        default="value",
-        help="missing QI values: a category of their own (default), match anything, or drop the record",
+        default=None,
+        help="missing QI values: a category of their own (default, or the project's), match anything, or drop the "
+        "record",
     )
     parser.add_argument(
         "--population",
@@ -142,3 +143,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--master", metavar="URL", help="Spark master for --engine spark, e.g. local[2] or spark://host:7077"
     )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    add_project_argument(parser)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from privdash.constants import DEFAULT_MAX_SUPPRESSION, DEFAULT_POPULATION_THRESHOLD, MODEL_RISK_METHODS, Metric
 
-from ._actions import OldSpelling
+from ._actions import OldSpelling, add_project_argument
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -43,8 +43,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--missing",
         choices=["value", "wildcard", "drop"],
-        default="value",
-        help="missing QI values: a category of their own (default), match anything, or drop the record",
+        default=None,
+        help="missing QI values: a category of their own (default, or the project's), match anything, or drop the "
+        "record",
     )
     parser.add_argument(
         "--population", help="population size N (a number) or a population table FILE with the same QI columns"
@@ -123,3 +124,4 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help=f"people a postcode unit must hold (default {DEFAULT_POPULATION_THRESHOLD:,}; --postcode-threshold is "
         "the old spelling)",
     )
+    add_project_argument(parser)
