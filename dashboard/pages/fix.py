@@ -175,7 +175,7 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
             rule=rule_from_text(str(v.get("fix-gen-builder") or ""), v.get("fix-gen-param")),
             level=_whole(_required(v.get("fix-gen-level"), "the level")),
         )
-    elif kind == "top_bottom":
+    elif kind == "top_bottom_coding":
         if not v.get("fix-tb-column"):
             raise FixError("Choose the column to top- or bottom-code.")
         spec.update(
@@ -185,7 +185,7 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
             quantiles=bool(v.get("fix-tb-quantiles")),
             labels=bool(v.get("fix-tb-labels")),
         )
-    elif kind == "suppress_records":
+    elif kind == "record_suppression":
         spec.update(
             k=_whole(_required(v.get("fix-rs-k"), "k")),
             max_suppression=_required(v.get("fix-rs-budget"), "the suppression limit") / 100,
@@ -193,9 +193,9 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
         rules = suppression_rules(state)
         if v.get("fix-rs-release") and rules:
             spec["release"] = rules
-    elif kind == "suppress_cells":
+    elif kind == "local_suppression":
         spec.update(k=_whole(_required(v.get("fix-cs-k"), "k")), importance=list(v.get("fix-cs-importance") or []))
-    elif kind == "microaggregate":
+    elif kind == "microaggregation":
         decimals = _number(v.get("fix-ma-decimals"), "Decimals")
         spec.update(
             k=_whole(_required(v.get("fix-ma-k"), "k")), decimals=None if decimals is None else _whole(decimals)
@@ -934,7 +934,7 @@ def technique_panels(
             dmc.NumberInput(id="fix-gen-level", label="Level", value=1, min=0, step=1, w=110),
             dmc.Text("", id="fix-gen-hint", size="xs", c="dimmed"),
         ],
-        "top_bottom": [
+        "top_bottom_coding": [
             dmc.Select(
                 id="fix-tb-column",
                 label="Numeric column",
@@ -951,7 +951,7 @@ def technique_panels(
             dmc.Checkbox(id="fix-tb-quantiles", label="Thresholds are quantiles (0 to 1)", checked=False),
             dmc.Checkbox(id="fix-tb-labels", label="Publish labels (“>= 90”) instead of the threshold", checked=False),
         ],
-        "suppress_records": [
+        "record_suppression": [
             dmc.NumberInput(id="fix-rs-k", label="k", **k_input),
             dmc.NumberInput(
                 id="fix-rs-budget",
@@ -971,7 +971,7 @@ def technique_panels(
                 c="dimmed",
             ),
         ],
-        "suppress_cells": [
+        "local_suppression": [
             dmc.NumberInput(id="fix-cs-k", label="k", **k_input),
             dmc.MultiSelect(
                 id="fix-cs-importance",
@@ -987,7 +987,7 @@ def technique_panels(
                 c="dimmed",
             ),
         ],
-        "microaggregate": [
+        "microaggregation": [
             dmc.NumberInput(id="fix-ma-k", label="k", **k_input),
             dmc.NumberInput(id="fix-ma-decimals", label="Round means to decimals", min=0, step=1, w=180),
             dmc.Text("Runs in the background: clustering large tables takes a while.", size="xs", c="dimmed"),

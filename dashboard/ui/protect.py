@@ -74,11 +74,11 @@ PANELS: dict[str, tuple[str, ...]] = {
     "add_noise": ("noise",),
     "rank_swap": ("swap",),
     "pram": ("pram",),
-    "shuffle": ("shuffle",),
-    "geomask_donut": ("geo", "donut"),
-    "geomask_perturb": ("geo", "perturb"),
+    "shuffling": ("shuffling",),
+    "donut_masking": ("geo", "donut"),
+    "coordinate_perturbation": ("geo", "perturb"),
 }
-_ALL_PANELS = ("noise", "swap", "pram", "shuffle", "geo", "donut", "perturb")
+_ALL_PANELS = ("noise", "swap", "pram", "shuffling", "geo", "donut", "perturb")
 MAP_HEIGHT = 420
 MAP_WIDTH = 640
 SEED_NOTE = (
@@ -213,13 +213,13 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                 ),
             ),
             _panel(
-                "shuffle",
+                "shuffling",
                 method,
                 dmc.MultiSelect(
                     id="protect-shuffle-columns",
                     label="Sensitive columns to shuffle",
                     data=_options(options.shufflable),
-                    value=options.defaults("shuffle"),
+                    value=options.defaults("shuffling"),
                     **columns,
                 ),
                 dmc.Text(f"Within the classes of: {qis}.", size="xs", c="dimmed", id="protect-shuffle-qis"),
@@ -357,7 +357,7 @@ def step_from_controls(options: ProtectColumns, values: Mapping[str, Any]) -> St
     """The step the controls describe (:func:`~privdash.application.protect.protect_step`)."""
     v = values
     method = v.get("protect-method")
-    prefix = {"add_noise": "noise", "rank_swap": "swap", "pram": "pram", "shuffle": "shuffle"}.get(str(method))
+    prefix = {"add_noise": "noise", "rank_swap": "swap", "pram": "pram", "shuffling": "shuffling"}.get(str(method))
     return protect_step(
         method,
         options,
@@ -391,9 +391,9 @@ def describe_step(step: Step) -> str:
         text = f"rank swapping within {fmt_number(p['p'])}% of the ranks on {columns}"
     elif step.kind == "pram":
         text = f"PRAM (pd {fmt_number(p['pd'])}, alpha {fmt_number(p['alpha'])}) on {columns}"
-    elif step.kind == "shuffle":
+    elif step.kind == "shuffling":
         text = f"{columns} shuffled within the classes of {', '.join(p['quasi_identifiers'])}"
-    elif step.kind == "geomask_donut":
+    elif step.kind == "donut_masking":
         text = f"donut masking of {p['latitude']}/{p['longitude']}, {fmt_number(p['min_distance'])} to "
         text += f"{fmt_number(p['max_distance'])} m"
     else:

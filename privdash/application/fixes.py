@@ -14,7 +14,7 @@ into a core :class:`~privdash.transform.steps.Step`, which the core's step regis
 the outcome of the core's least-lossy search, not settings, so :func:`least_lossy_search` runs
 :func:`~privdash.search.lattice.optimal_generalization` (or, for a local recoding,
 :func:`~privdash.search.local.local_recoding`); the step it returns is the registered ``generalize`` (or
-``local_recode``) step that reproduces the result, so the recipe of every list is a list of registered steps.
+``local_recoding``) step that reproduces the result, so the recipe of every list is a list of registered steps.
 
 The contract of the fixed table (:func:`adapt_contract`) is decided here, not in the core: a step may publish values
 that no longer have the column's declared type (interval labels in a numerical column, an ordinal value outside
@@ -24,8 +24,8 @@ Spec kinds (keys besides ``kind``; ``?`` = optional)::
 
     generalize        column, rule, level
     top_bottom        column, top?, bottom?, quantiles?, labels?
-    suppress_records  k, max_suppression             (share of the rows that may be removed, 0..1)
-    suppress_cells    k, importance?                 (QIs, most important first; the rest follow)
+    record_suppression  k, max_suppression             (share of the rows that may be removed, 0..1)
+    local_suppression    k, importance?                 (QIs, most important first; the rest follow)
     microaggregate    k, decimals?
     drop / mask       columns (mask: first?, last?)  (characters kept at the start / end)
     pseudonymize      columns, length?
@@ -33,7 +33,7 @@ Spec kinds (keys besides ``kind``; ``?`` = optional)::
                       (pick: which of the best :data:`SOLUTIONS_SHOWN` solutions is published, 1 = the least
                       lossy, the default; a steward's pick on the page. recoding: "global", the default, one level
                       per QI; "local", levels per group of records, :func:`~privdash.search.local.local_recoding`,
-                      recorded as a ``local_recode`` step; a local recoding has no solutions to pick from.
+                      recorded as a ``local_recoding`` step; a local recoding has no solutions to pick from.
                       release: the release rules beyond k by their names in :class:`PrivacyTargets`, e.g.
                       ``{"global_risk": 0.002}``, met at each node with the contract's sampling weights (the
                       population) and household id, as ``privdash anonymize --targets`` does; global recoding only)
@@ -43,7 +43,7 @@ When the contract marks a person id (role ``entity``), the search is judged on p
 suppressed, the suppression limit counts people, and the options it does not take (a pick among several solutions,
 local recoding, the release rules, a lattice too large to search whole) are refused with a message.
 
-Links made before the vocabulary was unified may say ``budget`` (suppress_records), ``suppression`` and
+Links made before the vocabulary was unified may say ``budget`` (record_suppression), ``suppression`` and
 ``risk`` (search): :func:`check_spec` reads them as ``max_suppression`` and ``max_risk``.
 
 Hierarchy rules (``rule``: the core's rule settings, :func:`privdash.transform.hierarchy.build_hierarchy`)::
@@ -122,17 +122,17 @@ __all__ = [
 #: Spec kinds and their labels, in the order the page lists them.
 KINDS: dict[str, str] = {
     "generalize": "Generalize a quasi-identifier",
-    "top_bottom": "Top / bottom coding",
-    "suppress_records": "Record suppression",
-    "suppress_cells": "Cell suppression",
-    "microaggregate": "Microaggregation (k-member)",
+    "top_bottom_coding": "Top / bottom coding",
+    "record_suppression": "Record suppression",
+    "local_suppression": "Cell suppression",
+    "microaggregation": "Microaggregation (k-member)",
     "drop": "Drop identifiers",
     "mask": "Mask identifiers",
     "pseudonymize": "Pseudonymize identifiers",
     "search": "Least-lossy search",
 }
 #: Kinds whose cost grows fast with the table (clustering, lattice search): previewed in a background job.
-SLOW_KINDS = frozenset({"microaggregate", "search"})
+SLOW_KINDS = frozenset({"microaggregation", "search"})
 #: Solutions the least-lossy search keeps for the steward to choose from (the page's table and chart).
 SOLUTIONS_SHOWN = 5
 #: Hierarchy builders a ``generalize`` rule may name.
@@ -265,7 +265,7 @@ def _positive(value: Any, name: str) -> float | int:
 
 #: Old spellings of spec keys, per kind (links made before the vocabulary of docs/definitions.md).
 SPEC_ALIASES: dict[str, dict[str, str]] = {
-    "suppress_records": {"budget": "max_suppression"},
+    "record_suppression": {"budget": "max_suppression"},
     "search": {"suppression": "max_suppression", "risk": "max_risk"},
 }
 
@@ -284,7 +284,7 @@ def check_spec(spec: Any) -> dict[str, Any]:
         if not isinstance(spec["column"], str):
             raise FixError("Step 'generalize': 'column' must be a column name.")
         out.update(column=spec["column"], rule=check_rule(spec["rule"]), level=_whole(spec["level"], "The level", 0))
-    elif kind == "top_bottom":
+    elif kind == "top_bottom_coding":
         _keys(spec, ("column",), ("top", "bottom", "quantiles", "labels"))
         if not isinstance(spec["column"], str):
             raise FixError("Step 'top_bottom': 'column' must be a column name.")
@@ -295,7 +295,7 @@ def check_spec(spec: Any) -> dict[str, Any]:
         if top is None and bottom is None:
             raise FixError("Top / bottom coding needs a top or a bottom threshold.")
         out.update(column=spec["column"], top=top, bottom=bottom, quantiles=quantiles, labels=bool(spec.get("labels")))
-    elif kind == "suppress_records":
+    elif kind == "record_suppression":
         _keys(spec, ("k", "max_suppression"), ("release",))
         out.update(
             k=_whole(spec["k"], "k", 2), max_suppression=_share(spec["max_suppression"], "The suppression limit")
@@ -309,12 +309,12 @@ def check_spec(spec: Any) -> dict[str, Any]:
             )
         if release:
             out["release"] = release
-    elif kind == "suppress_cells":
+    elif kind == "local_suppression":
         _keys(spec, ("k",), ("importance",))
         out.update(
             k=_whole(spec["k"], "k", 2), importance=_names(spec.get("importance", []), "importance", allow_empty=True)
         )
-    elif kind == "microaggregate":
+    elif kind == "microaggregation":
         _keys(spec, ("k",), ("decimals",))
         decimals = spec.get("decimals")
         out.update(k=_whole(spec["k"], "k", 2), decimals=None if decimals is None else _whole(decimals, "Decimals", 0))
@@ -520,7 +520,7 @@ class FixRun:
         """The share of the records the list may remove: the sum of the limits of its record suppression and
         search steps (each removes at most its limit of the rows it receives), at most 1; None when no step
         removes records."""
-        limits = [float(s["max_suppression"]) for s in self.specs if s["kind"] in ("suppress_records", "search")]
+        limits = [float(s["max_suppression"]) for s in self.specs if s["kind"] in ("record_suppression", "search")]
         return min(sum(limits), 1.0) if limits else None
 
     @property
@@ -530,7 +530,7 @@ class FixRun:
     @property
     def wildcard(self) -> bool:
         """True after cell suppression: blanked cells stand for any value, so classes are formed with wildcards."""
-        return any(spec["kind"] == "suppress_cells" for spec in self.specs)
+        return any(spec["kind"] == "local_suppression" for spec in self.specs)
 
     def mapping(self) -> pd.DataFrame:
         """Original -> published value per column (``column``, ``original``, ``published``), steps composed.
@@ -541,7 +541,7 @@ class FixRun:
         """
         current: dict[str, pd.DataFrame] = {}
         for spec, result in zip(self.specs, self.results, strict=True):
-            if spec["kind"] in ("drop", "mask", "pseudonymize", "microaggregate"):
+            if spec["kind"] in ("drop", "mask", "pseudonymize", "microaggregation"):
                 touched = spec.get("columns") or list(result.step.params.get("quasi_identifiers", []))
                 for name in touched:
                     current.pop(name, None)
@@ -777,7 +777,7 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
             raise FixError(f"No hierarchy was built for the column '{column}'.")
         setting = {"level": spec["level"], "hierarchy": context.hierarchies[column].to_dict()}
         return Step("generalize", {"columns": {column: setting}})
-    if kind == "top_bottom":
+    if kind == "top_bottom_coding":
         names = ("top_quantile", "bottom_quantile") if spec["quantiles"] else ("top", "bottom")
         return Step(
             "top_bottom_coding",
@@ -800,7 +800,7 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
     if kind == "search":
         raise FixError("The least-lossy search is not a step of its own: its result is (see least_lossy_search).")
     qis = context.quasi_identifiers
-    if kind == "suppress_records":
+    if kind == "record_suppression":
         params = {
             "quasi_identifiers": qis,
             "max_suppression": spec["max_suppression"],
@@ -819,14 +819,14 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
                 household=household if "household_risk" in release else None,
             )
         return Step("record_suppression", params)
-    if kind == "suppress_cells":
+    if kind == "local_suppression":
         given = [name for name in spec["importance"] if name in qis]
         importance = given + [name for name in qis if name not in given] if given else None
         return Step(
             "local_suppression",
             {"quasi_identifiers": qis, "k": spec["k"], "importance": importance, "orders": context.orders},
         )
-    if kind == "microaggregate":
+    if kind == "microaggregation":
         types, orders = types_from_contract(context.contract)
         params = {
             "quasi_identifiers": qis,
@@ -964,18 +964,18 @@ def describe_spec(spec: Mapping[str, Any]) -> str:
         rule = spec.get("rule", {})
         how = f"{rule.get('builder')} {rule_text(rule)}"
         return f"Generalize {spec.get('column')} to level {spec.get('level')} ({how})"
-    if kind == "top_bottom":
+    if kind == "top_bottom_coding":
         parts = [f"{side} {spec[side]:g}" for side in ("top", "bottom") if spec.get(side) is not None]
         unit = " (quantiles)" if spec.get("quantiles") else ""
         return f"Top/bottom-code {spec.get('column')}: {', '.join(parts)}{unit}"
-    if kind == "suppress_records":
+    if kind == "record_suppression":
         limit = 100 * float(spec.get("max_suppression", 0))
         rules = "".join(f", {name} ≤ {value:g}" for name, value in (spec.get("release") or {}).items())
         return f"Suppress records of classes smaller than {spec.get('k')}{rules} (at most {limit:g}% of rows)"
-    if kind == "suppress_cells":
+    if kind == "local_suppression":
         order = ", ".join(spec.get("importance") or []) or "fewest distinct values first"
         return f"Blank QI cells until k = {spec.get('k')} (importance: {order})"
-    if kind == "microaggregate":
+    if kind == "microaggregation":
         return f"Microaggregate the QIs in clusters of at least {spec.get('k')} records"
     if kind in ("drop", "mask", "pseudonymize"):
         verb = {"drop": "Drop", "mask": "Mask", "pseudonymize": "Pseudonymize"}[kind]
@@ -1001,15 +1001,15 @@ def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
     kind = spec["kind"]
     if kind == "generalize":
         return f"{s.get('cells_changed', 0):,} cells changed"
-    if kind == "top_bottom":
+    if kind == "top_bottom_coding":
         top, bottom = s.get("cells_top_coded", 0), s.get("cells_bottom_coded", 0)
         return f"{top:,} top-coded, {bottom:,} bottom-coded (thresholds {s.get('top')}, {s.get('bottom')})"
-    if kind == "suppress_records":
+    if kind == "record_suppression":
         reached = "target reached" if s.get("target_reached") else "target not reached within the budget"
         return f"{s.get('rows_removed', 0):,} records removed; smallest class {s.get('k_achieved')}; {reached}"
-    if kind == "suppress_cells":
+    if kind == "local_suppression":
         return f"{s.get('cells_suppressed', 0):,} cells blanked in {s.get('records_affected', 0):,} records"
-    if kind == "microaggregate":
+    if kind == "microaggregation":
         return f"{s.get('clusters', 0):,} clusters; smallest class {s.get('k_achieved')}"
     if kind == "drop":
         return f"{len(s.get('columns_dropped', []))} column(s) removed"

@@ -5,8 +5,8 @@ Methods (the core's registered steps, :mod:`privdash.transform.perturbation` and
 :mod:`privdash.geo.geomask`): additive noise (``add_noise``) and rank swapping (``rank_swap``) on numerical
 columns, PRAM (``pram``, sdcMicro's invariant matrix with ``pd`` and ``alpha``) on categorical columns, shuffling of
 sensitive columns within the equivalence classes of the quasi-identifiers (``shuffle``) and, when the dataset has a
-latitude / longitude pair (statistical type ``COORDINATE``), donut masking (``geomask_donut``) or random perturbation
-(``geomask_perturb``) of the points.
+latitude / longitude pair (statistical type ``COORDINATE``), donut masking (``donut_masking``) or random perturbation
+(``coordinate_perturbation``) of the points.
 
 Once values are noisy, every record may be unique: class sizes and k say nothing about the risk. The preview
 therefore measures what the method leaves (:func:`~privdash.measure.perturbed.perturbation_risk`):
@@ -73,15 +73,15 @@ METHODS: dict[str, str] = {
     "add_noise": "Additive noise",
     "rank_swap": "Rank swapping",
     "pram": "PRAM (random recoding)",
-    "shuffle": "Shuffle within classes",
+    "shuffling": "Shuffle within classes",
 }
 #: The methods offered when the dataset has a latitude / longitude pair.
 GEO_METHODS: dict[str, str] = {
-    "geomask_donut": "Donut masking of points",
-    "geomask_perturb": "Random perturbation of points",
+    "donut_masking": "Donut masking of points",
+    "coordinate_perturbation": "Random perturbation of points",
 }
 #: Methods that recode or move categories (judged by the cells they change, not by record linkage).
-CATEGORICAL_METHODS = frozenset({"pram", "shuffle"})
+CATEGORICAL_METHODS = frozenset({"pram", "shuffling"})
 #: Most points drawn on the map (a sample of the records, the same one for every preview of a table).
 MAP_POINTS = 2_000
 #: Values listed per column in the before / after distribution (the most frequent ones before).
@@ -143,7 +143,7 @@ class ProtectColumns:
             return self.numerical
         if method == "pram":
             return self.categorical
-        if method == "shuffle":
+        if method == "shuffling":
             return self.shufflable
         return ()
 
@@ -157,7 +157,7 @@ class ProtectColumns:
         if method == "pram":
             sensitive = [c for c in self.categorical if c in self.sensitive]
             return sensitive or [c for c in self.categorical if c in self.quasi_identifiers][:1]
-        if method == "shuffle":
+        if method == "shuffling":
             return [c for c in self.shufflable if c in self.sensitive]
         return []
 
@@ -234,7 +234,7 @@ _NO_COLUMN = {
     "add_noise": "numerical column to add noise to",
     "rank_swap": "numerical column to swap",
     "pram": "categorical column to recode with PRAM",
-    "shuffle": "column outside the quasi-identifiers to shuffle (mark the sensitive attributes on the Data page)",
+    "shuffling": "column outside the quasi-identifiers to shuffle (mark the sensitive attributes on the Data page)",
 }
 
 
@@ -296,7 +296,7 @@ def protect_step(
             "pd": _number(pd_, "pd (the smallest probability of keeping a category)"),
             "alpha": _number(alpha, "alpha"),
         }
-    elif method == "shuffle":
+    elif method == "shuffling":
         if not options.quasi_identifiers:
             raise ProtectError(
                 "Shuffling permutes values within the classes of the quasi-identifiers, and this dataset has none: "
@@ -307,7 +307,7 @@ def protect_step(
         if latitude not in options.latitudes or longitude not in options.longitudes:
             raise ProtectError("Choose the latitude and the longitude column.")
         params = {"latitude": latitude, "longitude": longitude}
-        if method == "geomask_donut":
+        if method == "donut_masking":
             params["min_distance"] = _number(min_distance, "the smallest displacement (metres)")
             params["max_distance"] = _number(max_distance, "the largest displacement (metres)")
         else:
@@ -323,9 +323,9 @@ _PARAMETERS: dict[str, frozenset[str]] = {
     "add_noise": frozenset({"columns", "share", "method", "seed"}),
     "rank_swap": frozenset({"columns", "p", "seed"}),
     "pram": frozenset({"columns", "pd", "alpha", "seed"}),
-    "shuffle": frozenset({"columns", "quasi_identifiers", "seed"}),
-    "geomask_donut": frozenset({"latitude", "longitude", "min_distance", "max_distance", "k_target", "seed"}),
-    "geomask_perturb": frozenset({"latitude", "longitude", "scale", "distribution", "k_target", "seed"}),
+    "shuffling": frozenset({"columns", "quasi_identifiers", "seed"}),
+    "donut_masking": frozenset({"latitude", "longitude", "min_distance", "max_distance", "k_target", "seed"}),
+    "coordinate_perturbation": frozenset({"latitude", "longitude", "scale", "distribution", "k_target", "seed"}),
 }
 
 
@@ -451,7 +451,7 @@ def preview_protection(loaded: LoadedDataset, step: Step, progress: Progress | N
     if applied.kind in CATEGORICAL_METHODS:
         counted = result.summary["cells_changed"]
         changes = tuple(_column_change(original[c], result.data[c], int(counted[c])) for c in applied.params["columns"])
-        moved = result.summary.get("records_moved") if applied.kind == "shuffle" else None
+        moved = result.summary.get("records_moved") if applied.kind == "shuffling" else None
         return ProtectPreview(
             step=applied,
             data=result.data,
@@ -542,7 +542,7 @@ def categorical_reading(method: str, changes: Sequence[ColumnChange], moved: int
     changed = sum(c.changed for c in changes)
     shift = max((c.total_variation for c in changes), default=0.0)
     names = ", ".join(c.column for c in changes)
-    if method == "shuffle":
+    if method == "shuffling":
         if not moved:
             return (
                 "No record moved: every class of the quasi-identifiers holds one record (or records with the same "

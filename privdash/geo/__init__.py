@@ -7,7 +7,13 @@ from privdash._lazy import lazy_names
 
 if TYPE_CHECKING:
     from privdash.geo.geography import district_neighbours
-    from privdash.geo.geomask import SpatialK, donut_mask, masking_points, perturb_coordinates, spatial_k_anonymity
+    from privdash.geo.geomask import (
+        SpatialK,
+        coordinate_perturbation,
+        donut_masking,
+        masking_points,
+        spatial_k_anonymity,
+    )
     from privdash.geo.postcodes import (
         DEFAULT_POPULATION_THRESHOLD,
         Neighbours,
@@ -26,13 +32,13 @@ if TYPE_CHECKING:
 _SOURCES: dict[str, str] = {
     "DEFAULT_POPULATION_THRESHOLD": "privdash.geo.postcodes",
     "district_neighbours": "privdash.geo.geography",
-    "donut_mask": "privdash.geo.geomask",
+    "donut_masking": "privdash.geo.geomask",
     "generalize_postcodes": "privdash.geo.postcodes",
     "masking_points": "privdash.geo.geomask",
     "Neighbours": "privdash.geo.postcodes",
     "neighbours_from_doogal": "privdash.geo.postcodes",
     "parse_postcodes": "privdash.geo.postcodes",
-    "perturb_coordinates": "privdash.geo.geomask",
+    "coordinate_perturbation": "privdash.geo.geomask",
     "population_counts": "privdash.geo.postcodes",
     "PopulationTable": "privdash.geo.postcodes",
     "PostcodeGeneralization": "privdash.geo.postcodes",
@@ -42,6 +48,8 @@ _SOURCES: dict[str, str] = {
     "SpatialK": "privdash.geo.geomask",
     "Strategy": "privdash.geo.postcodes",
 }
+#: Old names, kept for one release: they resolve (a call warns) but are not listed in ``__all__``.
+_SOURCES.update({"donut_mask": "privdash.geo.geomask", "perturb_coordinates": "privdash.geo.geomask"})
 
 __all__ = [
     "DEFAULT_POPULATION_THRESHOLD",
@@ -50,13 +58,13 @@ __all__ = [
     "PostcodeGeneralization",
     "SpatialK",
     "Strategy",
+    "coordinate_perturbation",
     "district_neighbours",
-    "donut_mask",
+    "donut_masking",
     "generalize_postcodes",
     "masking_points",
     "neighbours_from_doogal",
     "parse_postcodes",
-    "perturb_coordinates",
     "population_counts",
     "read_population",
     "recode_postcodes",

@@ -86,7 +86,7 @@ def test_the_default_search_meets_every_target_of_the_verdict(services: Services
 
 
 def test_one_default_suppression_limit_on_the_page_and_presentations(services: Services, base: ViewState) -> None:
-    panels = page.technique_panels(services.dataset("demo:people"), base, "suppress_records")
+    panels = page.technique_panels(services.dataset("demo:people"), base, "record_suppression")
     budget = next(found for panel in panels if (found := find(panel, "fix-rs-budget")) is not None)
     assert budget.value == 100 * DEFAULT_MAX_SUPPRESSION
     searches = [spec for p in PRESENTATIONS for spec in p.fix if spec["kind"] == "search"]

@@ -172,7 +172,7 @@ def _encode(raw: str) -> str:
         ('{"v": 1, "k": 5.5}', "k must be a whole number"),
         ('{"v": 1, "t": Infinity}', "t must be a finite number"),
         ('{"v": 1, "o": {"a": [' + ",".join(map(str, range(10_001))) + "]}}", "more than 10,000 values"),
-        ('{"v": 1, "f": [' + ",".join(['{"kind": "drop", "columns": ["a"]}'] * 51) + "]}", "51 fix steps"),
+        ('{"v": 1, "f": [' + ",".join(['{"kind": "drop_identifiers", "columns": ["a"]}'] * 51) + "]}", "51 fix steps"),
         ('{"v": 1, "g": ' + '{"a": ' * 20 + "1" + "}" * 21, "nested too deeply"),
         ('{"v": 1, "g": {"a": [1e300]}}', "number out of range"),
         ('{"v": 1, "g": {"a": "' + "x" * 2_000_000 + '"}}', "unpacks to more than 1,000,000 bytes"),
