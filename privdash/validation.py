@@ -114,11 +114,19 @@ class Interval(Constraint):
 
     def describe(self) -> str:
         what = "a whole number" if self.type is int else "a number"
-        low = None if self.left is None else ("≥ " if self.closed in ("both", "left") else "> ") + _fmt(self.left)
-        high = None if self.right is None else ("≤ " if self.closed in ("both", "right") else "< ") + _fmt(self.right)
-        if low and high and self.closed == "both":
-            return f"{what} from {_fmt(self.left or 0)} to {_fmt(self.right or 0)}"
-        return " ".join(part for part in (what, low and low, high and ("and " + high if low else high)) if part)
+        low_closed = self.closed in ("both", "left")
+        high_closed = self.closed in ("both", "right")
+        if self.left is not None and self.right is not None:
+            if low_closed and high_closed:
+                return f"{what} between {_fmt(self.left)} and {_fmt(self.right)}"
+            low = ("at least " if low_closed else "above ") + _fmt(self.left)
+            high = ("at most " if high_closed else "below ") + _fmt(self.right)
+            return f"{what} {low} and {high}"
+        if self.left is not None:
+            return f"{what} of at least {_fmt(self.left)}" if low_closed else f"{what} above {_fmt(self.left)}"
+        if self.right is not None:
+            return f"{what} of at most {_fmt(self.right)}" if high_closed else f"{what} below {_fmt(self.right)}"
+        return what
 
     def check(self, value: Any, name: str, error: type[PrivdashError]) -> int | float:
         number = _number(value)
@@ -239,7 +247,8 @@ class Columns(Constraint):
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise error(f"{name} must be {self.describe()}, got {_shown(value)}.")
         if len(value) < self.min_items:
-            raise error(f"Choose at least {self.min_items} column{'s' if self.min_items > 1 else ''} ({name}).")
+            count = "one column" if self.min_items == 1 else f"{self.min_items} columns"
+            raise error(f"Choose at least {count} ({name}).")
         repeated = sorted({v for v in value if value.count(v) > 1})
         if repeated:
             raise error(f"{name} lists a column more than once: {', '.join(repeated)}.")

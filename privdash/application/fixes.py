@@ -62,7 +62,6 @@ when the list is applied; the resolved values end up in the recipe (:attr:`FixRu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -71,12 +70,13 @@ import numpy as np
 import pandas as pd
 
 from privdash.application.state import RELEASE_KEYS
+from privdash.application.techniques import SOLUTIONS, STEPS, TECHNIQUES, canonical_name, check_settings
 from privdash.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
-from privdash.errors import PrivdashError, check_columns
+from privdash.errors import ParameterError, PrivdashError, check_columns
 from privdash.measure.classes import MissingPolicy
 from privdash.search.entities import people_generalization
 from privdash.search.lattice import optimal_generalization
-from privdash.search.local import RECODING_CHOICES, local_recoding
+from privdash.search.local import local_recoding
 from privdash.targets import PrivacyTargets
 from privdash.transform.hierarchy import RULE_SETTINGS, TOP, Hierarchy, canonical_text, search_hierarchy
 from privdash.transform.hierarchy import build_hierarchy as core_build_hierarchy
@@ -85,6 +85,7 @@ from privdash.transform.microaggregation import types_from_contract
 from privdash.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
 from privdash.transform.suppression import SUPPRESSION_RISK_TARGETS
 from privdash.utility.metrics import InformationLoss, Metric, information_loss
+from privdash.validation import Interval, check_param
 
 __all__ = [
     "BUILDERS",
@@ -119,22 +120,13 @@ __all__ = [
     "step_context",
 ]
 
-#: Spec kinds and their labels, in the order the page lists them.
-KINDS: dict[str, str] = {
-    "generalize": "Generalize a quasi-identifier",
-    "top_bottom_coding": "Top / bottom coding",
-    "record_suppression": "Record suppression",
-    "local_suppression": "Cell suppression",
-    "microaggregation": "Microaggregation (k-member)",
-    "drop": "Drop identifiers",
-    "mask": "Mask identifiers",
-    "pseudonymize": "Pseudonymize identifiers",
-    "search": "Least-lossy search",
-}
+#: Spec kinds (the techniques of the step list, :mod:`privdash.application.techniques`) and their labels, in the
+#: order the page lists them.
+KINDS: dict[str, str] = {name: TECHNIQUES[name].label for name in STEPS}
 #: Kinds whose cost grows fast with the table (clustering, lattice search): previewed in a background job.
-SLOW_KINDS = frozenset({"microaggregation", "search"})
+SLOW_KINDS = frozenset(name for name in STEPS if TECHNIQUES[name].slow)
 #: Solutions the least-lossy search keeps for the steward to choose from (the page's table and chart).
-SOLUTIONS_SHOWN = 5
+SOLUTIONS_SHOWN = SOLUTIONS
 #: Hierarchy builders a ``generalize`` rule may name.
 BUILDERS: dict[str, str] = {
     "intervals": "Intervals of fixed width",
@@ -151,57 +143,28 @@ _DATE_LEVELS = ("month", "quarter", "year")
 _POSTCODE_LEVELS = ("sector", "district", "area")
 
 
-class FixError(PrivdashError):
+class FixError(ParameterError):
     """A fix spec is malformed (a damaged link, or control values that do not make a step)."""
 
 
 def is_slow(specs: Sequence[Mapping[str, Any]]) -> bool:
     """True when a step list contains a step of :data:`SLOW_KINDS` (previewed in a background job)."""
-    return any(isinstance(spec, Mapping) and spec.get("kind") in SLOW_KINDS for spec in specs)
+    return any(isinstance(spec, Mapping) and canonical_name(spec.get("kind")) in SLOW_KINDS for spec in specs)
 
 
 # --- validation ----------------------------------------------------------------------------------------------------
 
 
 def _whole(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
-        raise FixError(f"{name} must be a whole number, got {value!r}.")
-    if value < minimum:
-        raise FixError(f"{name} must be at least {minimum}, got {int(value)}.")
-    return int(value)
+    return int(check_param(value, Interval(int, minimum, None, closed="left"), name, error=FixError))
 
 
 def _real(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value)):
-        raise FixError(f"{name} must be a number, got {value!r}.")
-    return float(value)
+    return float(check_param(value, Interval(float, None, None), name, error=FixError))
 
 
 def _share(value: Any, name: str) -> float:
-    number = _real(value, name)
-    if not 0 <= number <= 1:
-        raise FixError(f"{name} must lie between 0 and 1, got {number:g}.")
-    return number
-
-
-def _names(value: Any, name: str, *, allow_empty: bool = False) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise FixError(f"{name} must be a list of column names.")
-    if not value and not allow_empty:
-        raise FixError(f"Choose at least one column ({name}).")
-    if len(set(value)) != len(value):
-        raise FixError(f"{name} lists a column more than once.")
-    return list(value)
-
-
-def _keys(spec: Mapping[str, Any], required: Sequence[str], optional: Sequence[str]) -> None:
-    kind = spec["kind"]
-    missing = [key for key in required if spec.get(key) is None]
-    if missing:
-        raise FixError(f"Step '{kind}' needs {', '.join(missing)}.")
-    unknown = sorted(set(spec) - {"kind", *required, *optional})
-    if unknown:
-        raise FixError(f"Step '{kind}' has unknown setting(s) {', '.join(unknown)}.")
+    return float(check_param(value, Interval(float, 0, 1), name, error=FixError))
 
 
 def check_rule(rule: Any) -> dict[str, Any]:
@@ -257,50 +220,39 @@ def check_rule(rule: Any) -> dict[str, Any]:
 
 
 def _positive(value: Any, name: str) -> float | int:
-    number = _real(value, name)
-    if number <= 0:
-        raise FixError(f"{name} must be positive, got {number:g}.")
+    number = float(check_param(value, Interval(float, 0, None, closed="neither"), name, error=FixError))
     return int(number) if number.is_integer() else number
 
 
-#: Old spellings of spec keys, per kind (links made before the vocabulary of docs/definitions.md).
-SPEC_ALIASES: dict[str, dict[str, str]] = {
-    "record_suppression": {"budget": "max_suppression"},
-    "search": {"suppression": "max_suppression", "risk": "max_risk"},
-}
-
-
 def check_spec(spec: Any) -> dict[str, Any]:
-    """A validated copy of one fix spec (settings in range, no unknown keys); raises :class:`FixError`."""
-    if not isinstance(spec, Mapping) or spec.get("kind") not in KINDS:
+    """A validated copy of one fix spec (settings in range, no unknown keys); raises :class:`FixError`.
+
+    The settings are checked against the technique's parameters
+    (:func:`~privdash.application.techniques.check_settings`); old names of the kind (``suppress_records`` ...) and
+    of settings (``budget`` ...) are read as the new ones. What one parameter cannot say is checked here: the
+    hierarchy rule, a top or a bottom threshold, the release rules, a pick of a local recoding.
+    """
+    if not isinstance(spec, Mapping) or canonical_name(spec.get("kind")) not in KINDS:
         raise FixError(f"A fix step needs a 'kind': one of {', '.join(KINDS)}.")
-    kind = spec["kind"]
-    for old, new in SPEC_ALIASES.get(kind, {}).items():
-        if old in spec and new not in spec:
-            spec = {**{key: value for key, value in spec.items() if key != old}, new: spec[old]}
-    out: dict[str, Any] = {"kind": kind}
+    item = TECHNIQUES[canonical_name(spec["kind"])]
+    kind = item.name
+    if kind == "search" and spec.get("metric") is not None:
+        try:
+            spec = {**spec, "metric": Metric.parse(spec["metric"]).value}
+        except PrivdashError as exc:
+            raise FixError(str(exc)) from None
+    out: dict[str, Any] = {"kind": kind, **check_settings(item, spec, error=FixError)}
     if kind == "generalize":
-        _keys(spec, ("column", "rule", "level"), ())
-        if not isinstance(spec["column"], str):
-            raise FixError("Step 'generalize': 'column' must be a column name.")
-        out.update(column=spec["column"], rule=check_rule(spec["rule"]), level=_whole(spec["level"], "The level", 0))
+        out["rule"] = check_rule(out["rule"])
     elif kind == "top_bottom_coding":
-        _keys(spec, ("column",), ("top", "bottom", "quantiles", "labels"))
-        if not isinstance(spec["column"], str):
-            raise FixError("Step 'top_bottom': 'column' must be a column name.")
-        quantiles = bool(spec.get("quantiles", False))
-        check = _share if quantiles else _real
-        top = None if spec.get("top") is None else check(spec["top"], "The top threshold")
-        bottom = None if spec.get("bottom") is None else check(spec["bottom"], "The bottom threshold")
-        if top is None and bottom is None:
+        if out["top"] is None and out["bottom"] is None:
             raise FixError("Top / bottom coding needs a top or a bottom threshold.")
-        out.update(column=spec["column"], top=top, bottom=bottom, quantiles=quantiles, labels=bool(spec.get("labels")))
+        if out["quantiles"]:
+            for side in ("top", "bottom"):
+                if out[side] is not None:
+                    out[side] = _share(out[side], f"The {side} threshold")
     elif kind == "record_suppression":
-        _keys(spec, ("k", "max_suppression"), ("release",))
-        out.update(
-            k=_whole(spec["k"], "k", 2), max_suppression=_share(spec["max_suppression"], "The suppression limit")
-        )
-        release = _release(spec.get("release"))
+        release = _release(out.pop("release", None))
         beyond = sorted(set(release) - set(SUPPRESSION_RISK_TARGETS))
         if beyond:
             raise FixError(
@@ -309,56 +261,13 @@ def check_spec(spec: Any) -> dict[str, Any]:
             )
         if release:
             out["release"] = release
-    elif kind == "local_suppression":
-        _keys(spec, ("k",), ("importance",))
-        out.update(
-            k=_whole(spec["k"], "k", 2), importance=_names(spec.get("importance", []), "importance", allow_empty=True)
-        )
-    elif kind == "microaggregation":
-        _keys(spec, ("k",), ("decimals",))
-        decimals = spec.get("decimals")
-        out.update(k=_whole(spec["k"], "k", 2), decimals=None if decimals is None else _whole(decimals, "Decimals", 0))
-    elif kind in ("drop", "mask", "pseudonymize"):
-        optional = {"drop": (), "mask": ("first", "last"), "pseudonymize": ("length",)}[kind]
-        _keys(spec, ("columns",), optional)
-        out["columns"] = _names(spec["columns"], "columns")
-        if kind == "mask":
-            out.update(first=_whole(spec.get("first", 0), "Characters kept at the start", 0))
-            out.update(last=_whole(spec.get("last", 0), "Characters kept at the end", 0))
-        if kind == "pseudonymize":
-            length = _whole(spec.get("length", 16), "The pseudonym length", 8)
-            if length > 64:
-                raise FixError(f"The pseudonym length must be at most 64, got {length}.")
-            out["length"] = length
-    else:
-        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric", "pick", "recoding", "release"))
-        out.update(
-            k=_whole(spec["k"], "k", 1), max_suppression=_share(spec["max_suppression"], "The suppression limit")
-        )
-        out["l"] = None if spec.get("l") is None else _whole(spec["l"], "l", 1)
-        out["t"] = None if spec.get("t") is None else _share(spec["t"], "t")
-        out["max_risk"] = None if spec.get("max_risk") is None else _share(spec["max_risk"], "The highest risk")
-        if out["max_risk"] == 0:
-            raise FixError("The highest acceptable risk must be above 0.")
-        try:
-            out["metric"] = Metric.parse(spec.get("metric", "loss")).value
-        except PrivdashError as exc:
-            raise FixError(str(exc)) from None
-        solution = _whole(spec.get("pick", 1), "The solution picked", 1)
-        if solution > SOLUTIONS_SHOWN:
-            raise FixError(f"The solution must be one of the {SOLUTIONS_SHOWN} best, got {solution}.")
-        recoding = spec.get("recoding", "global")
-        if recoding not in RECODING_CHOICES:
-            raise FixError(f"The recoding must be one of {', '.join(RECODING_CHOICES)}, got {recoding!r}.")
-        if recoding == "local":
-            if solution != 1:
-                raise FixError("A local recoding has no solutions to pick from: leave the pick out.")
-            out["recoding"] = "local"  # global, the default, is left out (links made before keep their key)
-        if solution != 1:
-            out["pick"] = solution
-        release = _release(spec.get("release"))
+    elif kind == "search":
+        local = out.get("recoding") == "local"
+        if local and out.get("pick", 1) != 1:
+            raise FixError("A local recoding has no solutions to pick from: leave the pick out.")
+        release = _release(out.pop("release", None))
         if release:
-            if recoding == "local":
+            if local:
                 raise FixError(
                     f"The release rules ({', '.join(release)}) are met by the global recoding search only: choose "
                     "global recoding, or leave the release rules out."
@@ -541,7 +450,7 @@ class FixRun:
         """
         current: dict[str, pd.DataFrame] = {}
         for spec, result in zip(self.specs, self.results, strict=True):
-            if spec["kind"] in ("drop", "mask", "pseudonymize", "microaggregation"):
+            if spec["kind"] in ("drop_identifiers", "mask_identifiers", "pseudonymize", "microaggregation"):
                 touched = spec.get("columns") or list(result.step.params.get("quasi_identifiers", []))
                 for name in touched:
                     current.pop(name, None)
@@ -634,7 +543,7 @@ def extend_run(run: FixRun, spec: Mapping[str, Any], position: int | None = None
         else:
             result = apply_step(run.data, compile_spec(checked, context), secrets={"key": context.key})
     except PrivdashError as exc:
-        label = KINDS.get(spec.get("kind", ""), "step") if isinstance(spec, Mapping) else "step"
+        label = KINDS.get(canonical_name(spec.get("kind", "")), "step") if isinstance(spec, Mapping) else "step"
         message = f"Step {index + 1} ({label.lower()}) was not applied: {exc}"
         return replace(run, error=message, failed=index)
     kept = run.kept_rows
@@ -788,15 +697,13 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
                 "replacement": "label" if spec["labels"] else "threshold",
             },
         )
-    if kind in ("drop", "mask", "pseudonymize"):
+    if kind in ("drop_identifiers", "mask_identifiers", "pseudonymize"):
         params: dict[str, Any] = {"columns": spec["columns"]}
-        if kind == "mask":
+        if kind == "mask_identifiers":
             params.update(keep_first=spec["first"], keep_last=spec["last"])
         if kind == "pseudonymize":
             params["length"] = spec["length"]
-        return Step(
-            {"drop": "drop_identifiers", "mask": "mask_identifiers", "pseudonymize": "pseudonymize"}[kind], params
-        )
+        return Step(kind, params)
     if kind == "search":
         raise FixError("The least-lossy search is not a step of its own: its result is (see least_lossy_search).")
     qis = context.quasi_identifiers
@@ -977,8 +884,8 @@ def describe_spec(spec: Mapping[str, Any]) -> str:
         return f"Blank QI cells until k = {spec.get('k')} (importance: {order})"
     if kind == "microaggregation":
         return f"Microaggregate the QIs in clusters of at least {spec.get('k')} records"
-    if kind in ("drop", "mask", "pseudonymize"):
-        verb = {"drop": "Drop", "mask": "Mask", "pseudonymize": "Pseudonymize"}[kind]
+    if kind in ("drop_identifiers", "mask_identifiers", "pseudonymize"):
+        verb = {"drop_identifiers": "Drop", "mask_identifiers": "Mask", "pseudonymize": "Pseudonymize"}[kind]
         return f"{verb} {', '.join(spec.get('columns') or [])}"
     if kind == "search":
         targets = [f"k ≥ {spec.get('k')}"]
@@ -1011,9 +918,9 @@ def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
         return f"{s.get('cells_suppressed', 0):,} cells blanked in {s.get('records_affected', 0):,} records"
     if kind == "microaggregation":
         return f"{s.get('clusters', 0):,} clusters; smallest class {s.get('k_achieved')}"
-    if kind == "drop":
+    if kind == "drop_identifiers":
         return f"{len(s.get('columns_dropped', []))} column(s) removed"
-    if kind == "mask":
+    if kind == "mask_identifiers":
         return f"{sum(s.get('cells_masked', {}).values()):,} cells masked"
     if kind == "pseudonymize":
         return f"key fingerprint {s.get('key_fingerprint')}"
