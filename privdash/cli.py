@@ -72,7 +72,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "handler", None):
         parser.print_help(sys.stderr)
         return EXIT_USAGE
-    from .core.errors import PrivdashError
+    from privdash.errors import PrivdashError
 
     try:
         return int(args.handler(args) or 0)

@@ -25,6 +25,7 @@ from typing import Any
 
 from privdash.errors import ParameterError, PrivdashError
 from privdash.search.local import RECODING_CHOICES
+from privdash.targets import DEFAULT_MAX_SUPPRESSION
 from privdash.transform.perturbation import NOISE_METHODS
 from privdash.transform.steps import RECIPE_VERSION, STEP_ALIASES
 from privdash.utility.metrics import Metric
@@ -86,6 +87,8 @@ class Param:
         Left out of the checked settings when it equals the default (a link made before it existed keeps its text).
     aliases
         Old spellings of the key, still read.
+    choices
+        The label of each option of a parameter with few options (a form shows them as radio buttons).
     """
 
     name: str
@@ -98,6 +101,7 @@ class Param:
     form: str = "input"
     omit_default: bool = False
     aliases: tuple[str, ...] = ()
+    choices: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -143,7 +147,7 @@ def _limit(help_text: str) -> Param:
         Interval(float, 0, 1),
         "The suppression limit",
         help_text,
-        default=0.05,
+        default=DEFAULT_MAX_SUPPRESSION,
         required=True,
         percent=True,
         aliases=("budget", "suppression"),
@@ -284,8 +288,11 @@ _TECHNIQUES: tuple[Technique, ...] = (
         "search",
         "Least-lossy search",
         "Searches every combination of generalization levels of the QIs (default hierarchies per type, or those "
-        "that come with the dataset) for the one of least loss meeting the targets; a lattice too large to search "
-        "whole is searched best-first within a budget. Runs in the background.",
+        "that come with the dataset, such as ARX's for Adult) for the one of least loss meeting the targets, those "
+        "of the verdict above by default (untick one to leave it out); a lattice too large to search whole is "
+        f"searched best-first within a budget. Runs in the background; the best {SOLUTIONS} solutions are then "
+        "listed to choose from. A local recoding starts from the most general levels and from that optimum, and "
+        "splits groups of records to finer levels while each published class meets the targets.",
         (
             _k(1, "Smallest class size to reach (the verdict's k by default)."),
             _limit("Share of the records the search may suppress."),
@@ -311,9 +318,14 @@ _TECHNIQUES: tuple[Technique, ...] = (
                 "recoding",
                 StrOptions(RECODING_CHOICES),
                 "Recoding",
-                "Global: one level per QI for every record; local: levels may differ between groups of records.",
+                "Local recoding generalizes a value further only where it is rare: less loss, and a column may "
+                "publish overlapping values (35-39 beside 30-39)",
                 default="global",
                 omit_default=True,
+                choices=(
+                    ("global", "Global: one level per QI for every record"),
+                    ("local", "Local: levels may differ between groups of records"),
+                ),
             ),
             Param(
                 "release",

@@ -75,9 +75,9 @@ def test_fix_page_add_undo_download(page: Page, live_server: str, live_settings:
     # Add record suppression to k = 5 within 20% of the records.
     page.click("#fix-technique")
     page.get_by_role("option", name="Record suppression").click()
-    expect(page.locator("#fix-rs-k")).to_be_visible()
-    page.fill("#fix-rs-k", "5")
-    page.fill("#fix-rs-budget", "20")
+    expect(page.locator("#fix-record-suppression-k")).to_be_visible()
+    page.fill("#fix-record-suppression-k", "5")
+    page.fill("#fix-record-suppression-max-suppression", "20")
     page.keyboard.press("Tab")
     page.click("#fix-add")
     expect(after_k).to_have_text(fmt_count(k_suppressed), timeout=TIMEOUT)

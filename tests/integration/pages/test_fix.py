@@ -127,14 +127,14 @@ def test_valid_specs_survive_validation_and_the_link(spec: dict[str, Any], base:
         ({"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5]}}, "needs level"),
         ({**AGE, "level": -1}, "at least 0"),
         ({**AGE, "rule": {"builder": "wavelets"}}, "needs a 'builder'"),
-        ({**AGE, "rule": {"builder": "intervals", "widths": [5, -10]}}, "must be positive"),
+        ({**AGE, "rule": {"builder": "intervals", "widths": [5, -10]}}, "must be a number above 0"),
         ({**AGE, "rule": {"builder": "rare", "min_count": 5, "keep": ["Smith"]}}, "unknown setting(s) keep"),
         ({**SUPPRESS, "max_suppression": 1.5}, "between 0 and 1"),
         ({**SUPPRESS, "k": 1}, "at least 2"),
         ({**SUPPRESS, "values": [1, 2]}, "unknown setting(s) values"),
         ({"kind": "top_bottom_coding", "column": "age"}, "a top or a bottom threshold"),
         ({"kind": "drop_identifiers", "columns": []}, "at least one column"),
-        ({"kind": "pseudonymize", "columns": ["email"], "length": 100}, "at most 64"),
+        ({"kind": "pseudonymize", "columns": ["email"], "length": 100}, "between 8 and 64"),
         ({"kind": "search", "k": 5, "max_suppression": 0.1, "metric": "beauty"}, "Unknown metric"),
     ],
 )
@@ -168,7 +168,7 @@ def test_rules_from_the_text_field() -> None:
 
 
 def test_controls_make_specs(base: ViewState) -> None:
-    values = {"fix-rs-k": 5, "fix-rs-budget": 10}
+    values = {"fix-record-suppression-k": 5, "fix-record-suppression-max-suppression": 10}
     assert page.spec_from_controls("record_suppression", values, base) == {
         "kind": "record_suppression",
         "k": 5,
@@ -176,7 +176,12 @@ def test_controls_make_specs(base: ViewState) -> None:
     }
     spec = page.spec_from_controls(
         "generalize",
-        {"fix-gen-column": "age", "fix-gen-builder": "intervals", "fix-gen-param": "10, 20", "fix-gen-level": 1},
+        {
+            "fix-generalize-column": "age",
+            "fix-generalize-builder": "intervals",
+            "fix-generalize-rule": "10, 20",
+            "fix-generalize-level": 1,
+        },
         base,
     )
     assert spec == {
@@ -187,7 +192,7 @@ def test_controls_make_specs(base: ViewState) -> None:
     }
     search = page.spec_from_controls(
         "search",
-        {"fix-search-k": 4, "fix-search-risk": True, "fix-search-suppression": 2, "fix-search-metric": "aecs"},
+        {"fix-search-k": 4, "fix-search-max-risk": True, "fix-search-max-suppression": 2, "fix-search-metric": "aecs"},
         base,
     )
     assert search == {
@@ -202,7 +207,7 @@ def test_controls_make_specs(base: ViewState) -> None:
     with pytest.raises(FixError, match="Give k"):
         page.spec_from_controls("microaggregation", {}, base)
     with pytest.raises(FixError, match="Choose the column"):
-        page.spec_from_controls("generalize", {"fix-gen-builder": "intervals"}, base)
+        page.spec_from_controls("generalize", {"fix-generalize-builder": "intervals"}, base)
 
 
 # --- the step list against the core --------------------------------------------------------------------------------
@@ -279,7 +284,7 @@ def test_identifiers_and_the_pseudonym_key(
     ok, text = fixes.key_status(None)
     assert not ok and KEY_ENV in text
     spec = {"kind": "pseudonymize", "columns": ["email"], "length": 16}
-    new_state, message = page.add_spec(runs, base, "pseudonymize", {"fix-ps-columns": ["email"]})
+    new_state, message = page.add_spec(runs, base, "pseudonymize", {"fix-pseudonymize-columns": ["email"]})
     assert new_state == base and message is not None and KEY_ENV in message
     key = "a-test-key-of-enough-length-123"
     monkeypatch.setenv(KEY_ENV, key)
@@ -299,13 +304,20 @@ def test_identifiers_and_the_pseudonym_key(
 
 
 def test_add_spec_refuses_a_step_the_core_refuses(runs: FixRuns, base: ViewState) -> None:
-    values = {"fix-gen-column": "sex", "fix-gen-builder": "intervals", "fix-gen-param": "5", "fix-gen-level": 1}
+    values = {
+        "fix-generalize-column": "sex",
+        "fix-generalize-builder": "intervals",
+        "fix-generalize-rule": "5",
+        "fix-generalize-level": 1,
+    }
     state, message = page.add_spec(runs, base, "generalize", values)
     assert state == base and message is not None and "needs numbers" in message
-    values = {**values, "fix-gen-column": "age", "fix-gen-level": 9}
+    values = {**values, "fix-generalize-column": "age", "fix-generalize-level": 9}
     state, message = page.add_spec(runs, base, "generalize", values)
     assert state == base and message is not None and "between 0 and 2" in message
-    state, message = page.add_spec(runs, base, "record_suppression", {"fix-rs-k": 5, "fix-rs-budget": 5})
+    state, message = page.add_spec(
+        runs, base, "record_suppression", {"fix-record-suppression-k": 5, "fix-record-suppression-max-suppression": 5}
+    )
     assert message is None and state.fix == (SUPPRESS | {"max_suppression": 0.05},)
 
 
