@@ -129,9 +129,19 @@ class Interval(Constraint):
         return what
 
     def check(self, value: Any, name: str, error: type[PrivdashError]) -> int | float:
+        if isinstance(value, str):  # a text that is no finite number (see parse)
+            try:
+                float(value)
+            except ValueError:
+                raise error(f"{name} must be {self.describe()}, got {_shown(value)}.") from None
+            raise error(f"{name} must be a finite number, got {_shown(value)}.")
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) > 2**1023:
+            raise error(f"{name} must be a finite number, got a number too large for a float.")
         number = _number(value)
-        if number is None or not math.isfinite(number):
+        if number is None:
             raise error(f"{name} must be {self.describe()}, got {_shown(value)}.")
+        if not math.isfinite(number):
+            raise error(f"{name} must be a finite number, got {_shown(value)}.")
         if self.type is int and not number.is_integer():
             raise error(f"{name} must be a whole number, got {_shown(value)}.")
         if not self.contains(number):
@@ -141,13 +151,18 @@ class Interval(Constraint):
         return number
 
     def parse(self, text: str) -> Any:
+        stripped = text.strip().replace(",", "")
+        if not stripped:
+            return None
         try:
-            number = float(text.strip().replace(",", "")) if text.strip() else None
+            number = float(stripped)
         except ValueError:
             return text  # refused by check() with the usual message
-        if number is None:
-            return None
-        return int(number) if self.type is int and number.is_integer() and abs(number) < 2**63 else number
+        if not math.isfinite(number):
+            return text  # "nan", "1e999": refused by check(), naming the text
+        written_whole = "." not in stripped and "e" not in stripped.lower()
+        whole = number.is_integer() and abs(number) < 2**63 and (self.type is int or written_whole)
+        return int(number) if whole else number
 
 
 @dataclass(frozen=True)

@@ -37,13 +37,18 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from privdash.application.formats import fmt_count, fmt_number, fmt_share
+from privdash.application.techniques import PERTURB, TECHNIQUES
 from privdash.data.contract import ColumnRole, DataContract, StatisticalType
 from privdash.data.tables import csv_text
-from privdash.errors import ParameterError, PrivdashError, check_finite
+from privdash.errors import PrivdashError
 from privdash.geo.geomask import masking_points
 from privdash.measure.perturbed import PerturbationRisk, perturbation_risk
 from privdash.transform.perturbation import NOISE_METHODS, NUMERICAL_PERTURBATIONS
 from privdash.transform.steps import Recipe, Step, apply_step
+from privdash.validation import Interval, check_param
+
+#: The techniques of the section that move points (offered when the dataset has coordinates).
+_GEO = ("donut_masking", "coordinate_perturbation")
 
 if TYPE_CHECKING:
     from privdash.application.services import LoadedDataset, Services
@@ -68,18 +73,11 @@ __all__ = [
     "stored_step",
 ]
 
-#: The methods on every dataset: step kind -> label.
-METHODS: dict[str, str] = {
-    "add_noise": "Additive noise",
-    "rank_swap": "Rank swapping",
-    "pram": "PRAM (random recoding)",
-    "shuffling": "Shuffle within classes",
-}
+#: The methods on every dataset: step kind -> label (the techniques of the section,
+#: :mod:`privdash.application.techniques`).
+METHODS: dict[str, str] = {name: TECHNIQUES[name].label for name in PERTURB if name not in _GEO}
 #: The methods offered when the dataset has a latitude / longitude pair.
-GEO_METHODS: dict[str, str] = {
-    "donut_masking": "Donut masking of points",
-    "coordinate_perturbation": "Random perturbation of points",
-}
+GEO_METHODS: dict[str, str] = {name: TECHNIQUES[name].label for name in PERTURB if name in _GEO}
 #: Methods that recode or move categories (judged by the cells they change, not by record linkage).
 CATEGORICAL_METHODS = frozenset({"pram", "shuffling"})
 #: Most points drawn on the map (a sample of the records, the same one for every preview of a table).
@@ -202,32 +200,20 @@ def protect_columns(frame: pd.DataFrame, contract: DataContract) -> ProtectColum
 
 
 def _number(value: Any, what: str) -> float:
-    """A number from a form field; empty or non-numeric input raises :class:`ProtectError` naming the field."""
+    """A number from a form field; empty or non-numeric input raises :class:`ProtectError` naming the field (the
+    ranges are the core's to check when the step is applied)."""
+    name = what[0].upper() + what[1:]
     if value is None or (isinstance(value, str) and not value.strip()):
         raise ProtectError(f"Give {what}.")
-    try:
-        return check_finite(value, what[0].upper() + what[1:])
-    except ParameterError as exc:
-        raise ProtectError(str(exc)) from None
-    except OverflowError:  # a whole number beyond the float range
-        raise ProtectError(f"{what[0].upper()}{what[1:]} must be a finite number, got a number too large.") from None
-
-
-def _whole(value: Any, what: str) -> int:
-    number = _number(value, what)
-    if not number.is_integer():
-        raise ProtectError(f"{what[0].upper()}{what[1:]} must be a whole number, got {value!r}.")
-    return int(number)
+    return float(check_param(value, Interval(float, None, None), name, text=True, error=ProtectError))
 
 
 def _seed(value: Any) -> int:
     """The seed of the form; an empty field draws one (recorded in the step, so the preview can be replayed)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return default_seed()
-    seed = _whole(value, "the seed")
-    if seed < 0:
-        raise ProtectError(f"The seed must be a whole number >= 0, got {value!r}.")
-    return seed
+    return int(check_param(value, TECHNIQUES["add_noise"].param("seed").constraint, "The seed", text=True,
+                           error=ProtectError))  # fmt: skip
 
 
 _NO_COLUMN = {
@@ -313,20 +299,15 @@ def protect_step(
         else:
             params["scale"] = _number(scale, "the scale of the displacement (metres)")
             params["distribution"] = distribution or "gaussian"
-        params["k_target"] = _whole(k_target, "the target spatial k")
+        whole = Interval(int, None, None)
+        params["k_target"] = check_param(k_target, whole, "The target spatial k", text=True, error=ProtectError)
     params["seed"] = drawn
     return Step(method, params)
 
 
-#: The parameters :func:`protect_step` writes, per step kind: a stored step with others was not made here.
-_PARAMETERS: dict[str, frozenset[str]] = {
-    "add_noise": frozenset({"columns", "share", "method", "seed"}),
-    "rank_swap": frozenset({"columns", "p", "seed"}),
-    "pram": frozenset({"columns", "pd", "alpha", "seed"}),
-    "shuffling": frozenset({"columns", "quasi_identifiers", "seed"}),
-    "donut_masking": frozenset({"latitude", "longitude", "min_distance", "max_distance", "k_target", "seed"}),
-    "coordinate_perturbation": frozenset({"latitude", "longitude", "scale", "distribution", "k_target", "seed"}),
-}
+#: The parameters :func:`protect_step` writes, per step kind (those of the technique): a stored step with others was
+#: not made here.
+_PARAMETERS: dict[str, frozenset[str]] = {name: frozenset(p.name for p in TECHNIQUES[name].params) for name in PERTURB}
 
 
 def stored_step(obj: Any) -> Step:

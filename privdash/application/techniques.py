@@ -159,8 +159,7 @@ _SEED = Param(
     "seed",
     Interval(int, 0, 2**63 - 1),
     "Seed",
-    "Seed of the random generator (empty: drawn); the recipe records it.",
-    form="input",
+    "The same seed gives the same preview; empty draws a new one.",
 )
 
 _TECHNIQUES: tuple[Technique, ...] = (
@@ -363,7 +362,17 @@ _TECHNIQUES: tuple[Technique, ...] = (
                 default=0.1,
                 required=True,
             ),
-            Param("method", StrOptions(tuple(NOISE_METHODS)), "Noise", default="uncorrelated", required=True),
+            Param(
+                "method",
+                StrOptions(tuple(NOISE_METHODS)),
+                "Noise",
+                default="uncorrelated",
+                required=True,
+                choices=(
+                    ("uncorrelated", "Uncorrelated (each column on its own)"),
+                    ("correlated", "Correlated (keeps the correlations)"),
+                ),
+            ),
             _SEED,
         ),
         section="perturb",
@@ -376,7 +385,7 @@ _TECHNIQUES: tuple[Technique, ...] = (
             Param("columns", Columns(), "Numerical columns", required=True),
             Param(
                 "p",
-                Interval(float, 0, 100),
+                Interval(float, 0, 100, closed="right"),
                 "p: largest rank distance (% of the values)",
                 "A percentage: sdcMicro's rankSwap(P = 0.05) is p = 5 (its code reads P as a fraction)",
                 default=5,
@@ -403,7 +412,7 @@ _TECHNIQUES: tuple[Technique, ...] = (
         "Shuffle within classes",
         "Permutes the values of columns outside the quasi-identifiers within the classes of the quasi-identifiers.",
         (
-            Param("columns", Columns(role="sensitive"), "Columns to shuffle", required=True),
+            Param("columns", Columns(role="sensitive"), "Sensitive columns to shuffle", required=True),
             Param("quasi_identifiers", Columns(role="quasi_identifier"), "Quasi-identifiers", form="none"),
             _SEED,
         ),
@@ -419,15 +428,15 @@ _TECHNIQUES: tuple[Technique, ...] = (
             Param(
                 "min_distance",
                 Interval(float, 0, None, closed="left"),
-                "Smallest displacement (m)",
-                default=50,
+                "Least move (m)",
+                default=100,
                 required=True,
             ),
             Param(
                 "max_distance",
                 Interval(float, 0, None, closed="neither"),
-                "Largest displacement (m)",
-                default=500,
+                "Largest move (m)",
+                default=1000,
                 required=True,
             ),
             Param("k_target", Interval(int, 1, None, closed="left"), "Target spatial k", default=5, required=True),
@@ -445,16 +454,17 @@ _TECHNIQUES: tuple[Technique, ...] = (
             Param(
                 "scale",
                 Interval(float, 0, None, closed="neither"),
-                "Scale of the displacement (m)",
-                default=200,
+                "Scale (m)",
+                default=250,
                 required=True,
             ),
             Param(
                 "distribution",
                 StrOptions(("gaussian", "uniform")),
-                "Distribution",
+                "Distance",
                 default="gaussian",
                 required=True,
+                choices=(("gaussian", "Half-normal (scale = sd)"), ("uniform", "Uniform (scale = largest move)")),
             ),
             Param("k_target", Interval(int, 1, None, closed="left"), "Target spatial k", default=5, required=True),
             _SEED,
@@ -559,8 +569,9 @@ def parse_settings(
         except KeyError:
             names = ", ".join(p.name for p in item.params if p.form != "none")
             raise error(f"Technique '{item.name}' has no setting {key[:40]!r}; its settings: {names}.") from None
-        parsed = param.constraint.parse(value)
-        if param.percent and isinstance(parsed, int | float) and value.strip().endswith("%"):
+        percent = param.percent and value.strip().endswith("%")
+        parsed = param.constraint.parse(value.strip().removesuffix("%") if percent else value)
+        if percent and isinstance(parsed, int | float):
             parsed = parsed / 100
         out[param.name] = parsed
     return out

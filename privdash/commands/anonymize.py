@@ -56,7 +56,7 @@ from privdash.transform.steps import Recipe, TransformResult, apply_recipe
 from privdash.utility.estimates import Estimate
 from privdash.utility.metrics import Metric, information_loss
 
-from . import _estimates
+from . import _estimates, _steps
 from ._common import format_table, print_json, split_columns
 from .diagnose import render_verdict
 
@@ -69,7 +69,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the targets (k, l, t, highest prosecutor risk) with the least information loss, searching the whole "
         "lattice of levels. Records of classes that violate the targets are removed when they number at most "
         "--max-suppression times the records. With --recipe, re-apply a saved recipe to FILE instead. With --config, "
-        "run a batch job file: k-member microaggregation of the quasi-identifiers its data contract declares.",
+        "run a batch job file: k-member microaggregation of the quasi-identifiers its data contract declares. With "
+        "--step, apply fix techniques in order, as the Fix page's steps.",
     )
     parser.add_argument(
         "file", type=Path, nargs="?", help="CSV (any delimiter), Excel, Parquet, SPSS, Stata or SAS table"
@@ -220,6 +221,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="with --entity: a person's key is the set of their distinct QI tuples (default), or the multiset",
     )
     _estimates.add_arguments(parser)
+    _steps.add_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     parser.set_defaults(handler=run)
 
@@ -229,11 +231,19 @@ def run(args: argparse.Namespace) -> int:
     _check_entity(args)
     if args.config is not None:
         return _run_job(args)
+    settings = _steps.help_text(args)
+    if settings is not None:
+        print(settings)
+        return 0
     if args.file is None:
         raise ParameterError("Give the table to anonymize (FILE), or a batch job with --config job.json.")
     inputs = [args.file]
     for path in (args.output, args.save_recipe):
         _refuse_overwrite(path, inputs + ([args.recipe] if args.recipe else []))
+    if args.step:
+        if args.recipe is not None:
+            raise ParameterError("--step applies techniques, --recipe a saved recipe: give one of them.")
+        return _steps.run_steps(args, _read_input(args))
     if resolve_engine(args.engine, str(args.file)) != Engine.PANDAS:
         return _run_out_of_core(args)
     if args.recipe is not None:
