@@ -88,18 +88,18 @@ class Constraint:
 
 @dataclass(frozen=True)
 class Interval(Constraint):
-    """A number of ``type`` (``int``: whole numbers; ``float``: finite real numbers) between ``left`` and
+    """A number of type ``kind`` (``int``: whole numbers; ``float``: finite real numbers) between ``left`` and
     ``right`` (None: unbounded), the bounds included as ``closed`` says (``"both"``, ``"left"``, ``"right"``,
     ``"neither"``)."""
 
-    type: type
+    kind: type
     left: float | None
     right: float | None
     closed: str = "both"
 
     def __post_init__(self) -> None:
-        if self.type not in (int, float):
-            raise TypeError("Interval type must be int or float")
+        if self.kind not in (int, float):
+            raise TypeError("Interval kind must be int or float")
         if self.closed not in ("both", "left", "right", "neither"):
             raise ValueError(f"closed must be both, left, right or neither, got {self.closed!r}")
         if self.left is not None and self.right is not None and self.left > self.right:
@@ -113,7 +113,7 @@ class Interval(Constraint):
         return not (self.right is not None and (number > self.right or (number == self.right and not high_closed)))
 
     def describe(self) -> str:
-        what = "a whole number" if self.type is int else "a number"
+        what = "a whole number" if self.kind is int else "a number"
         low_closed = self.closed in ("both", "left")
         high_closed = self.closed in ("both", "right")
         if self.left is not None and self.right is not None:
@@ -129,24 +129,25 @@ class Interval(Constraint):
         return what
 
     def check(self, value: Any, name: str, error: type[PrivdashError]) -> int | float:
-        if isinstance(value, str):  # a text that is no finite number (see parse)
+        finite = "a whole number" if self.kind is int else "a finite number"
+        if isinstance(value, str):  # a text that is no number, or not a finite one (see parse)
             try:
-                float(value)
+                infinite = not math.isfinite(float(value))
             except ValueError:
-                raise error(f"{name} must be {self.describe()}, got {_shown(value)}.") from None
-            raise error(f"{name} must be a finite number, got {_shown(value)}.")
+                infinite = False
+            raise error(f"{name} must be {finite if infinite else self.describe()}, got {_shown(value)}.")
         if isinstance(value, numbers.Integral) and not isinstance(value, bool) and abs(int(value)) > 2**1023:
-            raise error(f"{name} must be a finite number, got a number too large for a float.")
+            raise error(f"{name} must be {finite}, got a number too large for a float.")
         number = _number(value)
         if number is None:
             raise error(f"{name} must be {self.describe()}, got {_shown(value)}.")
         if not math.isfinite(number):
-            raise error(f"{name} must be a finite number, got {_shown(value)}.")
-        if self.type is int and not number.is_integer():
+            raise error(f"{name} must be {finite}, got {_shown(value)}.")
+        if self.kind is int and not number.is_integer():
             raise error(f"{name} must be a whole number, got {_shown(value)}.")
         if not self.contains(number):
             raise error(f"{name} must be {self.describe()}, got {_shown(value)}.")
-        if self.type is int:
+        if self.kind is int:
             return int(value) if isinstance(value, numbers.Integral) else int(number)
         return number
 
@@ -161,7 +162,7 @@ class Interval(Constraint):
         if not math.isfinite(number):
             return text  # "nan", "1e999": refused by check(), naming the text
         written_whole = "." not in stripped and "e" not in stripped.lower()
-        whole = number.is_integer() and abs(number) < 2**63 and (self.type is int or written_whole)
+        whole = number.is_integer() and abs(number) < 2**63 and (self.kind is int or written_whole)
         return int(number) if whole else number
 
 

@@ -155,16 +155,18 @@ def is_slow(specs: Sequence[Mapping[str, Any]]) -> bool:
 # --- validation ----------------------------------------------------------------------------------------------------
 
 
-def _whole(value: Any, name: str, minimum: int) -> int:
-    return int(check_param(value, Interval(int, minimum, None, closed="left"), name, error=FixError))
+#: The constraints of the numbers of a hierarchy rule and of a quantile threshold.
+_AT_LEAST_1 = Interval(int, 1, None, closed="left")
+_REAL = Interval(float, None, None)
+_SHARE = Interval(float, 0, 1)
+_POSITIVE = Interval(float, 0, None, closed="neither")
 
 
-def _real(value: Any, name: str) -> float:
-    return float(check_param(value, Interval(float, None, None), name, error=FixError))
-
-
-def _share(value: Any, name: str) -> float:
-    return float(check_param(value, Interval(float, 0, 1), name, error=FixError))
+def _checked(value: Any, constraint: Interval, name: str) -> Any:
+    """``value`` checked by ``constraint`` (:func:`~privdash.validation.check_param`), a :class:`FixError` if not;
+    a float without a fraction as an int (rules are written back as text)."""
+    number = check_param(value, constraint, name, error=FixError)
+    return int(number) if isinstance(number, float) and number.is_integer() else number
 
 
 def check_rule(rule: Any) -> dict[str, Any]:
@@ -186,15 +188,14 @@ def check_rule(rule: Any) -> dict[str, Any]:
         if not isinstance(values, list) or not values:
             raise FixError(f"The '{builder}' rule needs '{key}': a non-empty list of numbers, finest level first.")
         if builder == "intervals":
-            out[key] = [_positive(v, "An interval width") for v in values]
+            out[key] = [_checked(v, _POSITIVE, "An interval width") for v in values]
             for name, what in (("origin", "The interval origin"), ("low", "The bottom code"), ("high", "The top code")):
                 if rule.get(name) is not None:
-                    number = _real(rule[name], what)
-                    out[name] = int(number) if number.is_integer() else number
+                    out[name] = _checked(rule[name], _REAL, what)
         else:
-            out[key] = [_whole(v, "A number of quantile intervals", 1) for v in values]
+            out[key] = [_checked(v, _AT_LEAST_1, "A number of quantile intervals") for v in values]
             if rule.get("digits") is not None:
-                out["digits"] = _whole(rule["digits"], "Significant digits", 1)
+                out["digits"] = _checked(rule["digits"], _AT_LEAST_1, "Significant digits")
     elif builder in ("dates", "postcodes"):
         known = _DATE_LEVELS if builder == "dates" else _POSTCODE_LEVELS
         levels = rule.get("levels")
@@ -203,25 +204,19 @@ def check_rule(rule: Any) -> dict[str, Any]:
         out["levels"] = list(levels)
     elif builder == "frequency":
         if rule.get("ratio") is not None:
-            ratio = _real(rule["ratio"], "The ratio of group counts")
-            if ratio <= 1:
-                raise FixError(f"The ratio of group counts must be above 1, got {ratio:g}.")
-            out["ratio"] = int(ratio) if ratio.is_integer() else ratio
+            out["ratio"] = _checked(
+                rule["ratio"], Interval(float, 1, None, closed="neither"), "The ratio of group counts"
+            )
     elif builder == "prefix":
         lengths = rule.get("lengths")
         if not isinstance(lengths, list) or not lengths:
             raise FixError("The 'prefix' rule needs 'lengths': the characters kept per level, longest first.")
-        out["lengths"] = [_whole(v, "A prefix length", 1) for v in lengths]
+        out["lengths"] = [_checked(v, _AT_LEAST_1, "A prefix length") for v in lengths]
     elif builder == "masking":
-        out["steps"] = _whole(rule.get("steps"), "Masking steps", 1)
+        out["steps"] = _checked(rule.get("steps"), _AT_LEAST_1, "Masking steps")
     else:
-        out["min_count"] = _whole(rule.get("min_count"), "The minimum count of a kept category", 1)
+        out["min_count"] = _checked(rule.get("min_count"), _AT_LEAST_1, "The minimum count of a kept category")
     return out
-
-
-def _positive(value: Any, name: str) -> float | int:
-    number = float(check_param(value, Interval(float, 0, None, closed="neither"), name, error=FixError))
-    return int(number) if number.is_integer() else number
 
 
 def check_spec(spec: Any) -> dict[str, Any]:
@@ -250,7 +245,7 @@ def check_spec(spec: Any) -> dict[str, Any]:
         if out["quantiles"]:
             for side in ("top", "bottom"):
                 if out[side] is not None:
-                    out[side] = _share(out[side], f"The {side} threshold")
+                    out[side] = float(check_param(out[side], _SHARE, f"The {side} threshold", error=FixError))
     elif kind == "record_suppression":
         release = _release(out.pop("release", None))
         beyond = sorted(set(release) - set(SUPPRESSION_RISK_TARGETS))

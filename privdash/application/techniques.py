@@ -602,7 +602,7 @@ def bounds(param: Param) -> Bounds:
     if not isinstance(constraint, Interval):
         return Bounds()
     scale = 100 if param.percent else 1
-    whole = constraint.type is int or param.percent
+    whole = constraint.kind is int or param.percent
     low = None if constraint.left is None else constraint.left * scale
     high = None if constraint.right is None else constraint.right * scale
     return Bounds(low, high, 1 if whole else 0.05, whole)

@@ -165,8 +165,8 @@ def _encode(raw: str) -> str:
 @pytest.mark.parametrize(
     ("raw", "message"),
     [
-        ('{"v": 1, "k": 30000000000}', "k must lie between 1 and 1,000,000,000"),
-        ('{"v": 1, "l": 0}', "l must lie between 1 and"),
+        ('{"v": 1, "k": 30000000000}', "k must be a whole number between 1 and 1,000,000,000"),
+        ('{"v": 1, "l": 0}', "l must be a whole number between 1 and"),
         ('{"v": 1, "k": NaN}', "k must be a whole number"),
         ('{"v": 1, "k": 1e309}', "k must be a whole number"),
         ('{"v": 1, "k": 5.5}', "k must be a whole number"),
