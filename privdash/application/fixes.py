@@ -20,16 +20,18 @@ The contract of the fixed table (:func:`adapt_contract`) is decided here, not in
 that no longer have the column's declared type (interval labels in a numerical column, an ordinal value outside
 its order, a generalized date or postcode), and the later steps and the diagnosis then treat that column as nominal.
 
-Spec kinds (keys besides ``kind``; ``?`` = optional)::
+Spec kinds (the techniques of the step list, described with their parameters in
+:mod:`privdash.application.techniques`; keys besides ``kind``; ``?`` = optional)::
 
-    generalize        column, rule, level
-    top_bottom        column, top?, bottom?, quantiles?, labels?
-    record_suppression  k, max_suppression             (share of the rows that may be removed, 0..1)
-    local_suppression    k, importance?                 (QIs, most important first; the rest follow)
-    microaggregate    k, decimals?
-    drop / mask       columns (mask: first?, last?)  (characters kept at the start / end)
-    pseudonymize      columns, length?
-    search            k, l?, t?, max_risk?, max_suppression, metric?, pick?, recoding?, release?
+    generalize          column, rule, level
+    top_bottom_coding   column, top?, bottom?, quantiles?, labels?
+    record_suppression  k, max_suppression, release?  (share of the rows that may be removed, 0..1)
+    local_suppression   k, importance?                (QIs, most important first; the rest follow)
+    microaggregation    k, decimals?
+    drop_identifiers    columns
+    mask_identifiers    columns, first?, last?        (characters kept at the start / end)
+    pseudonymize        columns, length?
+    search              k, l?, t?, max_risk?, max_suppression, metric?, pick?, recoding?, release?
                       (pick: which of the best :data:`SOLUTIONS_SHOWN` solutions is published, 1 = the least
                       lossy, the default; a steward's pick on the page. recoding: "global", the default, one level
                       per QI; "local", levels per group of records, :func:`~privdash.search.local.local_recoding`,
@@ -44,7 +46,10 @@ suppressed, the suppression limit counts people, and the options it does not tak
 local recoding, the release rules, a lattice too large to search whole) are refused with a message.
 
 Links made before the vocabulary was unified may say ``budget`` (record_suppression), ``suppression`` and
-``risk`` (search): :func:`check_spec` reads them as ``max_suppression`` and ``max_risk``.
+``risk`` (search): :func:`check_spec` reads them as ``max_suppression`` and ``max_risk``; and links made before the
+techniques had one name say ``suppress_records``, ``suppress_cells``, ``top_bottom``, ``microaggregate``, ``drop``
+or ``mask``: they are read as ``record_suppression``, ``local_suppression``, ``top_bottom_coding``,
+``microaggregation``, ``drop_identifiers`` and ``mask_identifiers``.
 
 Hierarchy rules (``rule``: the core's rule settings, :func:`privdash.transform.hierarchy.build_hierarchy`)::
 
@@ -670,9 +675,11 @@ def _reference_hierarchy(run: FixRun, name: str) -> Hierarchy | None:
 def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
     """The core step (:mod:`privdash.transform.steps`) a validated spec stands for in ``context``.
 
-    Every kind but ``search`` compiles to a registered step; the resolved step the core returns (e.g. the rule of
-    a hierarchy with its cut points) is what the recipe records. Raises :class:`FixError` for ``search`` and when
-    the context lacks what the spec needs (a quasi-identifier, the hierarchy of the generalized column).
+    Every kind but ``search`` compiles to the registered step of the same name (a technique has one name, the
+    spec's kind and the recipe's, :mod:`privdash.application.techniques`); the resolved step the core returns (e.g.
+    the rule of a hierarchy with its cut points) is what the recipe records. Raises :class:`FixError` for
+    ``search`` and when the context lacks what the spec needs (a quasi-identifier, the hierarchy of the generalized
+    column).
     """
     kind = spec["kind"]
     if kind == "generalize":
@@ -680,11 +687,11 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
         if column not in context.hierarchies:
             raise FixError(f"No hierarchy was built for the column '{column}'.")
         setting = {"level": spec["level"], "hierarchy": context.hierarchies[column].to_dict()}
-        return Step("generalize", {"columns": {column: setting}})
+        return Step(kind, {"columns": {column: setting}})
     if kind == "top_bottom_coding":
         names = ("top_quantile", "bottom_quantile") if spec["quantiles"] else ("top", "bottom")
         return Step(
-            "top_bottom_coding",
+            kind,
             {
                 "column": spec["column"],
                 names[0]: spec["top"],
@@ -720,12 +727,12 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
                 weights=context.contract.weight,
                 household=household if "household_risk" in release else None,
             )
-        return Step("record_suppression", params)
+        return Step(kind, params)
     if kind == "local_suppression":
         given = [name for name in spec["importance"] if name in qis]
         importance = given + [name for name in qis if name not in given] if given else None
         return Step(
-            "local_suppression",
+            kind,
             {"quasi_identifiers": qis, "k": spec["k"], "importance": importance, "orders": context.orders},
         )
     if kind == "microaggregation":
@@ -737,7 +744,7 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
             "orders": orders,
             "decimals": spec["decimals"],
         }
-        return Step("microaggregation", params)
+        return Step(kind, params)
     raise FixError(f"Unknown step kind {kind!r}.")
 
 
