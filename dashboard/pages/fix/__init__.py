@@ -9,6 +9,11 @@ headline numbers and their verdicts, :mod:`privdash.utility.metrics` measures th
 microaggregation or the least-lossy search are previewed in a background job (progress bar, cancel button) whose
 result the other callbacks read from the disk cache. Downloads (fixed data, value mapping, recipe) go through
 ``dcc.Download``, never through a store.
+
+The page is a package: this module (layout, the step list's callbacks), :mod:`.form` (the "Add a step" form, built
+from the technique descriptions of :mod:`privdash.application.techniques`) and its sections, each with its own
+``card`` and ``register``: :mod:`.protect` (perturb and mask), :mod:`.attack` (measured attacks) and
+:mod:`.dp_release` (differential privacy).
 """
 
 from __future__ import annotations
