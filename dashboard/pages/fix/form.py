@@ -85,9 +85,11 @@ def release_checkbox(state: ViewState) -> dict[str, Any]:
 
 
 def _sensitive_checkbox(label: str) -> Callable[[ViewState], dict[str, Any]]:
+    """The checkbox of a target on the sensitive attributes (l, t): ticked when the view has some, else unavailable."""
+
     def checkbox(state: ViewState) -> dict[str, Any]:
-        return {"label": label.format(state=state, t=fmt_number(state.t)), "checked": bool(state.sensitive),
-                "disabled": not state.sensitive}  # fmt: skip
+        text = label.format(state=state, t=fmt_number(state.t))
+        return {"label": text, "checked": bool(state.sensitive), "disabled": not state.sensitive}
 
     return checkbox
 
