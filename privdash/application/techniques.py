@@ -103,6 +103,45 @@ class Param:
     aliases: tuple[str, ...] = ()
     choices: tuple[tuple[str, str], ...] = ()
 
+    @property
+    def widget(self) -> str:
+        """How a form asks for the value: ``rule``, ``view`` or ``none`` (see :attr:`form`), else by its constraint:
+        ``checkbox``, ``column``, ``columns``, ``choice`` (one of :attr:`options`), ``number`` or ``text``."""
+        if self.form != "input":
+            return self.form
+        constraint = self.constraint
+        if isinstance(constraint, Boolean):
+            return "checkbox"
+        if isinstance(constraint, Column):
+            return "column"
+        if isinstance(constraint, Columns):
+            return "columns"
+        if isinstance(constraint, StrOptions):
+            return "choice"
+        if isinstance(constraint, Interval):
+            return "number"
+        return "text"
+
+    @property
+    def options(self) -> tuple[str, ...]:
+        """The options of a ``choice`` parameter (empty for others)."""
+        return tuple(self.constraint.options) if isinstance(self.constraint, StrOptions) else ()
+
+    @property
+    def role(self) -> str | None:
+        """The column role a column parameter offers first (its constraint's), or None."""
+        return self.constraint.role if isinstance(self.constraint, Column | Columns) else None
+
+    @property
+    def numeric(self) -> bool:
+        """Whether a column parameter takes numerical columns only."""
+        return isinstance(self.constraint, Column) and self.constraint.numeric
+
+    @property
+    def min_items(self) -> int:
+        """The fewest columns a ``columns`` parameter takes."""
+        return self.constraint.min_items if isinstance(self.constraint, Columns) else 0
+
 
 @dataclass(frozen=True)
 class Technique:

@@ -31,7 +31,6 @@ from privdash.application.techniques import STEPS, Param, Technique, bounds, for
 from privdash.data.contract import ColumnRole, StatisticalType
 from privdash.transform.hierarchy import default_rule
 from privdash.transform.suppression import SUPPRESSION_RISK_TARGETS
-from privdash.validation import Boolean, Column, Columns, Interval, StrOptions
 
 __all__ = [
     "CONTROLS",
@@ -114,7 +113,7 @@ def _controls() -> dict[str, str]:
         for param in technique(name).params:
             if param.form == "rule":
                 out.update({RULE_CONTROLS["builder"]: "value", RULE_CONTROLS["text"]: "value"})
-            elif param.form == "view" or (param.form == "input" and isinstance(param.constraint, Boolean)):
+            elif param.widget in ("view", "checkbox"):
                 out[control_id(name, param.name)] = "checked"
             elif param.form == "input":
                 out[control_id(name, param.name)] = "value"
@@ -163,12 +162,12 @@ def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewS
             if taken is not None:
                 spec[param.name] = taken
             continue
-        if isinstance(param.constraint, Boolean):
+        if param.widget == "checkbox":
             spec[param.name] = bool(value)
-        elif isinstance(param.constraint, Columns):
+        elif param.widget == "columns":
             spec[param.name] = list(value or [])
         elif _blank(value):
-            if param.required and isinstance(param.constraint, Column):
+            if param.required and param.widget == "column":
                 raise FixError(f"Choose the {param.label.lower()}.")
             if param.required:
                 raise FixError(f"Give {_lowered(param.label)}.")
@@ -223,21 +222,21 @@ class _Form:
             rule = {"builder": "dataset"}
         self.rule = rule
 
-    def column_choices(self, constraint: Column | Columns) -> tuple[list[str], Any]:
+    def column_choices(self, param: Param) -> tuple[list[str], Any]:
         """The columns a column parameter offers, and the ones chosen at first."""
-        if isinstance(constraint, Column):
-            if constraint.numeric:
+        if param.widget == "column":
+            if param.numeric:
                 return self.numeric, self.numeric[0] if self.numeric else None
             return self.qis + [c for c in self.columns if c not in self.qis], self.gen_column
-        if constraint.role == ColumnRole.QUASI_IDENTIFIER.value:
+        if param.role == ColumnRole.QUASI_IDENTIFIER.value:
             return self.qis, []
         return self.columns, self.identifiers
 
     def control(self, item: Technique, param: Param) -> list[Any]:
         """The control(s) of one parameter."""
         cid = control_id(item.name, param.name)
-        constraint = param.constraint
-        if param.form == "rule":
+        widget = param.widget
+        if widget == "rule":
             return [
                 dmc.Select(
                     id=RULE_CONTROLS["builder"],
@@ -253,28 +252,28 @@ class _Form:
                     description=rule_help(str(self.rule["builder"])),
                 ),
             ]
-        if param.form == "view":
+        if widget == "view":
             return [dmc.Checkbox(id=cid, **VIEW_CONTROLS[(item.name, param.name)][0](self.state))]
-        if isinstance(constraint, Boolean):
+        if widget == "checkbox":
             return [dmc.Checkbox(id=cid, label=form_label(param), checked=bool(param.default))]
-        if isinstance(constraint, Column):
-            options, value = self.column_choices(constraint)
+        if widget == "column":
+            options, value = self.column_choices(param)
             return [dmc.Select(id=cid, label=form_label(param), data=_options(options), value=value, searchable=True)]
-        if isinstance(constraint, Columns):
-            options, value = self.column_choices(constraint)
+        if widget == "columns":
+            options, value = self.column_choices(param)
             return [
                 dmc.MultiSelect(
                     id=cid,
                     label=form_label(param),
                     data=_options(options),
                     value=value,
-                    clearable=constraint.min_items == 0,
+                    clearable=param.min_items == 0,
                 )
             ]
-        if isinstance(constraint, StrOptions):
+        if widget == "choice":
             if param.choices:
                 labels = dict(param.choices)
-                radios = [dmc.Radio(label=labels.get(o, o), value=o) for o in constraint.options]
+                radios = [dmc.Radio(label=labels.get(o, o), value=o) for o in param.options]
                 return [
                     dmc.RadioGroup(
                         dmc.Stack(radios, gap=6, mt=4),
@@ -289,13 +288,13 @@ class _Form:
                 dmc.Select(
                     id=cid,
                     label=form_label(param),
-                    data=list(constraint.options),
+                    data=list(param.options),
                     value=param.default,
                     allowDeselect=False,
                     w=220,
                 )
             ]
-        if isinstance(constraint, Interval):
+        if widget == "number":
             limits = bounds(param)
             value = form_default(param)
             if param.name == "k":  # the view's k, within the technique's bounds

@@ -129,8 +129,7 @@ def _choice(method: str, name: str) -> dict[str, Any]:
     """Label, options (with their labels) and default of a parameter with a few options, for a ``Select``."""
     param = TECHNIQUES[method].param(name)
     labels = dict(param.choices)
-    options = getattr(param.constraint, "options", ())
-    data = [{"value": o, "label": labels.get(o, o)} for o in options]
+    data = [{"value": o, "label": labels.get(o, o)} for o in param.options]
     return {**_text(method, name), "data": data, "value": param.default}
 
 
