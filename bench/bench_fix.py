@@ -42,18 +42,18 @@ CASES: list[tuple[str, tuple[dict[str, Any], ...], bool]] = [
     ("+ postcode to district", (AGE, DISTRICT), False),
     (
         "+ record suppression k=5, 10%",
-        (AGE, DISTRICT, {"kind": "suppress_records", "k": 5, "max_suppression": 0.1}),
+        (AGE, DISTRICT, {"kind": "record_suppression", "k": 5, "max_suppression": 0.1}),
         False,
     ),
-    ("top-code age at 90", ({"kind": "top_bottom", "column": "age", "top": 90},), False),
+    ("top-code age at 90", ({"kind": "top_bottom_coding", "column": "age", "top": 90},), False),
     (
         "drop and mask identifiers",
-        ({"kind": "drop", "columns": ["name"]}, {"kind": "mask", "columns": ["phone"]}),
+        ({"kind": "drop_identifiers", "columns": ["name"]}, {"kind": "mask_identifiers", "columns": ["phone"]}),
         False,
     ),
-    ("age, district, cell suppression k=5", (AGE, DISTRICT, {"kind": "suppress_cells", "k": 5}), False),
+    ("age, district, cell suppression k=5", (AGE, DISTRICT, {"kind": "local_suppression", "k": 5}), False),
     ("least-lossy search k=5, 5% (background)", ({"kind": "search", "k": 5, "max_suppression": 0.05},), True),
-    ("microaggregation k=5 (background)", ({"kind": "microaggregate", "k": 5},), True),
+    ("microaggregation k=5 (background)", ({"kind": "microaggregation", "k": 5},), True),
 ]
 
 

@@ -19,7 +19,7 @@ import pandas as pd
 
 from bench._common import DATA_DIR, best_time, data_path, machine, peak_memory
 from privdash.geo.geography import load_areas, load_districts
-from privdash.geo.geomask import donut_mask, masking_points, perturb_coordinates, spatial_k_anonymity
+from privdash.geo.geomask import coordinate_perturbation, donut_masking, masking_points, spatial_k_anonymity
 from privdash.transform.steps import TransformResult
 
 
@@ -46,10 +46,10 @@ def main() -> None:
     print(f"points: {args.rows:,} (GB homes imitated from doogal district centroids)")
     print()
     cases: dict[str, Callable[[], TransformResult]] = {
-        "donut 100-1000 m": lambda: donut_mask(
+        "donut 100-1000 m": lambda: donut_masking(
             data, latitude="lat", longitude="lon", min_distance=100, max_distance=1000, seed=1
         ),
-        "donut 100-1000 m, within postcode area": lambda: donut_mask(
+        "donut 100-1000 m, within postcode area": lambda: donut_masking(
             data,
             latitude="lat",
             longitude="lon",
@@ -59,7 +59,7 @@ def main() -> None:
             within="area",
             polygons=areas,
         ),
-        "donut 100-1000 m, within postcode district": lambda: donut_mask(
+        "donut 100-1000 m, within postcode district": lambda: donut_masking(
             data,
             latitude="lat",
             longitude="lon",
@@ -69,7 +69,7 @@ def main() -> None:
             within="district",
             polygons=districts,
         ),
-        "gaussian perturbation, sigma 500 m": lambda: perturb_coordinates(
+        "gaussian perturbation, sigma 500 m": lambda: coordinate_perturbation(
             data, latitude="lat", longitude="lon", scale=500, seed=1
         ),
     }

@@ -22,9 +22,9 @@ import pandas as pd
 from bench._common import best_time, data_path, machine
 from privdash.data.tables import read_table
 from privdash.transform.identifiers import mask_identifiers, pseudonymize
-from privdash.transform.microaggregation import microaggregate
+from privdash.transform.microaggregation import microaggregation
 from privdash.transform.steps import TransformResult
-from privdash.transform.suppression import suppress_cells, suppress_records, top_bottom_code
+from privdash.transform.suppression import local_suppression, record_suppression, top_bottom_coding
 
 NUMERICAL = ["x1", "x2", "x3", "x4"]
 
@@ -69,7 +69,7 @@ def main() -> None:
     for name, table in numerical_tables(args.rows).items():
 
         def run(table: pd.DataFrame = table) -> TransformResult:
-            return microaggregate(table, quasi_identifiers=NUMERICAL, k=args.k)
+            return microaggregation(table, quasi_identifiers=NUMERICAL, k=args.k)
 
         seconds = best_time(run, repeat=args.repeat)
         result = run()
@@ -84,15 +84,15 @@ def main() -> None:
     qis = ["sex", "age", "race", "marital-status"]
     os.environ.setdefault("PRIVDASH_PSEUDONYM_KEY", "benchmark-only-key-0123456789")
     previews = {
-        "top coding (95 % quantile)": lambda: top_bottom_code(adult, column="age", top_quantile=0.95),
-        "record suppression (k = 5, 5 %)": lambda: suppress_records(
+        "top coding (95 % quantile)": lambda: top_bottom_coding(adult, column="age", top_quantile=0.95),
+        "record suppression (k = 5, 5 %)": lambda: record_suppression(
             adult, quasi_identifiers=qis, k=5, max_suppression=0.05
         ),
-        "cell suppression (k = 5, 4 QIs)": lambda: suppress_cells(adult, quasi_identifiers=qis, k=5),
-        "cell suppression (k = 5, 5 QIs + education)": lambda: suppress_cells(
+        "cell suppression (k = 5, 4 QIs)": lambda: local_suppression(adult, quasi_identifiers=qis, k=5),
+        "cell suppression (k = 5, 5 QIs + education)": lambda: local_suppression(
             adult, quasi_identifiers=[*qis, "education"], k=5
         ),
-        "microaggregation (k = 5, age + 3 nominal)": lambda: microaggregate(adult, quasi_identifiers=qis, k=5),
+        "microaggregation (k = 5, age + 3 nominal)": lambda: microaggregation(adult, quasi_identifiers=qis, k=5),
         "mask e-mail": lambda: mask_identifiers(adult, columns=["email"], keep_first=2),
         "pseudonymise e-mail": lambda: pseudonymize(adult, columns=["email"]),
     }

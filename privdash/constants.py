@@ -20,6 +20,7 @@ __all__ = [
     "DEFAULT_MAX_PEOPLE_NODES",
     "DEFAULT_MAX_SUPPRESSION",
     "DEFAULT_POPULATION_THRESHOLD",
+    "FIX_TECHNIQUES",
     "MODEL_RISK_METHODS",
     "POSTCODE_STRATEGIES",
     "RECODING_CHOICES",
@@ -109,3 +110,25 @@ AUTO_FIX_DUCKDB_CELLS = 100_000_000
 DEFAULT_POPULATION_THRESHOLD = 20_000
 #: The values of :class:`privdash.geo.postcodes.Strategy`, in its order.
 POSTCODE_STRATEGIES = ("area", "outward", "mixed", "merge", "zip3")
+
+# --- fix techniques -------------------------------------------------------------------------------------------
+
+#: The names of the fix techniques, in the Fix page's order (:data:`privdash.application.techniques.TECHNIQUES`,
+#: which describes each; a test keeps the two equal): what ``privdash anonymize --step`` accepts.
+FIX_TECHNIQUES = (
+    "generalize",
+    "top_bottom_coding",
+    "record_suppression",
+    "local_suppression",
+    "microaggregation",
+    "drop_identifiers",
+    "mask_identifiers",
+    "pseudonymize",
+    "search",
+    "add_noise",
+    "rank_swap",
+    "pram",
+    "shuffling",
+    "donut_masking",
+    "coordinate_perturbation",
+)

@@ -14,26 +14,28 @@ into a core :class:`~privdash.transform.steps.Step`, which the core's step regis
 the outcome of the core's least-lossy search, not settings, so :func:`least_lossy_search` runs
 :func:`~privdash.search.lattice.optimal_generalization` (or, for a local recoding,
 :func:`~privdash.search.local.local_recoding`); the step it returns is the registered ``generalize`` (or
-``local_recode``) step that reproduces the result, so the recipe of every list is a list of registered steps.
+``local_recoding``) step that reproduces the result, so the recipe of every list is a list of registered steps.
 
 The contract of the fixed table (:func:`adapt_contract`) is decided here, not in the core: a step may publish values
 that no longer have the column's declared type (interval labels in a numerical column, an ordinal value outside
 its order, a generalized date or postcode), and the later steps and the diagnosis then treat that column as nominal.
 
-Spec kinds (keys besides ``kind``; ``?`` = optional)::
+Spec kinds (the techniques of the step list, described with their parameters in
+:mod:`privdash.application.techniques`; keys besides ``kind``; ``?`` = optional)::
 
-    generalize        column, rule, level
-    top_bottom        column, top?, bottom?, quantiles?, labels?
-    suppress_records  k, max_suppression             (share of the rows that may be removed, 0..1)
-    suppress_cells    k, importance?                 (QIs, most important first; the rest follow)
-    microaggregate    k, decimals?
-    drop / mask       columns (mask: first?, last?)  (characters kept at the start / end)
-    pseudonymize      columns, length?
-    search            k, l?, t?, max_risk?, max_suppression, metric?, pick?, recoding?, release?
+    generalize          column, rule, level
+    top_bottom_coding   column, top?, bottom?, quantiles?, labels?
+    record_suppression  k, max_suppression, release?  (share of the rows that may be removed, 0..1)
+    local_suppression   k, importance?                (QIs, most important first; the rest follow)
+    microaggregation    k, decimals?
+    drop_identifiers    columns
+    mask_identifiers    columns, first?, last?        (characters kept at the start / end)
+    pseudonymize        columns, length?
+    search              k, l?, t?, max_risk?, max_suppression, metric?, pick?, recoding?, release?
                       (pick: which of the best :data:`SOLUTIONS_SHOWN` solutions is published, 1 = the least
                       lossy, the default; a steward's pick on the page. recoding: "global", the default, one level
                       per QI; "local", levels per group of records, :func:`~privdash.search.local.local_recoding`,
-                      recorded as a ``local_recode`` step; a local recoding has no solutions to pick from.
+                      recorded as a ``local_recoding`` step; a local recoding has no solutions to pick from.
                       release: the release rules beyond k by their names in :class:`PrivacyTargets`, e.g.
                       ``{"global_risk": 0.002}``, met at each node with the contract's sampling weights (the
                       population) and household id, as ``privdash anonymize --targets`` does; global recoding only)
@@ -43,8 +45,11 @@ When the contract marks a person id (role ``entity``), the search is judged on p
 suppressed, the suppression limit counts people, and the options it does not take (a pick among several solutions,
 local recoding, the release rules, a lattice too large to search whole) are refused with a message.
 
-Links made before the vocabulary was unified may say ``budget`` (suppress_records), ``suppression`` and
-``risk`` (search): :func:`check_spec` reads them as ``max_suppression`` and ``max_risk``.
+Links made before the vocabulary was unified may say ``budget`` (record_suppression), ``suppression`` and
+``risk`` (search): :func:`check_spec` reads them as ``max_suppression`` and ``max_risk``; and links made before the
+techniques had one name say ``suppress_records``, ``suppress_cells``, ``top_bottom``, ``microaggregate``, ``drop``
+or ``mask``: they are read as ``record_suppression``, ``local_suppression``, ``top_bottom_coding``,
+``microaggregation``, ``drop_identifiers`` and ``mask_identifiers``.
 
 Hierarchy rules (``rule``: the core's rule settings, :func:`privdash.transform.hierarchy.build_hierarchy`)::
 
@@ -62,7 +67,6 @@ when the list is applied; the resolved values end up in the recipe (:attr:`FixRu
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -71,12 +75,13 @@ import numpy as np
 import pandas as pd
 
 from privdash.application.state import RELEASE_KEYS
+from privdash.application.techniques import SOLUTIONS, STEPS, TECHNIQUES, canonical_name, check_settings
 from privdash.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
-from privdash.errors import PrivdashError, check_columns
+from privdash.errors import ParameterError, PrivdashError, check_columns
 from privdash.measure.classes import MissingPolicy
 from privdash.search.entities import people_generalization
 from privdash.search.lattice import optimal_generalization
-from privdash.search.local import RECODING_CHOICES, local_recoding
+from privdash.search.local import local_recoding
 from privdash.targets import PrivacyTargets
 from privdash.transform.hierarchy import RULE_SETTINGS, TOP, Hierarchy, canonical_text, search_hierarchy
 from privdash.transform.hierarchy import build_hierarchy as core_build_hierarchy
@@ -85,6 +90,7 @@ from privdash.transform.microaggregation import types_from_contract
 from privdash.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
 from privdash.transform.suppression import SUPPRESSION_RISK_TARGETS
 from privdash.utility.metrics import InformationLoss, Metric, information_loss
+from privdash.validation import Interval, check_param
 
 __all__ = [
     "BUILDERS",
@@ -119,22 +125,13 @@ __all__ = [
     "step_context",
 ]
 
-#: Spec kinds and their labels, in the order the page lists them.
-KINDS: dict[str, str] = {
-    "generalize": "Generalize a quasi-identifier",
-    "top_bottom": "Top / bottom coding",
-    "suppress_records": "Record suppression",
-    "suppress_cells": "Cell suppression",
-    "microaggregate": "Microaggregation (k-member)",
-    "drop": "Drop identifiers",
-    "mask": "Mask identifiers",
-    "pseudonymize": "Pseudonymize identifiers",
-    "search": "Least-lossy search",
-}
+#: Spec kinds (the techniques of the step list, :mod:`privdash.application.techniques`) and their labels, in the
+#: order the page lists them.
+KINDS: dict[str, str] = {name: TECHNIQUES[name].label for name in STEPS}
 #: Kinds whose cost grows fast with the table (clustering, lattice search): previewed in a background job.
-SLOW_KINDS = frozenset({"microaggregate", "search"})
+SLOW_KINDS = frozenset(name for name in STEPS if TECHNIQUES[name].slow)
 #: Solutions the least-lossy search keeps for the steward to choose from (the page's table and chart).
-SOLUTIONS_SHOWN = 5
+SOLUTIONS_SHOWN = SOLUTIONS
 #: Hierarchy builders a ``generalize`` rule may name.
 BUILDERS: dict[str, str] = {
     "intervals": "Intervals of fixed width",
@@ -151,57 +148,30 @@ _DATE_LEVELS = ("month", "quarter", "year")
 _POSTCODE_LEVELS = ("sector", "district", "area")
 
 
-class FixError(PrivdashError):
+class FixError(ParameterError):
     """A fix spec is malformed (a damaged link, or control values that do not make a step)."""
 
 
 def is_slow(specs: Sequence[Mapping[str, Any]]) -> bool:
     """True when a step list contains a step of :data:`SLOW_KINDS` (previewed in a background job)."""
-    return any(isinstance(spec, Mapping) and spec.get("kind") in SLOW_KINDS for spec in specs)
+    return any(isinstance(spec, Mapping) and canonical_name(spec.get("kind")) in SLOW_KINDS for spec in specs)
 
 
 # --- validation ----------------------------------------------------------------------------------------------------
 
 
-def _whole(value: Any, name: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not float(value).is_integer():
-        raise FixError(f"{name} must be a whole number, got {value!r}.")
-    if value < minimum:
-        raise FixError(f"{name} must be at least {minimum}, got {int(value)}.")
-    return int(value)
+#: The constraints of the numbers of a hierarchy rule and of a quantile threshold.
+_AT_LEAST_1 = Interval(int, 1, None, closed="left")
+_REAL = Interval(float, None, None)
+_SHARE = Interval(float, 0, 1)
+_POSITIVE = Interval(float, 0, None, closed="neither")
 
 
-def _real(value: Any, name: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(float(value)):
-        raise FixError(f"{name} must be a number, got {value!r}.")
-    return float(value)
-
-
-def _share(value: Any, name: str) -> float:
-    number = _real(value, name)
-    if not 0 <= number <= 1:
-        raise FixError(f"{name} must lie between 0 and 1, got {number:g}.")
-    return number
-
-
-def _names(value: Any, name: str, *, allow_empty: bool = False) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise FixError(f"{name} must be a list of column names.")
-    if not value and not allow_empty:
-        raise FixError(f"Choose at least one column ({name}).")
-    if len(set(value)) != len(value):
-        raise FixError(f"{name} lists a column more than once.")
-    return list(value)
-
-
-def _keys(spec: Mapping[str, Any], required: Sequence[str], optional: Sequence[str]) -> None:
-    kind = spec["kind"]
-    missing = [key for key in required if spec.get(key) is None]
-    if missing:
-        raise FixError(f"Step '{kind}' needs {', '.join(missing)}.")
-    unknown = sorted(set(spec) - {"kind", *required, *optional})
-    if unknown:
-        raise FixError(f"Step '{kind}' has unknown setting(s) {', '.join(unknown)}.")
+def _checked(value: Any, constraint: Interval, name: str) -> Any:
+    """``value`` checked by ``constraint`` (:func:`~privdash.validation.check_param`), a :class:`FixError` if not;
+    a float without a fraction as an int (rules are written back as text)."""
+    number = check_param(value, constraint, name, error=FixError)
+    return int(number) if isinstance(number, float) and number.is_integer() else number
 
 
 def check_rule(rule: Any) -> dict[str, Any]:
@@ -223,15 +193,14 @@ def check_rule(rule: Any) -> dict[str, Any]:
         if not isinstance(values, list) or not values:
             raise FixError(f"The '{builder}' rule needs '{key}': a non-empty list of numbers, finest level first.")
         if builder == "intervals":
-            out[key] = [_positive(v, "An interval width") for v in values]
+            out[key] = [_checked(v, _POSITIVE, "An interval width") for v in values]
             for name, what in (("origin", "The interval origin"), ("low", "The bottom code"), ("high", "The top code")):
                 if rule.get(name) is not None:
-                    number = _real(rule[name], what)
-                    out[name] = int(number) if number.is_integer() else number
+                    out[name] = _checked(rule[name], _REAL, what)
         else:
-            out[key] = [_whole(v, "A number of quantile intervals", 1) for v in values]
+            out[key] = [_checked(v, _AT_LEAST_1, "A number of quantile intervals") for v in values]
             if rule.get("digits") is not None:
-                out["digits"] = _whole(rule["digits"], "Significant digits", 1)
+                out["digits"] = _checked(rule["digits"], _AT_LEAST_1, "Significant digits")
     elif builder in ("dates", "postcodes"):
         known = _DATE_LEVELS if builder == "dates" else _POSTCODE_LEVELS
         levels = rule.get("levels")
@@ -240,67 +209,50 @@ def check_rule(rule: Any) -> dict[str, Any]:
         out["levels"] = list(levels)
     elif builder == "frequency":
         if rule.get("ratio") is not None:
-            ratio = _real(rule["ratio"], "The ratio of group counts")
-            if ratio <= 1:
-                raise FixError(f"The ratio of group counts must be above 1, got {ratio:g}.")
-            out["ratio"] = int(ratio) if ratio.is_integer() else ratio
+            out["ratio"] = _checked(
+                rule["ratio"], Interval(float, 1, None, closed="neither"), "The ratio of group counts"
+            )
     elif builder == "prefix":
         lengths = rule.get("lengths")
         if not isinstance(lengths, list) or not lengths:
             raise FixError("The 'prefix' rule needs 'lengths': the characters kept per level, longest first.")
-        out["lengths"] = [_whole(v, "A prefix length", 1) for v in lengths]
+        out["lengths"] = [_checked(v, _AT_LEAST_1, "A prefix length") for v in lengths]
     elif builder == "masking":
-        out["steps"] = _whole(rule.get("steps"), "Masking steps", 1)
+        out["steps"] = _checked(rule.get("steps"), _AT_LEAST_1, "Masking steps")
     else:
-        out["min_count"] = _whole(rule.get("min_count"), "The minimum count of a kept category", 1)
+        out["min_count"] = _checked(rule.get("min_count"), _AT_LEAST_1, "The minimum count of a kept category")
     return out
 
 
-def _positive(value: Any, name: str) -> float | int:
-    number = _real(value, name)
-    if number <= 0:
-        raise FixError(f"{name} must be positive, got {number:g}.")
-    return int(number) if number.is_integer() else number
-
-
-#: Old spellings of spec keys, per kind (links made before the vocabulary of docs/definitions.md).
-SPEC_ALIASES: dict[str, dict[str, str]] = {
-    "suppress_records": {"budget": "max_suppression"},
-    "search": {"suppression": "max_suppression", "risk": "max_risk"},
-}
-
-
 def check_spec(spec: Any) -> dict[str, Any]:
-    """A validated copy of one fix spec (settings in range, no unknown keys); raises :class:`FixError`."""
-    if not isinstance(spec, Mapping) or spec.get("kind") not in KINDS:
+    """A validated copy of one fix spec (settings in range, no unknown keys); raises :class:`FixError`.
+
+    The settings are checked against the technique's parameters
+    (:func:`~privdash.application.techniques.check_settings`); old names of the kind (``suppress_records`` ...) and
+    of settings (``budget`` ...) are read as the new ones. What one parameter cannot say is checked here: the
+    hierarchy rule, a top or a bottom threshold, the release rules, a pick of a local recoding.
+    """
+    if not isinstance(spec, Mapping) or canonical_name(spec.get("kind")) not in KINDS:
         raise FixError(f"A fix step needs a 'kind': one of {', '.join(KINDS)}.")
-    kind = spec["kind"]
-    for old, new in SPEC_ALIASES.get(kind, {}).items():
-        if old in spec and new not in spec:
-            spec = {**{key: value for key, value in spec.items() if key != old}, new: spec[old]}
-    out: dict[str, Any] = {"kind": kind}
+    item = TECHNIQUES[canonical_name(spec["kind"])]
+    kind = item.name
+    if kind == "search" and spec.get("metric") is not None:
+        try:
+            spec = {**spec, "metric": Metric.parse(spec["metric"]).value}
+        except PrivdashError as exc:
+            raise FixError(str(exc)) from None
+    out: dict[str, Any] = {"kind": kind, **check_settings(item, spec, error=FixError)}
     if kind == "generalize":
-        _keys(spec, ("column", "rule", "level"), ())
-        if not isinstance(spec["column"], str):
-            raise FixError("Step 'generalize': 'column' must be a column name.")
-        out.update(column=spec["column"], rule=check_rule(spec["rule"]), level=_whole(spec["level"], "The level", 0))
-    elif kind == "top_bottom":
-        _keys(spec, ("column",), ("top", "bottom", "quantiles", "labels"))
-        if not isinstance(spec["column"], str):
-            raise FixError("Step 'top_bottom': 'column' must be a column name.")
-        quantiles = bool(spec.get("quantiles", False))
-        check = _share if quantiles else _real
-        top = None if spec.get("top") is None else check(spec["top"], "The top threshold")
-        bottom = None if spec.get("bottom") is None else check(spec["bottom"], "The bottom threshold")
-        if top is None and bottom is None:
+        out["rule"] = check_rule(out["rule"])
+    elif kind == "top_bottom_coding":
+        if out["top"] is None and out["bottom"] is None:
             raise FixError("Top / bottom coding needs a top or a bottom threshold.")
-        out.update(column=spec["column"], top=top, bottom=bottom, quantiles=quantiles, labels=bool(spec.get("labels")))
-    elif kind == "suppress_records":
-        _keys(spec, ("k", "max_suppression"), ("release",))
-        out.update(
-            k=_whole(spec["k"], "k", 2), max_suppression=_share(spec["max_suppression"], "The suppression limit")
-        )
-        release = _release(spec.get("release"))
+        if out["quantiles"]:
+            for side in ("top", "bottom"):
+                if out[side] is not None:
+                    out[side] = float(check_param(out[side], _SHARE, f"The {side} threshold", error=FixError))
+    elif kind == "record_suppression":
+        release = _release(out.pop("release", None))
         beyond = sorted(set(release) - set(SUPPRESSION_RISK_TARGETS))
         if beyond:
             raise FixError(
@@ -309,56 +261,13 @@ def check_spec(spec: Any) -> dict[str, Any]:
             )
         if release:
             out["release"] = release
-    elif kind == "suppress_cells":
-        _keys(spec, ("k",), ("importance",))
-        out.update(
-            k=_whole(spec["k"], "k", 2), importance=_names(spec.get("importance", []), "importance", allow_empty=True)
-        )
-    elif kind == "microaggregate":
-        _keys(spec, ("k",), ("decimals",))
-        decimals = spec.get("decimals")
-        out.update(k=_whole(spec["k"], "k", 2), decimals=None if decimals is None else _whole(decimals, "Decimals", 0))
-    elif kind in ("drop", "mask", "pseudonymize"):
-        optional = {"drop": (), "mask": ("first", "last"), "pseudonymize": ("length",)}[kind]
-        _keys(spec, ("columns",), optional)
-        out["columns"] = _names(spec["columns"], "columns")
-        if kind == "mask":
-            out.update(first=_whole(spec.get("first", 0), "Characters kept at the start", 0))
-            out.update(last=_whole(spec.get("last", 0), "Characters kept at the end", 0))
-        if kind == "pseudonymize":
-            length = _whole(spec.get("length", 16), "The pseudonym length", 8)
-            if length > 64:
-                raise FixError(f"The pseudonym length must be at most 64, got {length}.")
-            out["length"] = length
-    else:
-        _keys(spec, ("k", "max_suppression"), ("l", "t", "max_risk", "metric", "pick", "recoding", "release"))
-        out.update(
-            k=_whole(spec["k"], "k", 1), max_suppression=_share(spec["max_suppression"], "The suppression limit")
-        )
-        out["l"] = None if spec.get("l") is None else _whole(spec["l"], "l", 1)
-        out["t"] = None if spec.get("t") is None else _share(spec["t"], "t")
-        out["max_risk"] = None if spec.get("max_risk") is None else _share(spec["max_risk"], "The highest risk")
-        if out["max_risk"] == 0:
-            raise FixError("The highest acceptable risk must be above 0.")
-        try:
-            out["metric"] = Metric.parse(spec.get("metric", "loss")).value
-        except PrivdashError as exc:
-            raise FixError(str(exc)) from None
-        solution = _whole(spec.get("pick", 1), "The solution picked", 1)
-        if solution > SOLUTIONS_SHOWN:
-            raise FixError(f"The solution must be one of the {SOLUTIONS_SHOWN} best, got {solution}.")
-        recoding = spec.get("recoding", "global")
-        if recoding not in RECODING_CHOICES:
-            raise FixError(f"The recoding must be one of {', '.join(RECODING_CHOICES)}, got {recoding!r}.")
-        if recoding == "local":
-            if solution != 1:
-                raise FixError("A local recoding has no solutions to pick from: leave the pick out.")
-            out["recoding"] = "local"  # global, the default, is left out (links made before keep their key)
-        if solution != 1:
-            out["pick"] = solution
-        release = _release(spec.get("release"))
+    elif kind == "search":
+        local = out.get("recoding") == "local"
+        if local and out.get("pick", 1) != 1:
+            raise FixError("A local recoding has no solutions to pick from: leave the pick out.")
+        release = _release(out.pop("release", None))
         if release:
-            if recoding == "local":
+            if local:
                 raise FixError(
                     f"The release rules ({', '.join(release)}) are met by the global recoding search only: choose "
                     "global recoding, or leave the release rules out."
@@ -520,7 +429,7 @@ class FixRun:
         """The share of the records the list may remove: the sum of the limits of its record suppression and
         search steps (each removes at most its limit of the rows it receives), at most 1; None when no step
         removes records."""
-        limits = [float(s["max_suppression"]) for s in self.specs if s["kind"] in ("suppress_records", "search")]
+        limits = [float(s["max_suppression"]) for s in self.specs if s["kind"] in ("record_suppression", "search")]
         return min(sum(limits), 1.0) if limits else None
 
     @property
@@ -530,7 +439,7 @@ class FixRun:
     @property
     def wildcard(self) -> bool:
         """True after cell suppression: blanked cells stand for any value, so classes are formed with wildcards."""
-        return any(spec["kind"] == "suppress_cells" for spec in self.specs)
+        return any(spec["kind"] == "local_suppression" for spec in self.specs)
 
     def mapping(self) -> pd.DataFrame:
         """Original -> published value per column (``column``, ``original``, ``published``), steps composed.
@@ -541,7 +450,7 @@ class FixRun:
         """
         current: dict[str, pd.DataFrame] = {}
         for spec, result in zip(self.specs, self.results, strict=True):
-            if spec["kind"] in ("drop", "mask", "pseudonymize", "microaggregate"):
+            if spec["kind"] in ("drop_identifiers", "mask_identifiers", "pseudonymize", "microaggregation"):
                 touched = spec.get("columns") or list(result.step.params.get("quasi_identifiers", []))
                 for name in touched:
                     current.pop(name, None)
@@ -634,7 +543,7 @@ def extend_run(run: FixRun, spec: Mapping[str, Any], position: int | None = None
         else:
             result = apply_step(run.data, compile_spec(checked, context), secrets={"key": context.key})
     except PrivdashError as exc:
-        label = KINDS.get(spec.get("kind", ""), "step") if isinstance(spec, Mapping) else "step"
+        label = KINDS.get(canonical_name(spec.get("kind", "")), "step") if isinstance(spec, Mapping) else "step"
         message = f"Step {index + 1} ({label.lower()}) was not applied: {exc}"
         return replace(run, error=message, failed=index)
     kept = run.kept_rows
@@ -766,9 +675,11 @@ def _reference_hierarchy(run: FixRun, name: str) -> Hierarchy | None:
 def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
     """The core step (:mod:`privdash.transform.steps`) a validated spec stands for in ``context``.
 
-    Every kind but ``search`` compiles to a registered step; the resolved step the core returns (e.g. the rule of
-    a hierarchy with its cut points) is what the recipe records. Raises :class:`FixError` for ``search`` and when
-    the context lacks what the spec needs (a quasi-identifier, the hierarchy of the generalized column).
+    Every kind but ``search`` compiles to the registered step of the same name (a technique has one name, the
+    spec's kind and the recipe's, :mod:`privdash.application.techniques`); the resolved step the core returns (e.g.
+    the rule of a hierarchy with its cut points) is what the recipe records. Raises :class:`FixError` for
+    ``search`` and when the context lacks what the spec needs (a quasi-identifier, the hierarchy of the generalized
+    column).
     """
     kind = spec["kind"]
     if kind == "generalize":
@@ -776,11 +687,11 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
         if column not in context.hierarchies:
             raise FixError(f"No hierarchy was built for the column '{column}'.")
         setting = {"level": spec["level"], "hierarchy": context.hierarchies[column].to_dict()}
-        return Step("generalize", {"columns": {column: setting}})
-    if kind == "top_bottom":
+        return Step(kind, {"columns": {column: setting}})
+    if kind == "top_bottom_coding":
         names = ("top_quantile", "bottom_quantile") if spec["quantiles"] else ("top", "bottom")
         return Step(
-            "top_bottom_coding",
+            kind,
             {
                 "column": spec["column"],
                 names[0]: spec["top"],
@@ -788,19 +699,17 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
                 "replacement": "label" if spec["labels"] else "threshold",
             },
         )
-    if kind in ("drop", "mask", "pseudonymize"):
+    if kind in ("drop_identifiers", "mask_identifiers", "pseudonymize"):
         params: dict[str, Any] = {"columns": spec["columns"]}
-        if kind == "mask":
+        if kind == "mask_identifiers":
             params.update(keep_first=spec["first"], keep_last=spec["last"])
         if kind == "pseudonymize":
             params["length"] = spec["length"]
-        return Step(
-            {"drop": "drop_identifiers", "mask": "mask_identifiers", "pseudonymize": "pseudonymize"}[kind], params
-        )
+        return Step(kind, params)
     if kind == "search":
         raise FixError("The least-lossy search is not a step of its own: its result is (see least_lossy_search).")
     qis = context.quasi_identifiers
-    if kind == "suppress_records":
+    if kind == "record_suppression":
         params = {
             "quasi_identifiers": qis,
             "max_suppression": spec["max_suppression"],
@@ -818,15 +727,15 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
                 weights=context.contract.weight,
                 household=household if "household_risk" in release else None,
             )
-        return Step("record_suppression", params)
-    if kind == "suppress_cells":
+        return Step(kind, params)
+    if kind == "local_suppression":
         given = [name for name in spec["importance"] if name in qis]
         importance = given + [name for name in qis if name not in given] if given else None
         return Step(
-            "local_suppression",
+            kind,
             {"quasi_identifiers": qis, "k": spec["k"], "importance": importance, "orders": context.orders},
         )
-    if kind == "microaggregate":
+    if kind == "microaggregation":
         types, orders = types_from_contract(context.contract)
         params = {
             "quasi_identifiers": qis,
@@ -835,7 +744,7 @@ def compile_spec(spec: Mapping[str, Any], context: StepContext) -> Step:
             "orders": orders,
             "decimals": spec["decimals"],
         }
-        return Step("microaggregation", params)
+        return Step(kind, params)
     raise FixError(f"Unknown step kind {kind!r}.")
 
 
@@ -964,21 +873,21 @@ def describe_spec(spec: Mapping[str, Any]) -> str:
         rule = spec.get("rule", {})
         how = f"{rule.get('builder')} {rule_text(rule)}"
         return f"Generalize {spec.get('column')} to level {spec.get('level')} ({how})"
-    if kind == "top_bottom":
+    if kind == "top_bottom_coding":
         parts = [f"{side} {spec[side]:g}" for side in ("top", "bottom") if spec.get(side) is not None]
         unit = " (quantiles)" if spec.get("quantiles") else ""
         return f"Top/bottom-code {spec.get('column')}: {', '.join(parts)}{unit}"
-    if kind == "suppress_records":
+    if kind == "record_suppression":
         limit = 100 * float(spec.get("max_suppression", 0))
         rules = "".join(f", {name} ≤ {value:g}" for name, value in (spec.get("release") or {}).items())
         return f"Suppress records of classes smaller than {spec.get('k')}{rules} (at most {limit:g}% of rows)"
-    if kind == "suppress_cells":
+    if kind == "local_suppression":
         order = ", ".join(spec.get("importance") or []) or "fewest distinct values first"
         return f"Blank QI cells until k = {spec.get('k')} (importance: {order})"
-    if kind == "microaggregate":
+    if kind == "microaggregation":
         return f"Microaggregate the QIs in clusters of at least {spec.get('k')} records"
-    if kind in ("drop", "mask", "pseudonymize"):
-        verb = {"drop": "Drop", "mask": "Mask", "pseudonymize": "Pseudonymize"}[kind]
+    if kind in ("drop_identifiers", "mask_identifiers", "pseudonymize"):
+        verb = {"drop_identifiers": "Drop", "mask_identifiers": "Mask", "pseudonymize": "Pseudonymize"}[kind]
         return f"{verb} {', '.join(spec.get('columns') or [])}"
     if kind == "search":
         targets = [f"k ≥ {spec.get('k')}"]
@@ -1001,19 +910,19 @@ def describe_result(spec: Mapping[str, Any], result: TransformResult) -> str:
     kind = spec["kind"]
     if kind == "generalize":
         return f"{s.get('cells_changed', 0):,} cells changed"
-    if kind == "top_bottom":
+    if kind == "top_bottom_coding":
         top, bottom = s.get("cells_top_coded", 0), s.get("cells_bottom_coded", 0)
         return f"{top:,} top-coded, {bottom:,} bottom-coded (thresholds {s.get('top')}, {s.get('bottom')})"
-    if kind == "suppress_records":
+    if kind == "record_suppression":
         reached = "target reached" if s.get("target_reached") else "target not reached within the suppression limit"
         return f"{s.get('rows_removed', 0):,} records removed; smallest class {s.get('k_achieved')}; {reached}"
-    if kind == "suppress_cells":
+    if kind == "local_suppression":
         return f"{s.get('cells_suppressed', 0):,} cells blanked in {s.get('records_affected', 0):,} records"
-    if kind == "microaggregate":
+    if kind == "microaggregation":
         return f"{s.get('clusters', 0):,} clusters; smallest class {s.get('k_achieved')}"
-    if kind == "drop":
+    if kind == "drop_identifiers":
         return f"{len(s.get('columns_dropped', []))} column(s) removed"
-    if kind == "mask":
+    if kind == "mask_identifiers":
         return f"{sum(s.get('cells_masked', {}).values()):,} cells masked"
     if kind == "pseudonymize":
         return f"key fingerprint {s.get('key_fingerprint')}"

@@ -28,7 +28,6 @@ modification time of the files they come from, so a newer file is read again.
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -61,6 +60,7 @@ from privdash.measure.classes import EquivalenceClasses
 from privdash.measure.diagnose import Diagnosis, diagnose
 from privdash.measure.population import PopulationCounts, PopulationSource
 from privdash.measure.risk import RiskSummary, risk_summary
+from privdash.validation import Interval, check_param
 
 if TYPE_CHECKING:
     from privdash.application.services import Services
@@ -211,8 +211,14 @@ class GeoSettings:
             strategy = Strategy.parse(obj.get("s", default.strategy.value))
         except PrivdashError as exc:
             raise GeoStateError(f"The link's postcode strategy is not valid: {exc}") from None
-        threshold = _whole(obj.get("t", default.threshold), "threshold", 0, MAX_THRESHOLD)
-        margin = _whole(obj.get("m", default.margin), "margin", 0, MAX_MARGIN)
+        threshold = check_param(
+            obj.get("t", default.threshold), Interval(int, 0, MAX_THRESHOLD), "The link's postcode threshold",
+            error=GeoStateError,
+        )  # fmt: skip
+        margin = check_param(
+            obj.get("m", default.margin), Interval(int, 0, MAX_MARGIN), "The link's postcode margin",
+            error=GeoStateError,
+        )  # fmt: skip
         if strategy.country != SOURCES[source].country:
             raise GeoStateError(
                 f"The strategy {strategy.value} does not apply to {SOURCES[source].label}: "
@@ -222,14 +228,6 @@ class GeoSettings:
 
 
 DEFAULT_SETTINGS = GeoSettings()
-
-
-def _whole(value: Any, name: str, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value) or value != int(value):
-        raise GeoStateError(f"The link's postcode {name} must be a whole number, got {value!r}.")
-    if not low <= int(value) <= high:
-        raise GeoStateError(f"The link's postcode {name} must lie between {low:,} and {high:,}, got {int(value):,}.")
-    return int(value)
 
 
 def settings_from_state(state: ViewState) -> tuple[GeoSettings, str | None]:

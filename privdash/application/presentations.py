@@ -46,7 +46,7 @@ PRESENTATIONS: tuple[Presentation, ...] = (
     Presentation("uniform", "/risk"),
     Presentation("mirador", "/risk", k=2, max_risk=0.5),
     Presentation("five", "/risk", k=2, max_risk=0.5),
-    Presentation("strm", "/fix", k=3, max_risk=0.34, fix=({"kind": "microaggregate", "k": 3, "decimals": None},)),
+    Presentation("strm", "/fix", k=3, max_risk=0.34, fix=({"kind": "microaggregation", "k": 3, "decimals": None},)),
     Presentation("postcodes", "/postcodes", with_roles=True),
     Presentation(
         "adult",

@@ -5,8 +5,8 @@ Methods (the core's registered steps, :mod:`privdash.transform.perturbation` and
 :mod:`privdash.geo.geomask`): additive noise (``add_noise``) and rank swapping (``rank_swap``) on numerical
 columns, PRAM (``pram``, sdcMicro's invariant matrix with ``pd`` and ``alpha``) on categorical columns, shuffling of
 sensitive columns within the equivalence classes of the quasi-identifiers (``shuffle``) and, when the dataset has a
-latitude / longitude pair (statistical type ``COORDINATE``), donut masking (``geomask_donut``) or random perturbation
-(``geomask_perturb``) of the points.
+latitude / longitude pair (statistical type ``COORDINATE``), donut masking (``donut_masking``) or random perturbation
+(``coordinate_perturbation``) of the points.
 
 Once values are noisy, every record may be unique: class sizes and k say nothing about the risk. The preview
 therefore measures what the method leaves (:func:`~privdash.measure.perturbed.perturbation_risk`):
@@ -37,13 +37,18 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from privdash.application.formats import fmt_count, fmt_number, fmt_share
+from privdash.application.techniques import PERTURB, TECHNIQUES
 from privdash.data.contract import ColumnRole, DataContract, StatisticalType
 from privdash.data.tables import csv_text
-from privdash.errors import ParameterError, PrivdashError, check_finite
+from privdash.errors import PrivdashError
 from privdash.geo.geomask import masking_points
 from privdash.measure.perturbed import PerturbationRisk, perturbation_risk
 from privdash.transform.perturbation import NOISE_METHODS, NUMERICAL_PERTURBATIONS
 from privdash.transform.steps import Recipe, Step, apply_step
+from privdash.validation import Interval, check_param
+
+#: The techniques of the section that move points (offered when the dataset has coordinates).
+_GEO = ("donut_masking", "coordinate_perturbation")
 
 if TYPE_CHECKING:
     from privdash.application.services import LoadedDataset, Services
@@ -68,20 +73,13 @@ __all__ = [
     "stored_step",
 ]
 
-#: The methods on every dataset: step kind -> label.
-METHODS: dict[str, str] = {
-    "add_noise": "Additive noise",
-    "rank_swap": "Rank swapping",
-    "pram": "PRAM (random recoding)",
-    "shuffle": "Shuffle within classes",
-}
+#: The methods on every dataset: step kind -> label (the techniques of the section,
+#: :mod:`privdash.application.techniques`).
+METHODS: dict[str, str] = {name: TECHNIQUES[name].label for name in PERTURB if name not in _GEO}
 #: The methods offered when the dataset has a latitude / longitude pair.
-GEO_METHODS: dict[str, str] = {
-    "geomask_donut": "Donut masking of points",
-    "geomask_perturb": "Random perturbation of points",
-}
+GEO_METHODS: dict[str, str] = {name: TECHNIQUES[name].label for name in PERTURB if name in _GEO}
 #: Methods that recode or move categories (judged by the cells they change, not by record linkage).
-CATEGORICAL_METHODS = frozenset({"pram", "shuffle"})
+CATEGORICAL_METHODS = frozenset({"pram", "shuffling"})
 #: Most points drawn on the map (a sample of the records, the same one for every preview of a table).
 MAP_POINTS = 2_000
 #: Values listed per column in the before / after distribution (the most frequent ones before).
@@ -143,7 +141,7 @@ class ProtectColumns:
             return self.numerical
         if method == "pram":
             return self.categorical
-        if method == "shuffle":
+        if method == "shuffling":
             return self.shufflable
         return ()
 
@@ -157,7 +155,7 @@ class ProtectColumns:
         if method == "pram":
             sensitive = [c for c in self.categorical if c in self.sensitive]
             return sensitive or [c for c in self.categorical if c in self.quasi_identifiers][:1]
-        if method == "shuffle":
+        if method == "shuffling":
             return [c for c in self.shufflable if c in self.sensitive]
         return []
 
@@ -202,39 +200,27 @@ def protect_columns(frame: pd.DataFrame, contract: DataContract) -> ProtectColum
 
 
 def _number(value: Any, what: str) -> float:
-    """A number from a form field; empty or non-numeric input raises :class:`ProtectError` naming the field."""
+    """A number from a form field; empty or non-numeric input raises :class:`ProtectError` naming the field (the
+    ranges are the core's to check when the step is applied)."""
+    name = what[0].upper() + what[1:]
     if value is None or (isinstance(value, str) and not value.strip()):
         raise ProtectError(f"Give {what}.")
-    try:
-        return check_finite(value, what[0].upper() + what[1:])
-    except ParameterError as exc:
-        raise ProtectError(str(exc)) from None
-    except OverflowError:  # a whole number beyond the float range
-        raise ProtectError(f"{what[0].upper()}{what[1:]} must be a finite number, got a number too large.") from None
-
-
-def _whole(value: Any, what: str) -> int:
-    number = _number(value, what)
-    if not number.is_integer():
-        raise ProtectError(f"{what[0].upper()}{what[1:]} must be a whole number, got {value!r}.")
-    return int(number)
+    return float(check_param(value, Interval(float, None, None), name, text=True, error=ProtectError))
 
 
 def _seed(value: Any) -> int:
     """The seed of the form; an empty field draws one (recorded in the step, so the preview can be replayed)."""
     if value is None or (isinstance(value, str) and not value.strip()):
         return default_seed()
-    seed = _whole(value, "the seed")
-    if seed < 0:
-        raise ProtectError(f"The seed must be a whole number >= 0, got {value!r}.")
-    return seed
+    return int(check_param(value, TECHNIQUES["add_noise"].param("seed").constraint, "The seed", text=True,
+                           error=ProtectError))  # fmt: skip
 
 
 _NO_COLUMN = {
     "add_noise": "numerical column to add noise to",
     "rank_swap": "numerical column to swap",
     "pram": "categorical column to recode with PRAM",
-    "shuffle": "column outside the quasi-identifiers to shuffle (mark the sensitive attributes on the Data page)",
+    "shuffling": "column outside the quasi-identifiers to shuffle (mark the sensitive attributes on the Data page)",
 }
 
 
@@ -296,7 +282,7 @@ def protect_step(
             "pd": _number(pd_, "pd (the smallest probability of keeping a category)"),
             "alpha": _number(alpha, "alpha"),
         }
-    elif method == "shuffle":
+    elif method == "shuffling":
         if not options.quasi_identifiers:
             raise ProtectError(
                 "Shuffling permutes values within the classes of the quasi-identifiers, and this dataset has none: "
@@ -307,26 +293,21 @@ def protect_step(
         if latitude not in options.latitudes or longitude not in options.longitudes:
             raise ProtectError("Choose the latitude and the longitude column.")
         params = {"latitude": latitude, "longitude": longitude}
-        if method == "geomask_donut":
+        if method == "donut_masking":
             params["min_distance"] = _number(min_distance, "the smallest displacement (metres)")
             params["max_distance"] = _number(max_distance, "the largest displacement (metres)")
         else:
             params["scale"] = _number(scale, "the scale of the displacement (metres)")
             params["distribution"] = distribution or "gaussian"
-        params["k_target"] = _whole(k_target, "the target spatial k")
+        whole = Interval(int, None, None)
+        params["k_target"] = check_param(k_target, whole, "The target spatial k", text=True, error=ProtectError)
     params["seed"] = drawn
     return Step(method, params)
 
 
-#: The parameters :func:`protect_step` writes, per step kind: a stored step with others was not made here.
-_PARAMETERS: dict[str, frozenset[str]] = {
-    "add_noise": frozenset({"columns", "share", "method", "seed"}),
-    "rank_swap": frozenset({"columns", "p", "seed"}),
-    "pram": frozenset({"columns", "pd", "alpha", "seed"}),
-    "shuffle": frozenset({"columns", "quasi_identifiers", "seed"}),
-    "geomask_donut": frozenset({"latitude", "longitude", "min_distance", "max_distance", "k_target", "seed"}),
-    "geomask_perturb": frozenset({"latitude", "longitude", "scale", "distribution", "k_target", "seed"}),
-}
+#: The parameters :func:`protect_step` writes, per step kind (those of the technique): a stored step with others was
+#: not made here.
+_PARAMETERS: dict[str, frozenset[str]] = {name: frozenset(p.name for p in TECHNIQUES[name].params) for name in PERTURB}
 
 
 def stored_step(obj: Any) -> Step:
@@ -451,7 +432,7 @@ def preview_protection(loaded: LoadedDataset, step: Step, progress: Progress | N
     if applied.kind in CATEGORICAL_METHODS:
         counted = result.summary["cells_changed"]
         changes = tuple(_column_change(original[c], result.data[c], int(counted[c])) for c in applied.params["columns"])
-        moved = result.summary.get("records_moved") if applied.kind == "shuffle" else None
+        moved = result.summary.get("records_moved") if applied.kind == "shuffling" else None
         return ProtectPreview(
             step=applied,
             data=result.data,
@@ -542,7 +523,7 @@ def categorical_reading(method: str, changes: Sequence[ColumnChange], moved: int
     changed = sum(c.changed for c in changes)
     shift = max((c.total_variation for c in changes), default=0.0)
     names = ", ".join(c.column for c in changes)
-    if method == "shuffle":
+    if method == "shuffling":
         if not moved:
             return (
                 "No record moved: every class of the quasi-identifiers holds one record (or records with the same "

@@ -28,6 +28,7 @@ from privdash.errors import PrivdashError
 from privdash.measure.classes import MissingPolicy
 from privdash.measure.model_risk import parse_model_risk_methods
 from privdash.targets import PrivacyTargets
+from privdash.validation import Interval, check_param
 
 __all__ = [
     "DATASET_ID",
@@ -292,10 +293,10 @@ class ViewState(ColumnsByRole):
                 types=types,
                 orders=orders,
                 missing=MissingPolicy.parse(obj.get("m", DEFAULTS.missing.value)),
-                k=_whole(obj.get("k", DEFAULTS.k), "k"),
-                l=_whole(obj.get("l", DEFAULTS.l), "l"),
-                t=_number(obj.get("t", DEFAULTS.t), "t"),
-                max_risk=_number(obj.get("r", DEFAULTS.max_risk), "max_risk"),
+                k=_target(obj.get("k", DEFAULTS.k), "k", _COUNT),
+                l=_target(obj.get("l", DEFAULTS.l), "l", _COUNT),
+                t=float(_target(obj.get("t", DEFAULTS.t), "t", _REAL)),
+                max_risk=float(_target(obj.get("r", DEFAULTS.max_risk), "max_risk", _REAL)),
                 release=_json_object(obj.get("q", {}), "release targets"),
                 violating=bool(obj.get("x", 0)),
                 fix=tuple(obj.get("f", ())),
@@ -355,32 +356,16 @@ def _optional_str(value: Any) -> str | None:
     return value
 
 
-def _whole(value: Any, name: str) -> int:
-    """A whole number from a link (an integer, or a float without a fraction); StateError otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise StateError(f"The target {name} must be a whole number, got {str(value)[:40]!r}.")
-    try:
-        number = float(value)
-    except ValueError:
-        raise StateError(f"The target {name} must be a whole number, got {str(value)[:40]!r}.") from None
-    if not math.isfinite(number) or not number.is_integer():
-        raise StateError(f"The target {name} must be a whole number, got {str(value)[:40]}.")
-    if not 1 <= number <= MAX_COUNT:
-        raise StateError(f"The target {name} must lie between 1 and {MAX_COUNT:,}, got {number:.6g}.")
-    return int(number)
+def _target(value: Any, name: str, constraint: Interval) -> Any:
+    """A target of a link checked by ``constraint`` (a number, or its text); StateError otherwise."""
+    if not isinstance(value, int | float | str):
+        raise StateError(f"The target {name} must be {constraint.describe()}, got {str(value)[:40]!r}.")
+    return check_param(value, constraint, f"The target {name}", text=True, error=StateError)
 
 
-def _number(value: Any, name: str) -> float:
-    """A finite number from a link; StateError otherwise."""
-    if isinstance(value, bool) or not isinstance(value, int | float | str):
-        raise StateError(f"The target {name} must be a number, got {str(value)[:40]!r}.")
-    try:
-        number = float(value)
-    except (ValueError, OverflowError):
-        raise StateError(f"The target {name} must be a number, got {str(value)[:40]!r}.") from None
-    if not math.isfinite(number):
-        raise StateError(f"The target {name} must be a finite number, got {str(value)[:40]}.")
-    return number
+#: The constraints of the targets of a link (:func:`_target`).
+_COUNT = Interval(int, 1, MAX_COUNT)
+_REAL = Interval(float, None, None)
 
 
 def _check_lengths(obj: Mapping[str, Any]) -> None:
@@ -459,10 +444,10 @@ def _validated(state: ViewState) -> ViewState:
             roles={str(name): ColumnRole(role) for name, role in state.roles.items()},
             types={str(name): StatisticalType(kind) for name, kind in state.types.items()},
             orders={str(name): tuple(int(i) for i in perm) for name, perm in state.orders.items()},
-            k=_whole(state.k, "k"),
-            l=_whole(state.l, "l"),
-            t=_number(state.t, "t"),
-            max_risk=_number(state.max_risk, "max_risk"),
+            k=_target(state.k, "k", _COUNT),
+            l=_target(state.l, "l", _COUNT),
+            t=float(_target(state.t, "t", _REAL)),
+            max_risk=float(_target(state.max_risk, "max_risk", _REAL)),
             release=_json_object(state.release, "release targets"),
             violating=bool(state.violating),
             fix=tuple(_json_object(step, "fix step") for step in state.fix),

@@ -55,7 +55,7 @@ from privdash.transform.steps import Recipe, TransformResult, apply_recipe
 from privdash.utility.estimates import Estimate
 from privdash.utility.metrics import Metric, information_loss
 
-from . import _estimates, _project
+from . import _estimates, _project, _steps
 from ._common import format_table, print_json, split_columns
 from .diagnose import render_verdict
 
@@ -65,11 +65,19 @@ def _run(args: argparse.Namespace) -> int:
     _check_entity(args)
     if args.config is not None:
         return _run_job(args)
+    settings = _steps.help_text(args)
+    if settings is not None:
+        print(settings)
+        return 0
     if args.file is None:
         raise ParameterError("Give the table to anonymize (FILE), or a batch job with --config job.json.")
     inputs = [args.file]
     for path in (args.output, args.save_recipe):
         _refuse_overwrite(path, inputs + ([args.recipe] if args.recipe else []))
+    if args.step:
+        if args.recipe is not None:
+            raise ParameterError("--step applies techniques, --recipe a saved recipe: give one of them.")
+        return _steps.run_steps(args, _read_input(args))
     fix_limits = {"max_bytes": AUTO_FIX_DUCKDB_BYTES, "max_cells": AUTO_FIX_DUCKDB_CELLS}
     if resolve_engine(args.engine, str(args.file), **fix_limits) != Engine.PANDAS:
         return _run_out_of_core(args)

@@ -7,7 +7,7 @@ equals the in-memory :func:`apply_recipe` on the whole table, row for row, becau
 each cell from that cell's value and from facts about the whole table computed beforehand:
 
 * *cell-wise steps* (``generalize``, ``top_bottom_coding`` with its recorded thresholds, ``mask_identifiers``,
-  ``drop_identifiers``, ``pseudonymize``, ``postcode_recode``) map every value on its own;
+  ``drop_identifiers``, ``pseudonymize``, ``postcode_recoding``) map every value on its own;
 * a rule-based hierarchy (age intervals, dates, postcodes ...) is rebuilt once over *all* the distinct values of
   its column and handed to every batch as an explicit table, so a batch never builds a hierarchy of its own;
 * the record suppression of a ``generalize`` step (``suppress``: remove the records of classes that violate the
@@ -83,7 +83,7 @@ __all__ = [
 
 #: Step kinds that can be applied batch by batch (see the module docstring).
 STREAMABLE_STEPS = frozenset(
-    {"generalize", "top_bottom_coding", "mask_identifiers", "drop_identifiers", "pseudonymize", "postcode_recode"}
+    {"generalize", "top_bottom_coding", "mask_identifiers", "drop_identifiers", "pseudonymize", "postcode_recoding"}
 )
 _OUTPUTS = {".parquet": "parquet", ".pq": "parquet", ".csv": "csv", ".tsv": "tsv"}
 

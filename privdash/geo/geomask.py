@@ -5,10 +5,10 @@ distance; the data keep their rows and other columns, only the two coordinate co
 
 Methods
 -------
-* **Random perturbation** (``geomask_perturb``): direction uniform on [0, 360) degrees; distance either
+* **Random perturbation** (``coordinate_perturbation``): direction uniform on [0, 360) degrees; distance either
   ``|N(0, sigma)|`` (``distribution="gaussian"``, half-normal with scale ``scale``) or uniform on
   ``[0, scale]`` (``distribution="uniform"``; uniform in *distance*, so points concentrate near the original).
-* **Donut masking** (``geomask_donut``; Hampton et al. 2010, Allshouse et al. 2010): distance between
+* **Donut masking** (``donut_masking``; Hampton et al. 2010, Allshouse et al. 2010): distance between
   ``min_distance`` and ``max_distance``, uniform over the *area* of the annulus: ``d = sqrt(u (R^2 - r^2) + r^2)``
   with ``u ~ U(0, 1)``, so the density of ``d`` is ``2 d / (R^2 - r^2)``. The minimum keeps every masked point
   away from its true location; the maximum bounds the loss of spatial accuracy.
@@ -72,6 +72,7 @@ import pandas as pd
 import shapely
 from scipy.spatial import cKDTree
 
+from privdash._deprecation import deprecated_alias
 from privdash.errors import ColumnError, ParameterError, check_columns, check_positive_int, format_values
 from privdash.transform.steps import Step, TransformResult, register_step
 
@@ -79,10 +80,10 @@ __all__ = [
     "EARTH_RADIUS",
     "MAX_DISTANCE",
     "SpatialK",
-    "donut_mask",
+    "coordinate_perturbation",
+    "donut_masking",
     "great_circle_distance",
     "masking_points",
-    "perturb_coordinates",
     "spatial_k_anonymity",
 ]
 
@@ -462,7 +463,7 @@ def _common_params(
     return params
 
 
-def donut_mask(
+def donut_masking(
     data: pd.DataFrame,
     *,
     latitude: str,
@@ -501,11 +502,11 @@ def donut_mask(
         polygons=layer,
         max_rounds=params["max_rounds"],
         k_target=params["k_target"],
-        kind="geomask_donut",
+        kind="donut_masking",
     )
 
 
-def perturb_coordinates(
+def coordinate_perturbation(
     data: pd.DataFrame,
     *,
     latitude: str,
@@ -521,7 +522,7 @@ def perturb_coordinates(
     cache_dir: str | os.PathLike[str] | None = None,
 ) -> TransformResult:
     """Random perturbation: uniform direction, distance ``|N(0, scale)|`` (``gaussian``) or ``U(0, scale)``
-    (``uniform``) metres. Other parameters as in :func:`donut_mask`."""
+    (``uniform``) metres. Other parameters as in :func:`donut_masking`."""
     if distribution not in ("gaussian", "uniform"):
         raise ParameterError(f"distribution must be 'gaussian' or 'uniform', got {distribution!r}.")
     size = _distance(scale, "scale", positive=True)
@@ -538,7 +539,7 @@ def perturb_coordinates(
         polygons=layer,
         max_rounds=params["max_rounds"],
         k_target=params["k_target"],
-        kind="geomask_perturb",
+        kind="coordinate_perturbation",
     )
 
 
@@ -594,18 +595,18 @@ def masking_points(
 # Recipe steps
 
 
-@register_step("geomask_donut")
+@register_step("donut_masking")
 def _donut_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
-    """The ``geomask_donut`` recipe step: :func:`donut_mask` with JSON parameters."""
+    """The ``donut_masking`` recipe step: :func:`donut_masking` with JSON parameters."""
     _refuse_objects(params)
-    return donut_mask(data, **params)
+    return donut_masking(data, **params)
 
 
-@register_step("geomask_perturb")
+@register_step("coordinate_perturbation")
 def _perturb_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
-    """The ``geomask_perturb`` recipe step: :func:`perturb_coordinates` with JSON parameters."""
+    """The ``coordinate_perturbation`` recipe step: :func:`coordinate_perturbation` with JSON parameters."""
     _refuse_objects(params)
-    return perturb_coordinates(data, **params)
+    return coordinate_perturbation(data, **params)
 
 
 def _refuse_objects(params: Mapping[str, Any]) -> None:
@@ -613,3 +614,8 @@ def _refuse_objects(params: Mapping[str, Any]) -> None:
     for name in ("polygons", "cache_dir"):
         if name in params:
             raise ParameterError(f"A geomask recipe step cannot set '{name}'; remove it from the step.")
+
+
+# Old names, kept for one release (a call warns with a DeprecationWarning).
+donut_mask = deprecated_alias(donut_masking, "donut_mask")
+perturb_coordinates = deprecated_alias(coordinate_perturbation, "perturb_coordinates")

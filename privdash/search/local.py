@@ -50,7 +50,7 @@ exceed the suppression limit.
 
 The recipe step
 ---------------
-The result is recorded as a ``"local_recode"`` step (:mod:`privdash.transform.local_recoding`): the ordered
+The result is recorded as a ``"local_recoding"`` step (:mod:`privdash.transform.local_recoding`): the ordered
 list of published classes (the leaves of the search's tree, in depth-first order with split-off children before
 their remainder), each with its levels and published values. Re-applied, a record gets the levels of the first class
 its values generalize to, so the table the search ran on is reproduced exactly and other data of the same schema
@@ -444,7 +444,7 @@ class LocalRecodingResult:
     information_loss
         All five metrics of the published table.
     transform
-        The published table and the ``"local_recode"`` step that reproduces it.
+        The published table and the ``"local_recoding"`` step that reproduces it.
     rounds, seconds
         Rounds of specialization and wall time.
     """

@@ -1,5 +1,8 @@
 """Transforming a table into a safer one: versioned steps and recipes, hierarchies, generalization, top/bottom
-coding, record and cell suppression, microaggregation, identifier masking and pseudonyms, and batch job files."""
+coding, record and local suppression, microaggregation, identifier masking and pseudonyms, and batch job files.
+
+The microaggregation function is ``privdash.microaggregation`` (also
+``privdash.transform.microaggregation.microaggregation``): here the name ``microaggregation`` is its module."""
 
 from typing import TYPE_CHECKING
 
@@ -20,15 +23,14 @@ if TYPE_CHECKING:
         write_arx_hierarchy,
     )
     from privdash.transform.identifiers import drop_identifiers, key_fingerprint, mask_identifiers, pseudonymize
-    from privdash.transform.microaggregation import microaggregate
-    from privdash.transform.perturbation import NOISE_METHODS, add_noise, pram, rank_swap, shuffle_within_classes
+    from privdash.transform.perturbation import NOISE_METHODS, add_noise, pram, rank_swap, shuffling
     from privdash.transform.release_targets import release_verdict
     from privdash.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
     from privdash.transform.suppression import (
         SUPPRESSION_RISK_TARGETS,
-        suppress_cells,
-        suppress_records,
-        top_bottom_code,
+        local_suppression,
+        record_suppression,
+        top_bottom_coding,
     )
 
 # Where each public name lives; its module is imported on first use (PEP 562).
@@ -46,7 +48,6 @@ _SOURCES: dict[str, str] = {
     "key_fingerprint": "privdash.transform.identifiers",
     "load_hierarchies": "privdash.transform.hierarchy",
     "mask_identifiers": "privdash.transform.identifiers",
-    "microaggregate": "privdash.transform.microaggregation",
     "NOISE_METHODS": "privdash.transform.perturbation",
     "pram": "privdash.transform.perturbation",
     "pseudonymize": "privdash.transform.identifiers",
@@ -55,16 +56,26 @@ _SOURCES: dict[str, str] = {
     "Recipe": "privdash.transform.steps",
     "release_verdict": "privdash.transform.release_targets",
     "search_hierarchy": "privdash.transform.hierarchy",
-    "shuffle_within_classes": "privdash.transform.perturbation",
+    "shuffling": "privdash.transform.perturbation",
     "Step": "privdash.transform.steps",
-    "suppress_cells": "privdash.transform.suppression",
+    "local_suppression": "privdash.transform.suppression",
     "SUPPRESSION_RISK_TARGETS": "privdash.transform.suppression",
-    "suppress_records": "privdash.transform.suppression",
+    "record_suppression": "privdash.transform.suppression",
     "TOP": "privdash.transform.hierarchy",
-    "top_bottom_code": "privdash.transform.suppression",
+    "top_bottom_coding": "privdash.transform.suppression",
     "TransformResult": "privdash.transform.steps",
     "write_arx_hierarchy": "privdash.transform.hierarchy",
 }
+#: Old names, kept for one release: they resolve (a call warns) but are not listed in ``__all__``.
+_SOURCES.update(
+    {
+        "microaggregate": "privdash.transform.microaggregation",
+        "shuffle_within_classes": "privdash.transform.perturbation",
+        "suppress_cells": "privdash.transform.suppression",
+        "suppress_records": "privdash.transform.suppression",
+        "top_bottom_code": "privdash.transform.suppression",
+    }
+)
 
 __all__ = [
     "NOISE_METHODS",
@@ -85,18 +96,17 @@ __all__ = [
     "hierarchy_from_rule",
     "key_fingerprint",
     "load_hierarchies",
+    "local_suppression",
     "mask_identifiers",
-    "microaggregate",
     "pram",
     "pseudonymize",
     "rank_swap",
     "read_arx_hierarchy",
+    "record_suppression",
     "release_verdict",
     "search_hierarchy",
-    "shuffle_within_classes",
-    "suppress_cells",
-    "suppress_records",
-    "top_bottom_code",
+    "shuffling",
+    "top_bottom_coding",
     "write_arx_hierarchy",
 ]
 

@@ -1,6 +1,6 @@
 """Local recoding as a recipe step: each record published at the levels of the first class of a list it matches.
 
-Registers the step kind ``"local_recode"`` (see :mod:`privdash.transform.steps`), which records the result of
+Registers the step kind ``"local_recoding"`` (see :mod:`privdash.transform.steps`), which records the result of
 the local recoding search (:mod:`privdash.search.local`).
 
 A per-record assignment of levels could not be re-applied to other data. The top-down search is a decision tree
@@ -15,7 +15,7 @@ missing values the search never saw) is suppressed. With ``suppress``, classes v
 result are then suppressed, as the ``"generalize"`` step does, again until none does (t compares each class with the
 distribution of the records left, which suppression changes)::
 
-    {"kind": "local_recode",
+    {"kind": "local_recoding",
      "params": {"quasi_identifiers": ["age", "sex"],
                 "hierarchies": {"age": {"rows": [...]}, "sex": {"rows": [...]}},
                 "classes": {"levels": [[1, 0], [2, 1]], "values": [["35-39", "Male"], ["30-39", "*"]]},
@@ -174,7 +174,7 @@ def apply_local_recoding(
         "rows_in": len(data),
         "rows_out": len(out),
     }
-    return TransformResult(data=out, step=Step("local_recode", params), summary=summary, kept_rows=kept_rows)
+    return TransformResult(data=out, step=Step("local_recoding", params), summary=summary, kept_rows=kept_rows)
 
 
 def _mixed_radix(codes: np.ndarray, radices: Sequence[int]) -> np.ndarray:
@@ -190,28 +190,28 @@ def _ancestor(hierarchy: Hierarchy, level: int, leaf: np.ndarray) -> np.ndarray:
     return np.where(leaf < 0, -1, hierarchy.codes[level][np.maximum(leaf, 0)])
 
 
-@register_step("local_recode")
+@register_step("local_recoding")
 def local_recoding_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
-    """The ``"local_recode"`` step: ``quasi_identifiers``, ``hierarchies``, ``classes`` and optional ``suppress``
+    """The ``"local_recoding"`` step: ``quasi_identifiers``, ``hierarchies``, ``classes`` and optional ``suppress``
     (module docstring)."""
     unknown = sorted(set(params) - {"quasi_identifiers", "hierarchies", "classes", "suppress"})
     if unknown:
         raise ParameterError(
-            f"Step 'local_recode': unknown parameter(s) {', '.join(unknown)}; use quasi_identifiers, hierarchies, "
+            f"Step 'local_recoding': unknown parameter(s) {', '.join(unknown)}; use quasi_identifiers, hierarchies, "
             "classes, suppress."
         )
     qis = params.get("quasi_identifiers")
     specs = params.get("hierarchies")
     classes = params.get("classes")
     if not isinstance(qis, list) or not qis or not all(isinstance(c, str) for c in qis):
-        raise ParameterError("Step 'local_recode': 'quasi_identifiers' must be a list of column names.")
+        raise ParameterError("Step 'local_recoding': 'quasi_identifiers' must be a list of column names.")
     if not isinstance(specs, Mapping) or not isinstance(classes, Mapping):
-        raise ParameterError("Step 'local_recode': give 'hierarchies' and 'classes' objects.")
+        raise ParameterError("Step 'local_recoding': give 'hierarchies' and 'classes' objects.")
     check_columns(data, qis, role="quasi-identifier")
     hierarchies = {}
     for name in qis:
         if name not in specs:
-            raise HierarchyError(f"Step 'local_recode': no hierarchy for '{name}'.")
+            raise HierarchyError(f"Step 'local_recoding': no hierarchy for '{name}'.")
         hierarchies[name] = Hierarchy.from_dict(specs[name], data[str(name)])
     suppress = params.get("suppress")
     targets = PrivacyTargets.from_dict(suppress) if suppress is not None else None

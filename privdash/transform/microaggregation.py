@@ -58,6 +58,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash._deprecation import deprecated_alias
 from privdash.data.contract import ColumnRole, DataContract, StatisticalType
 from privdash.errors import (
     ColumnError,
@@ -74,8 +75,8 @@ from privdash.transform.steps import Step, TransformResult, register_step
 __all__ = [
     "QI_TYPES",
     "mdav_clusters",
-    "microaggregate",
     "microaggregate_with_contract",
+    "microaggregation",
     "types_from_contract",
 ]
 
@@ -577,7 +578,7 @@ def mdav_clusters(
 
 
 def types_from_contract(contract: DataContract) -> tuple[dict[str, str], dict[str, list[Any]]]:
-    """The QI types and ordinal orders :func:`microaggregate` needs, read from a data contract.
+    """The QI types and ordinal orders :func:`microaggregation` needs, read from a data contract.
 
     ``POSTCODE`` QIs are treated as nominal; ``DATE`` QIs are refused (declare them numerical, ordinal or
     generalise them first).
@@ -708,7 +709,7 @@ def _cluster_mode(labels: np.ndarray, codes: np.ndarray, n_clusters: int) -> np.
     return out
 
 
-def microaggregate(
+def microaggregation(
     data: pd.DataFrame,
     /,
     *,
@@ -914,7 +915,7 @@ def _decode_like(column: EncodedColumn, codes: np.ndarray, original: pd.Series) 
 def microaggregate_with_contract(
     data: pd.DataFrame, contract: DataContract, *, k: int, decimals: int | None = None
 ) -> TransformResult:
-    """:func:`microaggregate` over the contract's quasi-identifiers, typed as in the contract."""
+    """:func:`microaggregation` over the contract's quasi-identifiers, typed as in the contract."""
     qis = contract.quasi_identifiers
     if not qis:
         raise ContractError(
@@ -922,9 +923,13 @@ def microaggregate_with_contract(
         )
     contract.validate(data)
     types, orders = types_from_contract(contract)
-    return microaggregate(data, quasi_identifiers=qis, k=k, types=types, orders=orders, decimals=decimals)
+    return microaggregation(data, quasi_identifiers=qis, k=k, types=types, orders=orders, decimals=decimals)
 
 
 @register_step("microaggregation")
 def _microaggregation_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
-    return microaggregate(data, **params)
+    return microaggregation(data, **params)
+
+
+# Old names, kept for one release (a call warns with a DeprecationWarning).
+microaggregate = deprecated_alias(microaggregation, "microaggregate")

@@ -41,7 +41,7 @@ same constraints are met in whole-array operations: the ranks are cut into conse
 values are paired at random and each pair exchanges its values. As in Moore's algorithm every value is swapped at
 most once, with a partner at most ``D`` ranks away (a window of odd size leaves one value in place); the partner's
 rank distance is spread over ``1 .. D`` (triangular rather than uniform). sdcMicro's top and bottom coding
-before swapping (``TopPercent``, ``BottomPercent``) is not applied; use the ``top_bottom_code`` step first.
+before swapping (``TopPercent``, ``BottomPercent``) is not applied; use the ``top_bottom_coding`` step first.
 Missing values are not swapped.
 
 ``p`` is a *percentage*, as sdcMicro's documentation describes ``rankSwap(P = )``; sdcMicro's code, however, reads
@@ -83,6 +83,7 @@ import numpy as np
 import pandas
 import pandas as pd
 
+from privdash._deprecation import deprecated_alias
 from privdash.errors import ColumnError, ParameterError, check_columns, check_fraction, format_values
 from privdash.transform.steps import Step, TransformResult, describe_value, register_step
 
@@ -97,12 +98,12 @@ __all__ = [
     "perturbed_numeric_columns",
     "pram",
     "rank_swap",
-    "shuffle_within_classes",
+    "shuffling",
 ]
 
 NOISE_METHODS = ("uncorrelated", "correlated")
 #: Step kinds whose output values are wrong on purpose (risk is measured by record linkage, not by k).
-PERTURBATIVE_STEPS = frozenset({"add_noise", "rank_swap", "pram", "shuffle"})
+PERTURBATIVE_STEPS = frozenset({"add_noise", "rank_swap", "pram", "shuffling"})
 #: Perturbative step kinds that change numerical values (noise, swapping).
 NUMERICAL_PERTURBATIONS = frozenset({"add_noise", "rank_swap"})
 
@@ -547,7 +548,7 @@ def _decode(
 # --- shuffling within equivalence classes -------------------------------------------------------------------------
 
 
-def shuffle_within_classes(
+def shuffling(
     data: pd.DataFrame, *, columns: Sequence[str], quasi_identifiers: Sequence[str], seed: Seed = None
 ) -> TransformResult:
     """Permute the values of ``columns`` at random within each equivalence class of ``quasi_identifiers`` (one
@@ -568,7 +569,7 @@ def shuffle_within_classes(
             f"{', '.join(both)} cannot be shuffled within the classes it defines: it is also a quasi-identifier."
         )
     rng, recorded = _generator(seed)
-    step = Step("shuffle", {"columns": list(names), "quasi_identifiers": list(qis), "seed": recorded})
+    step = Step("shuffling", {"columns": list(names), "quasi_identifiers": list(qis), "seed": recorded})
     n = len(data)
     if n == 0:
         empty = {"records": 0, "classes": 0, "cells_changed": dict.fromkeys(names, 0)}
@@ -615,9 +616,9 @@ def _pram_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
     return pram(data, **params)
 
 
-@register_step("shuffle")
+@register_step("shuffling")
 def _shuffle_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
-    return shuffle_within_classes(data, **params)
+    return shuffling(data, **params)
 
 
 def perturbed_numeric_columns(steps: Sequence[Step], data: pd.DataFrame) -> list[str]:
@@ -636,3 +637,7 @@ def perturbed_numeric_columns(steps: Sequence[Step], data: pd.DataFrame) -> list
             if pd.api.types.is_numeric_dtype(column) and not pd.api.types.is_bool_dtype(column):
                 names.append(name)
     return names
+
+
+# Old names, kept for one release (a call warns with a DeprecationWarning).
+shuffle_within_classes = deprecated_alias(shuffling, "shuffle_within_classes")

@@ -24,6 +24,11 @@ Reading a recipe (:meth:`Recipe.load`, :meth:`Recipe.from_bytes`, :meth:`Recipe.
 * **shape**: an object with a ``steps`` list (and optionally ``privdash_recipe`` and ``max_suppression``), each step
   an object with a known ``kind`` (an unknown one is named with the closest known kind) and a ``params`` object.
 
+Every step kind has one name, the technique's name (docs/definitions.md, "Fix techniques"). Recipes written before
+the names were unified say ``local_recode``, ``postcode_recode``, ``geomask_donut``, ``geomask_perturb`` or
+``shuffle``: :data:`STEP_ALIASES` reads them as the kinds they are now (a :class:`Step` made with an old kind holds
+the new one), so old recipes load and re-save with the new names.
+
 :func:`apply_step` checks every number among a step's parameters the same way (finite, whole numbers within 64
 bits) before the step kind checks their ranges, so a step built in Python is held to what a recipe file is.
 """
@@ -49,11 +54,13 @@ __all__ = [
     "MAX_RECIPE_DEPTH",
     "MAX_RECIPE_STEPS",
     "RECIPE_VERSION",
+    "STEP_ALIASES",
     "Recipe",
     "Step",
     "TransformResult",
     "apply_recipe",
     "apply_step",
+    "canonical_kind",
     "check_json_numbers",
     "describe_value",
     "register_step",
@@ -72,14 +79,33 @@ _INT_LIMIT = 2**63 - 1
 #: The keys of a recipe object and of a step object.
 _RECIPE_KEYS = ("privdash_recipe", "steps", "max_suppression")
 _STEP_KEYS = ("kind", "params")
+#: Old spellings of step kinds (recipes written before the names were unified) -> the kind's name.
+STEP_ALIASES: dict[str, str] = {
+    "local_recode": "local_recoding",
+    "postcode_recode": "postcode_recoding",
+    "geomask_donut": "donut_masking",
+    "geomask_perturb": "coordinate_perturbation",
+    "shuffle": "shuffling",
+}
+
+
+def canonical_kind(kind: Any) -> Any:
+    """The name of step kind ``kind`` (an old spelling of :data:`STEP_ALIASES` read as the new one)."""
+    return STEP_ALIASES.get(kind, kind) if isinstance(kind, str) else kind
 
 
 @dataclass(frozen=True)
 class Step:
-    """One transformation: its registered ``kind`` and JSON-serialisable parameters."""
+    """One transformation: its registered ``kind`` and JSON-serialisable parameters (a kind given by an old
+    spelling, :data:`STEP_ALIASES`, is stored by its name)."""
 
     kind: str
     params: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        kind = canonical_kind(self.kind)
+        if kind is not self.kind:
+            object.__setattr__(self, "kind", kind)
 
     def to_dict(self) -> dict[str, Any]:
         return {"kind": self.kind, "params": dict(self.params)}
@@ -143,6 +169,8 @@ def register_step(kind: str, *, secrets: Sequence[str] = ()) -> Callable[[StepFu
     """Register ``function`` as the implementation of step ``kind`` (used as a decorator); ``secrets`` name the
     keyword arguments that are given when the step is applied and never recorded (see the module docstring)."""
 
+    kind = canonical_kind(kind)
+
     def decorate(function: StepFunction) -> StepFunction:
         if kind in _REGISTRY and _REGISTRY[kind] is not function:
             raise RuntimeError(f"step kind {kind!r} registered twice")
@@ -184,6 +212,7 @@ def apply_step(data: pd.DataFrame, step: Step, *, secrets: Mapping[str, Any] | N
 def _step_function(kind: object) -> StepFunction:
     """The implementation of step ``kind``; an unknown kind raises :class:`ParameterError` with the closest one."""
     _load_builtin_steps()
+    kind = canonical_kind(kind)
     function = _REGISTRY.get(kind) if isinstance(kind, str) else None
     if function is None:
         close = get_close_matches(str(kind), list(_REGISTRY), n=1)

@@ -40,6 +40,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash._deprecation import deprecated_alias
 from privdash.errors import (
     ColumnError,
     ParameterError,
@@ -55,9 +56,9 @@ from privdash.transform.release_targets import Households, global_suppression
 from privdash.transform.steps import Step, TransformResult, register_step
 
 __all__ = [
-    "suppress_cells",
-    "suppress_records",
-    "top_bottom_code",
+    "local_suppression",
+    "record_suppression",
+    "top_bottom_coding",
 ]
 
 
@@ -93,7 +94,7 @@ def _threshold(
     return _number(fixed), None
 
 
-def top_bottom_code(
+def top_bottom_coding(
     data: pd.DataFrame,
     /,
     *,
@@ -196,7 +197,7 @@ def top_bottom_code(
 SUPPRESSION_RISK_TARGETS = ("global_risk", "household_risk", "average_risk")
 
 
-def suppress_records(
+def record_suppression(
     data: pd.DataFrame,
     /,
     *,
@@ -419,7 +420,7 @@ def _default_importance(data: pd.DataFrame, qis: tuple[str, ...]) -> list[str]:
     return [qis[i] for i in ranking]
 
 
-def suppress_cells(
+def local_suppression(
     data: pd.DataFrame,
     /,
     *,
@@ -562,7 +563,7 @@ def suppress_cells(
 
 @register_step("top_bottom_coding")
 def _top_bottom_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
-    return top_bottom_code(data, **params)
+    return top_bottom_coding(data, **params)
 
 
 def _risk_goals(risk_targets: Mapping[str, float] | None, household: str | None) -> PrivacyTargets | None:
@@ -590,9 +591,15 @@ def _record_suppression_step(data: pd.DataFrame, /, **params: Any) -> TransformR
     if "max_fraction" in params and "max_suppression" not in params:
         # Recipes saved before the parameter took the name max_suppression.
         params["max_suppression"] = params.pop("max_fraction")
-    return suppress_records(data, **params)
+    return record_suppression(data, **params)
 
 
 @register_step("local_suppression")
 def _local_suppression_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
-    return suppress_cells(data, **params)
+    return local_suppression(data, **params)
+
+
+# Old names, kept for one release (a call warns with a DeprecationWarning).
+top_bottom_code = deprecated_alias(top_bottom_coding, "top_bottom_code")
+suppress_records = deprecated_alias(record_suppression, "suppress_records")
+suppress_cells = deprecated_alias(local_suppression, "suppress_cells")

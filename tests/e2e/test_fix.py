@@ -19,7 +19,7 @@ from privdash.data.demo import people_table
 from privdash.measure.diagnose import diagnose
 from privdash.transform.generalization import generalize
 from privdash.transform.hierarchy import interval_hierarchy, postcode_hierarchy
-from privdash.transform.suppression import suppress_records
+from privdash.transform.suppression import record_suppression
 
 TIMEOUT = 30_000
 QIS = ["age", "sex", "postcode"]
@@ -49,7 +49,7 @@ def expected_tables() -> tuple[pd.DataFrame, pd.DataFrame]:
             "postcode": postcode_hierarchy(data["postcode"], levels=["district", "area"]),
         },
     ).data
-    suppressed = suppress_records(generalized, quasi_identifiers=QIS, max_suppression=0.2, k=5).data
+    suppressed = record_suppression(generalized, quasi_identifiers=QIS, max_suppression=0.2, k=5).data
     return generalized, suppressed
 
 
@@ -75,9 +75,9 @@ def test_fix_page_add_undo_download(page: Page, live_server: str, live_settings:
     # Add record suppression to k = 5 within 20% of the records.
     page.click("#fix-technique")
     page.get_by_role("option", name="Record suppression").click()
-    expect(page.locator("#fix-rs-k")).to_be_visible()
-    page.fill("#fix-rs-k", "5")
-    page.fill("#fix-rs-budget", "20")
+    expect(page.locator("#fix-record-suppression-k")).to_be_visible()
+    page.fill("#fix-record-suppression-k", "5")
+    page.fill("#fix-record-suppression-max-suppression", "20")
     page.keyboard.press("Tab")
     page.click("#fix-add")
     expect(after_k).to_have_text(fmt_count(k_suppressed), timeout=TIMEOUT)
@@ -87,7 +87,7 @@ def test_fix_page_add_undo_download(page: Page, live_server: str, live_settings:
         f"{fmt_count(len(generalized) - len(suppressed))} of {fmt_count(len(generalized))} records removed"
     )
     page.wait_for_url(lambda url: len(steps_in(url)) == 3, timeout=TIMEOUT)
-    assert [step["kind"] for step in steps_in(page.url)] == ["generalize", "generalize", "suppress_records"]
+    assert [step["kind"] for step in steps_in(page.url)] == ["generalize", "generalize", "record_suppression"]
     page.set_viewport_size({"width": 1500, "height": 2300})
     page.locator("#fix-dist-chart .main-svg").first.wait_for(timeout=TIMEOUT)
     page.screenshot(path=str(screenshots / "fix.png"))

@@ -141,11 +141,13 @@ def test_import_group_and_generalize_on_the_fix_page(
 
     # The Fix page generalizes workclass with the dataset's hierarchy by default.
     page.goto(f"{live_server}{state.href('/fix')}")
-    choose(page, "#fix-gen-column", "workclass")
-    expect(page.locator("#fix-gen-builder")).to_have_value("The dataset's hierarchy (Data page)", timeout=TIMEOUT)
-    page.fill("#fix-gen-level", "1")
+    choose(page, "#fix-generalize-column", "workclass")
+    expect(page.locator("#fix-generalize-builder")).to_have_value(
+        "The dataset's hierarchy (Data page)", timeout=TIMEOUT
+    )
+    page.fill("#fix-generalize-level", "1")
     page.keyboard.press("Tab")
-    expect(page.locator("#fix-gen-hint")).to_contain_text("Levels 0–2", timeout=TIMEOUT)
+    expect(page.locator("#fix-generalize-hint")).to_contain_text("Levels 0–2", timeout=TIMEOUT)
     page.click("#fix-add")
     page.wait_for_url(lambda url: len(state_of(url).fix) == 1, timeout=TIMEOUT)
     step = state_of(page.url).fix[0]

@@ -269,7 +269,7 @@ def test_malformed_callback_json_gets_400(server: Gunicorn, body: bytes) -> None
         ('{"v": 1, "d": "demo:people", "g": {"a": "' + "x" * 3_000_000 + '"}}', "unpacks to more than 1,000,000"),
         ('{"v": 1, "d": "demo:people", "g": ' + '{"a": ' * 40 + "1" + "}" * 41, "nested too deeply"),
         (
-            {"v": 1, "d": "demo:people", "f": [{"kind": "top_bottom", "column": "age", "top": 1e300}]},
+            {"v": 1, "d": "demo:people", "f": [{"kind": "top_bottom_coding", "column": "age", "top": 1e300}]},
             "number out of range",
         ),
         ({"v": 1, "d": "demo:people", "o": {"age": list(range(20_000))}}, "more than 10,000 values"),

@@ -43,11 +43,6 @@ NAMESPACES = (
     "privdash.engines",
 )
 
-#: Technique names the vocabulary already uses while the registry still has the old one (the renaming of the fix
-#: techniques lands separately): new name -> the registered name it replaces. An entry is only honoured while the old
-#: name is registered and the new one is not, so it cannot hide a technique the registry dropped.
-PENDING_TECHNIQUE_RENAMES = {"local_recoding": "local_recode"}
-
 #: Options that may be missing from the page, with the reason (none at the moment).
 OPTION_EXCEPTIONS: dict[str, str] = {}
 
@@ -259,14 +254,9 @@ def test_the_fix_techniques_are_the_registrys() -> None:
     (row,) = [row for row in vocabulary() if row[0].startswith("a fix technique")]
     listed = quoted(row[1])
     registered = set(registered_steps())
-    pending = {
-        new: old
-        for new, old in PENDING_TECHNIQUE_RENAMES.items()
-        if new in listed and new not in registered and old in registered
-    }
-    unknown = listed - registered - set(pending)
+    unknown = listed - registered
     assert not unknown, f"techniques the registry does not have: {unknown}"
-    unlisted = registered - listed - set(pending.values())
+    unlisted = registered - listed
     assert not unlisted, f"registered techniques the vocabulary does not name: {unlisted}"
 
 
@@ -279,7 +269,7 @@ def test_one_rule_for_seeds() -> None:
     names = public_names()
     published = [
         names[name]
-        for name in ("add_noise", "rank_swap", "pram", "shuffle_within_classes", "donut_mask", "perturb_coordinates")
+        for name in ("add_noise", "rank_swap", "pram", "shuffling", "donut_masking", "coordinate_perturbation")
     ] + [bound_contributions, invariant_pram_matrix, *(names[name] for name in names if name.startswith("dp_"))]
     for function in published:
         assert inspect.signature(function).parameters["seed"].default is None, function  # type: ignore[arg-type]

@@ -177,7 +177,7 @@ def recipe_fix(
         kept_rows=kept,
         results=tuple(results),
         hierarchies=hierarchies,
-        wildcard=any(result.step.kind == "suppress_cells" for result in results),
+        wildcard=any(result.step.kind == "local_suppression" for result in results),
     )
 
 

@@ -11,6 +11,7 @@ from privdash.constants import (
     DEFAULT_MAX_NODES,
     DEFAULT_MAX_PEOPLE_NODES,
     DEFAULT_MAX_SUPPRESSION,
+    FIX_TECHNIQUES,
     RECODING_CHOICES,
     SEARCH_STRATEGIES,
     Engine,
@@ -28,7 +29,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "the targets (k, l, t, highest prosecutor risk) with the least information loss, searching the whole "
         "lattice of levels. Records of classes that violate the targets are removed when they number at most "
         "--max-suppression times the records. With --recipe, re-apply a saved recipe to FILE instead. With --config, "
-        "run a batch job file: k-member microaggregation of the quasi-identifiers its data contract declares.",
+        "run a batch job file: k-member microaggregation of the quasi-identifiers its data contract declares. With "
+        "--step, apply fix techniques in order, as the Fix page's steps.",
     )
     parser.add_argument(
         "file", type=Path, nargs="?", help="CSV (any delimiter), Excel, Parquet, SPSS, Stata or SAS table"
@@ -183,6 +185,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     _estimate_arguments(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     add_project_argument(parser)
+    parser.add_argument(
+        "--step",
+        action="append",
+        metavar="'TECHNIQUE NAME=VALUE ...'",
+        help="apply a fix technique to FILE instead of searching (repeatable, applied in order), as the Fix page's "
+        f"steps: {', '.join(FIX_TECHNIQUES)}; e.g. --step 'record_suppression k=5 max_suppression=5%%'; "
+        "--step 'TECHNIQUE help' lists its settings",
+    )
 
 
 def _estimate_arguments(parser: argparse.ArgumentParser) -> None:

@@ -136,13 +136,13 @@ def recode_postcodes(
     }
     value_map = pd.DataFrame({"column": column, "original": raw, "published": pd.array(published_values, dtype="str")})
     step = Step(
-        "postcode_recode",
+        "postcode_recoding",
         {"column": column, "mapping": lookup, "country": country, "invalid": invalid, "unmapped": unmapped},
     )
     return TransformResult(data=out, step=step, summary=summary, mapping=value_map)
 
 
-@register_step("postcode_recode")
+@register_step("postcode_recoding")
 def _postcode_recode_step(data: pd.DataFrame, /, **params: Any) -> TransformResult:
     """The ``postcode_recode`` recipe step: :func:`recode_postcodes` with JSON parameters."""
     return recode_postcodes(data, **params)

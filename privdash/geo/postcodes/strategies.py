@@ -217,9 +217,9 @@ class PostcodeGeneralization:
         )
 
     def to_step(self, *, column: str) -> Step:
-        """This mapping as a ``postcode_recode`` recipe step for ``column``."""
+        """This mapping as a ``postcode_recoding`` recipe step for ``column``."""
         return Step(
-            "postcode_recode",
+            "postcode_recoding",
             {"column": column, "mapping": _plain_mapping(self.mapping), "country": self.country},
         )
 

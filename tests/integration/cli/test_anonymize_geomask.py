@@ -45,7 +45,7 @@ def recipe(tmp_path: Path, data_dir: Path, **params: object) -> Path:
     }
     step.update(params)
     path = tmp_path / "geomask.json"
-    path.write_text(json.dumps({"privdash_recipe": 1, "steps": [{"kind": "geomask_donut", "params": step}]}))
+    path.write_text(json.dumps({"privdash_recipe": 1, "steps": [{"kind": "donut_masking", "params": step}]}))
     return path
 
 

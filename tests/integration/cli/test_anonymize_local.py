@@ -63,7 +63,7 @@ def test_local_recoding_json_output_and_recipe(
     again = tmp_path / "again.csv"
     code, stdout, err = run(capsys, "anonymize", "--recipe", str(recipe), str(source), "-o", str(again), "--json")
     assert code == 0, err
-    assert json.loads(stdout)["steps"][0]["kind"] == "local_recode"
+    assert json.loads(stdout)["steps"][0]["kind"] == "local_recoding"
     pd.testing.assert_frame_equal(read_table(again), published)
 
 

@@ -35,7 +35,7 @@ def write_recipe(path: Path, *steps: dict) -> Path:
 NOISE = {"kind": "add_noise", "params": {"columns": ["expend", "income"], "share": 0.1, "seed": 3}}
 SWAP = {"kind": "rank_swap", "params": {"columns": ["age", "savings"], "p": 5, "seed": 4}}
 PRAM = {"kind": "pram", "params": {"columns": ["roof"], "pd": 0.8, "alpha": 0.5, "seed": 5}}
-SHUFFLE = {"kind": "shuffle", "params": {"columns": ["relat"], "quasi_identifiers": ["sex", "urbrur"], "seed": 6}}
+SHUFFLE = {"kind": "shuffling", "params": {"columns": ["relat"], "quasi_identifiers": ["sex", "urbrur"], "seed": 6}}
 
 
 def test_json_reports_the_perturbed_data_risk(
@@ -58,7 +58,7 @@ def test_json_reports_the_perturbed_data_risk(
     assert risk["interval_disclosure"] == pytest.approx(expected.interval_disclosure)
     assert risk["il1s"] == pytest.approx(expected.il1s)
     assert 0 < risk["linkage"] < 1
-    assert [s["kind"] for s in payload["steps"]] == ["add_noise", "rank_swap", "pram", "shuffle"]
+    assert [s["kind"] for s in payload["steps"]] == ["add_noise", "rank_swap", "pram", "shuffling"]
     # The same recipe publishes the same values again.
     again = tmp_path / "again.csv"
     assert main(["anonymize", str(testdata), "--recipe", str(recipe), "-o", str(again)]) == 0

@@ -14,7 +14,7 @@ from dash import Dash
 from plotly.utils import PlotlyJSONEncoder
 
 from dashboard.app import create_app
-from dashboard.ui import dp_release
+from dashboard.pages.fix import dp_release
 from privdash.application.dp_release import LEDGER_FILE, LEDGER_FOLDER
 from privdash.application.services import Services
 from privdash.application.settings import Settings

@@ -38,7 +38,7 @@ DISTRICT = {
     "rule": {"builder": "postcodes", "levels": ["district", "area"]},
 }
 DISTRICT = {**DISTRICT, "level": 2}
-SUPPRESS = {"kind": "suppress_records", "k": 5, "max_suppression": 0.2}
+SUPPRESS = {"kind": "record_suppression", "k": 5, "max_suppression": 0.2}
 QIS = ["age", "sex", "postcode"]
 
 
@@ -102,12 +102,12 @@ def core_after(state: ViewState, run: fixes.FixRun, *, missing: MissingPolicy = 
         AGE,
         {"kind": "generalize", "column": "age", "rule": {"builder": "quantiles", "bins": [8, 4]}, "level": 1},
         {"kind": "generalize", "column": "hair_colour", "rule": {"builder": "rare", "min_count": 50}, "level": 1},
-        {"kind": "top_bottom", "column": "age", "top": 80, "bottom": None, "quantiles": False, "labels": True},
+        {"kind": "top_bottom_coding", "column": "age", "top": 80, "bottom": None, "quantiles": False, "labels": True},
         SUPPRESS,
-        {"kind": "suppress_cells", "k": 3, "importance": ["sex"]},
-        {"kind": "microaggregate", "k": 5, "decimals": 0},
-        {"kind": "drop", "columns": ["name"]},
-        {"kind": "mask", "columns": ["phone"], "first": 2, "last": 0},
+        {"kind": "local_suppression", "k": 3, "importance": ["sex"]},
+        {"kind": "microaggregation", "k": 5, "decimals": 0},
+        {"kind": "drop_identifiers", "columns": ["name"]},
+        {"kind": "mask_identifiers", "columns": ["phone"], "first": 2, "last": 0},
         {"kind": "pseudonymize", "columns": ["email"], "length": 16},
         {"kind": "search", "k": 5, "l": None, "t": None, "max_risk": 0.2, "max_suppression": 0.05, "metric": "loss"},
     ],
@@ -127,14 +127,14 @@ def test_valid_specs_survive_validation_and_the_link(spec: dict[str, Any], base:
         ({"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5]}}, "needs level"),
         ({**AGE, "level": -1}, "at least 0"),
         ({**AGE, "rule": {"builder": "wavelets"}}, "needs a 'builder'"),
-        ({**AGE, "rule": {"builder": "intervals", "widths": [5, -10]}}, "must be positive"),
+        ({**AGE, "rule": {"builder": "intervals", "widths": [5, -10]}}, "must be a number above 0"),
         ({**AGE, "rule": {"builder": "rare", "min_count": 5, "keep": ["Smith"]}}, "unknown setting(s) keep"),
         ({**SUPPRESS, "max_suppression": 1.5}, "between 0 and 1"),
         ({**SUPPRESS, "k": 1}, "at least 2"),
         ({**SUPPRESS, "values": [1, 2]}, "unknown setting(s) values"),
-        ({"kind": "top_bottom", "column": "age"}, "a top or a bottom threshold"),
-        ({"kind": "drop", "columns": []}, "at least one column"),
-        ({"kind": "pseudonymize", "columns": ["email"], "length": 100}, "at most 64"),
+        ({"kind": "top_bottom_coding", "column": "age"}, "a top or a bottom threshold"),
+        ({"kind": "drop_identifiers", "columns": []}, "at least one column"),
+        ({"kind": "pseudonymize", "columns": ["email"], "length": 100}, "between 8 and 64"),
         ({"kind": "search", "k": 5, "max_suppression": 0.1, "metric": "beauty"}, "Unknown metric"),
     ],
 )
@@ -168,15 +168,20 @@ def test_rules_from_the_text_field() -> None:
 
 
 def test_controls_make_specs(base: ViewState) -> None:
-    values = {"fix-rs-k": 5, "fix-rs-budget": 10}
-    assert page.spec_from_controls("suppress_records", values, base) == {
-        "kind": "suppress_records",
+    values = {"fix-record-suppression-k": 5, "fix-record-suppression-max-suppression": 10}
+    assert page.spec_from_controls("record_suppression", values, base) == {
+        "kind": "record_suppression",
         "k": 5,
         "max_suppression": 0.1,
     }
     spec = page.spec_from_controls(
         "generalize",
-        {"fix-gen-column": "age", "fix-gen-builder": "intervals", "fix-gen-param": "10, 20", "fix-gen-level": 1},
+        {
+            "fix-generalize-column": "age",
+            "fix-generalize-builder": "intervals",
+            "fix-generalize-rule": "10, 20",
+            "fix-generalize-level": 1,
+        },
         base,
     )
     assert spec == {
@@ -187,7 +192,7 @@ def test_controls_make_specs(base: ViewState) -> None:
     }
     search = page.spec_from_controls(
         "search",
-        {"fix-search-k": 4, "fix-search-risk": True, "fix-search-suppression": 2, "fix-search-metric": "aecs"},
+        {"fix-search-k": 4, "fix-search-max-risk": True, "fix-search-max-suppression": 2, "fix-search-metric": "aecs"},
         base,
     )
     assert search == {
@@ -200,9 +205,9 @@ def test_controls_make_specs(base: ViewState) -> None:
         "metric": "aecs",
     }
     with pytest.raises(FixError, match="Give k"):
-        page.spec_from_controls("microaggregate", {}, base)
+        page.spec_from_controls("microaggregation", {}, base)
     with pytest.raises(FixError, match="Choose the column"):
-        page.spec_from_controls("generalize", {"fix-gen-builder": "intervals"}, base)
+        page.spec_from_controls("generalize", {"fix-generalize-builder": "intervals"}, base)
 
 
 # --- the step list against the core --------------------------------------------------------------------------------
@@ -238,7 +243,7 @@ def test_undo_restores_the_previous_table(runs: FixRuns, base: ViewState) -> Non
 
 
 def test_cell_suppression_is_judged_with_wildcards(runs: FixRuns, base: ViewState) -> None:
-    state = base.updated(fix=(AGE, DISTRICT, {"kind": "suppress_cells", "k": 3, "importance": []}))
+    state = base.updated(fix=(AGE, DISTRICT, {"kind": "local_suppression", "k": 3, "importance": []}))
     run = runs.run(state)
     assert run.error is None and run.wildcard
     assert len(run.data) == len(run.original)
@@ -249,7 +254,7 @@ def test_cell_suppression_is_judged_with_wildcards(runs: FixRuns, base: ViewStat
 
 
 def test_microaggregation_reaches_k_and_has_no_mapping(runs: FixRuns, base: ViewState) -> None:
-    state = base.updated(fix=({"kind": "microaggregate", "k": 5, "decimals": 0},))
+    state = base.updated(fix=({"kind": "microaggregation", "k": 5, "decimals": 0},))
     assert fixes.is_slow(state.fix) and not runs.ready(state)
     run = runs.run(state)
     assert run.error is None
@@ -279,14 +284,14 @@ def test_identifiers_and_the_pseudonym_key(
     ok, text = fixes.key_status(None)
     assert not ok and KEY_ENV in text
     spec = {"kind": "pseudonymize", "columns": ["email"], "length": 16}
-    new_state, message = page.add_spec(runs, base, "pseudonymize", {"fix-ps-columns": ["email"]})
+    new_state, message = page.add_spec(runs, base, "pseudonymize", {"fix-pseudonymize-columns": ["email"]})
     assert new_state == base and message is not None and KEY_ENV in message
     key = "a-test-key-of-enough-length-123"
     monkeypatch.setenv(KEY_ENV, key)
     assert fixes.key_status(key) == (True, f"Key from {KEY_ENV}, fingerprint {key_fingerprint(key)}.")
     # The key comes from the settings; the run and its recipe keep its fingerprint only.
     keyed = FixRuns(Services(Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache", pseudonym_key=key)))
-    state = base.updated(fix=({"kind": "drop", "columns": ["name", "phone"]}, spec))
+    state = base.updated(fix=({"kind": "drop_identifiers", "columns": ["name", "phone"]}, spec))
     run = keyed.run(state)
     assert run.error is None
     assert "name" not in run.data.columns and "phone" not in run.data.columns
@@ -299,18 +304,25 @@ def test_identifiers_and_the_pseudonym_key(
 
 
 def test_add_spec_refuses_a_step_the_core_refuses(runs: FixRuns, base: ViewState) -> None:
-    values = {"fix-gen-column": "sex", "fix-gen-builder": "intervals", "fix-gen-param": "5", "fix-gen-level": 1}
+    values = {
+        "fix-generalize-column": "sex",
+        "fix-generalize-builder": "intervals",
+        "fix-generalize-rule": "5",
+        "fix-generalize-level": 1,
+    }
     state, message = page.add_spec(runs, base, "generalize", values)
     assert state == base and message is not None and "needs numbers" in message
-    values = {**values, "fix-gen-column": "age", "fix-gen-level": 9}
+    values = {**values, "fix-generalize-column": "age", "fix-generalize-level": 9}
     state, message = page.add_spec(runs, base, "generalize", values)
     assert state == base and message is not None and "between 0 and 2" in message
-    state, message = page.add_spec(runs, base, "suppress_records", {"fix-rs-k": 5, "fix-rs-budget": 5})
+    state, message = page.add_spec(
+        runs, base, "record_suppression", {"fix-record-suppression-k": 5, "fix-record-suppression-max-suppression": 5}
+    )
     assert message is None and state.fix == (SUPPRESS | {"max_suppression": 0.05},)
 
 
 def test_mapping_composes_steps(runs: FixRuns, base: ViewState) -> None:
-    top = {"kind": "top_bottom", "column": "age", "top": 90, "bottom": None, "quantiles": False, "labels": False}
+    top = {"kind": "top_bottom_coding", "column": "age", "top": 90, "bottom": None, "quantiles": False, "labels": False}
     age5 = {**AGE, "level": 1}
     state = base.updated(fix=(top, age5))
     run = runs.run(state)
@@ -347,7 +359,7 @@ def test_layout_shows_before_and_after(services: Services, runs: FixRuns, base: 
 
 
 def test_slow_lists_go_to_the_background(services: Services, runs: FixRuns, base: ViewState) -> None:
-    state = base.updated(fix=({"kind": "microaggregate", "k": 5, "decimals": None},))
+    state = base.updated(fix=({"kind": "microaggregation", "k": 5, "decimals": None},))
     body = page.layout(services, s=state.encode())
     assert find(body, "fix-results").children is None
     assert find(body, "fix-initial-request").data == state.to_dict()
@@ -411,7 +423,7 @@ def test_recipe_reapplied_by_the_cli_gives_the_same_table(
     runs: FixRuns, base: ViewState, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     steps = (
-        {"kind": "drop", "columns": ["name", "email", "phone"]},
+        {"kind": "drop_identifiers", "columns": ["name", "email", "phone"]},
         {"kind": "generalize", "column": "hair_colour", "rule": {"builder": "rare", "min_count": 300}, "level": 1},
         {**AGE, "rule": {"builder": "quantiles", "bins": [8, 4, 2]}, "level": 1},
         DISTRICT,

@@ -70,7 +70,7 @@ def test_local_recoding_from_the_controls(services: Services, base: ViewState) -
     run = runs.run(state)
     assert run.error is None
     result = run.results[0]
-    assert result.step.kind == "local_recode" and run.recipe.steps[0].kind == "local_recode"
+    assert result.step.kind == "local_recoding" and run.recipe.steps[0].kind == "local_recoding"
     # The core's local recoding with the same targets and hierarchies publishes the same table.
     data = services.dataset("demo:people").frame
     direct = local_recoding(
@@ -119,7 +119,7 @@ def test_the_estimates_of_each_solution(services: Services, base: ViewState) -> 
         {"kind": "search", "k": 5, "l": None, "t": None, "max_risk": 0.2, "max_suppression": 0.05, "metric": "loss"}
     )
     runs = FixRuns(services)
-    state = base.updated(fix=({"kind": "drop", "columns": ["name", "email"]}, spec))
+    state = base.updated(fix=({"kind": "drop_identifiers", "columns": ["name", "email"]}, spec))
     run = runs.run(state)
     assert run.error is None
     specs = read_estimates(ESTIMATES)
@@ -146,4 +146,4 @@ def test_the_estimates_of_each_solution(services: Services, base: ViewState) -> 
     assert find(view, "fix-solution-estimates-table") is not None
     assert "mean of transaction_amount" in texts(view) and "#5: after" in texts(view)
     with pytest.raises(FixError):
-        run_solution_estimates(runs.run(base.updated(fix=({"kind": "drop", "columns": ["name"]},))), specs)
+        run_solution_estimates(runs.run(base.updated(fix=({"kind": "drop_identifiers", "columns": ["name"]},))), specs)

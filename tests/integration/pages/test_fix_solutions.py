@@ -64,8 +64,8 @@ def default_controls(base: ViewState, services: Services) -> dict[str, Any]:
 
 def test_the_default_search_meets_every_target_of_the_verdict(services: Services, base: ViewState) -> None:
     controls = default_controls(base, services)
-    assert controls["fix-search-l"] and controls["fix-search-t"] and controls["fix-search-risk"]
-    assert controls["fix-search-suppression"] == 100 * DEFAULT_MAX_SUPPRESSION
+    assert controls["fix-search-l"] and controls["fix-search-t"] and controls["fix-search-max-risk"]
+    assert controls["fix-search-max-suppression"] == 100 * DEFAULT_MAX_SUPPRESSION
     spec = page.spec_from_controls("search", controls, base)
     assert (spec["k"], spec["l"], spec["t"], spec["max_risk"]) == (base.k, base.l, base.t, base.max_risk)
     runs = FixRuns(services)
@@ -86,8 +86,10 @@ def test_the_default_search_meets_every_target_of_the_verdict(services: Services
 
 
 def test_one_default_suppression_limit_on_the_page_and_presentations(services: Services, base: ViewState) -> None:
-    panels = page.technique_panels(services.dataset("demo:people"), base, "suppress_records")
-    budget = next(found for panel in panels if (found := find(panel, "fix-rs-budget")) is not None)
+    panels = page.technique_panels(services.dataset("demo:people"), base, "record_suppression")
+    budget = next(
+        found for panel in panels if (found := find(panel, "fix-record-suppression-max-suppression")) is not None
+    )
     assert budget.value == 100 * DEFAULT_MAX_SUPPRESSION
     searches = [spec for p in PRESENTATIONS for spec in p.fix if spec["kind"] == "search"]
     assert searches and all(spec["max_suppression"] == DEFAULT_MAX_SUPPRESSION for spec in searches)

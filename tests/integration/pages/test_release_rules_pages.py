@@ -111,7 +111,12 @@ def test_the_fix_page_searches_for_the_release_rules(services: Services, survey:
     loaded = services.dataset(str(state.dataset))
     panels = as_json(fix_page.technique_panels(loaded, state, "search", None, {}))
     assert "the release rules: global_risk=0.002" in panels
-    values = {"fix-search-k": 1, "fix-search-release": True, "fix-search-suppression": 5, "fix-search-metric": "loss"}
+    values = {
+        "fix-search-k": 1,
+        "fix-search-release": True,
+        "fix-search-max-suppression": 5,
+        "fix-search-metric": "loss",
+    }
     spec = fix_page.spec_from_controls("search", values, state)
     assert spec["release"] == {"global_risk": 0.002}
     assert "release" not in fix_page.spec_from_controls("search", {**values, "fix-search-release": False}, state)
@@ -123,7 +128,7 @@ def test_the_fix_page_searches_for_the_release_rules(services: Services, survey:
     }
     assert fix_page.release_checkbox(survey)["disabled"] is True
     # a view without a risk cap (max_risk 0) searches without one, ticked or not
-    assert fix_page.spec_from_controls("search", {**values, "fix-search-risk": True}, state)["max_risk"] is None
+    assert fix_page.spec_from_controls("search", {**values, "fix-search-max-risk": True}, state)["max_risk"] is None
     assert "release" not in fix_page.spec_from_controls("search", values, survey)
     fixed = state.updated(fix=(spec,))
     body = fix_page.preview(FixRuns(services), fixed)

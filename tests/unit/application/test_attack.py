@@ -23,7 +23,7 @@ from privdash.measure.diagnose import diagnose
 QIS = ["age", "sex", "postcode"]
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
 AREA = {"kind": "generalize", "column": "postcode", "rule": {"builder": "postcodes", "levels": ["district", "area"]}}
-FIX = (AGE, {**AREA, "level": 2}, {"kind": "suppress_records", "k": 5, "max_suppression": 0.2})
+FIX = (AGE, {**AREA, "level": 2}, {"kind": "record_suppression", "k": 5, "max_suppression": 0.2})
 
 
 @pytest.fixture(scope="module")

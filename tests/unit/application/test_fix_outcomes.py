@@ -25,7 +25,7 @@ from privdash.transform.hierarchy import load_hierarchies, search_hierarchy
 
 QIS = ["age", "sex", "postcode"]
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
-SUPPRESS = {"kind": "suppress_records", "k": 5, "max_suppression": 0.2}
+SUPPRESS = {"kind": "record_suppression", "k": 5, "max_suppression": 0.2}
 SEARCH = {"kind": "search", "k": 5, "l": None, "t": None, "max_risk": None, "max_suppression": 0.05, "metric": "loss"}
 
 

@@ -14,8 +14,8 @@ from privdash.application.state import ViewState
 from privdash.measure.classes import MissingPolicy
 
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
-SUPPRESS = {"kind": "suppress_records", "k": 5, "max_suppression": 0.2}
-MICRO = {"kind": "microaggregate", "k": 5, "decimals": 0}
+SUPPRESS = {"kind": "record_suppression", "k": 5, "max_suppression": 0.2}
+MICRO = {"kind": "microaggregation", "k": 5, "decimals": 0}
 
 
 def make_services(folder: Path) -> Services:
@@ -111,7 +111,7 @@ def test_what_the_controls_need(services: Services, base: ViewState) -> None:
     generalized = base.updated(fix=(AGE,))
     # Interval labels in the fixed table: a numerical column now gets the rule of a nominal one.
     assert runs.suggested_rule(generalized, "age")["builder"] == "frequency"
-    dropped = base.updated(fix=({"kind": "drop", "columns": ["name"]},))
+    dropped = base.updated(fix=({"kind": "drop_identifiers", "columns": ["name"]},))
     assert runs.suggested_rule(dropped, "name")["builder"] == "frequency"
     assert runs.hierarchy_hint(base, "age", "intervals", "5, 10", 1).startswith("Levels 0–3: ")
     assert "above the top level 3" in runs.hierarchy_hint(base, "age", "intervals", "5, 10", 7)

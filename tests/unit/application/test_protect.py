@@ -24,9 +24,9 @@ from privdash.application.sources import ServerSource, SourceError
 from privdash.application.state import ViewState
 from privdash.data.contract import ColumnRole, StatisticalType, suggest_contract
 from privdash.errors import ColumnError, ParameterError
-from privdash.geo.geomask import donut_mask, masking_points
+from privdash.geo.geomask import donut_masking, masking_points
 from privdash.measure.perturbed import perturbation_risk
-from privdash.transform.perturbation import add_noise, pram, rank_swap, shuffle_within_classes
+from privdash.transform.perturbation import add_noise, pram, rank_swap, shuffling
 from privdash.transform.steps import Step
 
 
@@ -71,8 +71,8 @@ def test_columns_follow_the_types_and_roles(people: LoadedDataset, options: Prot
     assert not set(options.shufflable) & (set(contract.quasi_identifiers) | identifiers)
     assert options.defaults("add_noise") == ["age", "transaction_amount"]  # numerical QIs and sensitive attributes
     assert options.defaults("pram") == ["diagnosis"]  # the categorical sensitive attribute
-    assert options.defaults("shuffle") == ["transaction_amount", "diagnosis"]  # the sensitive attributes
-    assert not options.has_coordinates and "geomask_donut" not in options.methods()
+    assert options.defaults("shuffling") == ["transaction_amount", "diagnosis"]  # the sensitive attributes
+    assert not options.has_coordinates and "donut_masking" not in options.methods()
 
 
 def test_coordinate_columns_offer_geomasking() -> None:
@@ -81,7 +81,7 @@ def test_coordinate_columns_offer_geomasking() -> None:
     assert contract["lat"].statistical_type == StatisticalType.COORDINATE  # inferred from the names
     options = protect_columns(frame, contract)
     assert options.latitudes == ("lat",) and options.longitudes == ("lon",)
-    assert {"geomask_donut", "geomask_perturb"} <= set(options.methods())
+    assert {"donut_masking", "coordinate_perturbation"} <= set(options.methods())
     assert "lat" not in options.numerical  # coordinates are moved as points, not as numbers
 
 
@@ -143,8 +143,8 @@ def test_pram_preview_counts_the_core_changes(people: LoadedDataset, options: Pr
 def test_shuffle_preview_keeps_the_distribution(services: Services, people: LoadedDataset) -> None:
     state = services.initial_state(people, ViewState()).with_quasi_identifiers(["sex"], ["diagnosis"])
     options = protect_columns(people.frame, services.contract(people, state))
-    preview = preview_protection(people, protect_step("shuffle", options, columns=["diagnosis"], seed=6))
-    direct = shuffle_within_classes(people.frame, columns=["diagnosis"], quasi_identifiers=["sex"], seed=6)
+    preview = preview_protection(people, protect_step("shuffling", options, columns=["diagnosis"], seed=6))
+    direct = shuffling(people.frame, columns=["diagnosis"], quasi_identifiers=["sex"], seed=6)
     pd.testing.assert_frame_equal(preview.data, direct.data)
     (change,) = preview.changes
     assert change.changed == direct.summary["cells_changed"]["diagnosis"] > 0
@@ -157,10 +157,12 @@ def test_donut_preview_has_the_core_spatial_k_and_a_sample_for_the_map() -> None
     loaded = loaded_frame(frame)
     options = protect_columns(frame, loaded.contract)
     step = protect_step(
-        "geomask_donut", options, latitude="lat", longitude="lon", min_distance=50, max_distance=400, k_target=3, seed=8
+        "donut_masking", options, latitude="lat", longitude="lon", min_distance=50, max_distance=400, k_target=3, seed=8
     )
     preview = preview_protection(loaded, step)
-    direct = donut_mask(frame, latitude="lat", longitude="lon", min_distance=50, max_distance=400, k_target=3, seed=8)
+    direct = donut_masking(
+        frame, latitude="lat", longitude="lon", min_distance=50, max_distance=400, k_target=3, seed=8
+    )
     assert preview.spatial == {
         "spatial_k": direct.summary["spatial_k"],
         "displacement_m": direct.summary["displacement_m"],
@@ -171,7 +173,7 @@ def test_donut_preview_has_the_core_spatial_k_and_a_sample_for_the_map() -> None
     pd.testing.assert_frame_equal(points, every.loc[points.index])
     assert ((points["displacement_m"] >= 50 - 1e-6) & (points["displacement_m"] <= 400 + 1e-6)).all()
     assert "spatial k" in preview.reading
-    perturbed = protect_step("geomask_perturb", options, latitude="lat", longitude="lon", scale=100, seed=2)
+    perturbed = protect_step("coordinate_perturbation", options, latitude="lat", longitude="lon", scale=100, seed=2)
     assert preview_protection(loaded, perturbed).spatial is not None
 
 
@@ -206,14 +208,14 @@ def test_csv_download_is_formula_safe(options: ProtectColumns) -> None:
     ("method", "kwargs", "message"),
     [
         (None, {}, "Choose a method"),
-        ("geomask_donut", {}, "Choose a method"),  # no coordinates in this table
+        ("donut_masking", {}, "Choose a method"),  # no coordinates in this table
         ("add_noise", {"columns": [], "share": 0.1}, "Choose at least one numerical column"),
         ("add_noise", {"columns": ["age"], "share": ""}, "Give the noise's standard deviation"),
         ("add_noise", {"columns": ["age"], "share": "a lot"}, "must be a number, got 'a lot'"),
         ("add_noise", {"columns": ["age"], "share": 0.1, "noise": "pink"}, "Choose the kind of noise"),
         ("add_noise", {"columns": ["sex"], "share": 0.1}, "cannot be applied to 'sex'"),
         ("add_noise", {"columns": ["age"], "share": 0.1, "seed": 1.5}, "The seed must be a whole number"),
-        ("add_noise", {"columns": ["age"], "share": 0.1, "seed": -3}, "The seed must be a whole number >= 0"),
+        ("add_noise", {"columns": ["age"], "share": 0.1, "seed": -3}, "The seed must be a whole number between 0 and"),
         ("rank_swap", {"columns": ["age"], "p": None}, "Give p"),
         ("pram", {"columns": ["diagnosis"], "pd_": 0.8}, "Give alpha"),
         ("add_noise", {"columns": ["age"], "share": "nan"}, "must be a finite number, got 'nan'"),
@@ -252,7 +254,7 @@ def test_no_suitable_column_and_no_quasi_identifier() -> None:
     contract = suggest_contract(frame).with_roles({"city": ColumnRole.SENSITIVE, "job": ColumnRole.INSENSITIVE})
     options = protect_columns(frame, contract)
     with pytest.raises(ProtectError, match="has none: mark them on the Data page"):
-        protect_step("shuffle", options, columns=["city"])
+        protect_step("shuffling", options, columns=["city"])
 
 
 def test_bad_donut_distances_are_the_core_message() -> None:
@@ -260,12 +262,12 @@ def test_bad_donut_distances_are_the_core_message() -> None:
     loaded = loaded_frame(frame)
     options = protect_columns(frame, loaded.contract)
     step = protect_step(
-        "geomask_donut", options, latitude="lat", longitude="lon", min_distance=500, max_distance=100, seed=1
+        "donut_masking", options, latitude="lat", longitude="lon", min_distance=500, max_distance=100, seed=1
     )
     with pytest.raises(ParameterError, match=r"min_distance \(500 m\) must be smaller than max_distance"):
         preview_protection(loaded, step)
     with pytest.raises(ProtectError, match="Choose the latitude and the longitude"):
-        protect_step("geomask_perturb", options, latitude="lon", longitude="lat", scale=10)
+        protect_step("coordinate_perturbation", options, latitude="lon", longitude="lat", scale=10)
 
 
 def test_a_server_side_source_is_refused(people: LoadedDataset, options: ProtectColumns) -> None:
@@ -281,7 +283,7 @@ def test_a_server_side_source_is_refused(people: LoadedDataset, options: Protect
     "forged",
     [
         {"kind": "pseudonymize", "params": {"columns": ["name"], "seed": 1}},
-        {"kind": "geomask_donut", "params": {"latitude": "a", "longitude": "b", "data_dir": "/etc", "seed": 1}},
+        {"kind": "donut_masking", "params": {"latitude": "a", "longitude": "b", "data_dir": "/etc", "seed": 1}},
         {"kind": "add_noise", "params": {"columns": ["age"], "share": 0.1, "method": "uncorrelated", "seed": None}},
         {"kind": "add_noise", "params": {"columns": ["age"], "share": 0.1, "seed": 1, "extra": 1}},
         {"kind": "add_noise", "extra": {}, "params": {"columns": ["age"], "share": 0.1, "seed": 1}},

@@ -235,7 +235,7 @@ def test_fix_record_suppression_meets_the_risk_rules(services: Services, survey:
     assert page.suppression_rules(state) == rules  # k_map needs generalization: not a suppression rule
     assert page.suppression_checkbox(state)["checked"] is True
     assert page.suppression_checkbox(survey)["disabled"] is True
-    spec = fixes.check_spec({"kind": "suppress_records", "k": 2, "max_suppression": 0.1, "release": rules})
+    spec = fixes.check_spec({"kind": "record_suppression", "k": 2, "max_suppression": 0.1, "release": rules})
     fixed = state.updated(release=rules, fix=(spec,))
     run = runs.run(fixed)
     assert run.error is None, run.error
@@ -246,7 +246,7 @@ def test_fix_record_suppression_meets_the_risk_rules(services: Services, survey:
     assert verdict.passed, verdict.sentence()
     assert "global_risk ≤ 0.002" in fixes.describe_spec(spec)
     with pytest.raises(fixes.FixError, match="need\\(s\\) the search"):
-        fixes.check_spec({"kind": "suppress_records", "k": 2, "max_suppression": 0.1, "release": {"k_map": 3}})
+        fixes.check_spec({"kind": "record_suppression", "k": 2, "max_suppression": 0.1, "release": {"k_map": 3}})
     # household_risk without a household column: the step says which role is missing
     no_home = fixed.with_columns(roles={"ori_hid": ColumnRole.INSENSITIVE})
     assert "household" in (runs.run(no_home).error or "")

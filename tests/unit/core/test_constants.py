@@ -35,3 +35,9 @@ def test_the_postcode_values_agree_with_the_postcode_module() -> None:
 def test_the_moved_choices_still_parse() -> None:
     assert constants.Metric.parse("DM") is constants.Metric.DISCERNIBILITY
     assert constants.Engine.parse(" DuckDB ") is constants.Engine.DUCKDB
+
+
+def test_the_fix_techniques_the_cli_lists_are_the_described_ones() -> None:
+    from privdash.application.techniques import TECHNIQUES
+
+    assert tuple(TECHNIQUES) == constants.FIX_TECHNIQUES

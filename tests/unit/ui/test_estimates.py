@@ -34,7 +34,7 @@ def services(tmp_path: Path) -> Services:
 def fixed_state(services: Services) -> ViewState:
     state, loaded, _alerts = open_page(services, {})
     assert loaded is not None
-    return state.updated(fix=(AGE_STEP, {"kind": "suppress_records", "k": 3, "max_suppression": 0.05}))
+    return state.updated(fix=(AGE_STEP, {"kind": "record_suppression", "k": 3, "max_suppression": 0.05}))
 
 
 def test_read_estimates_one_a_line() -> None:

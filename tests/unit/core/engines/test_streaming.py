@@ -16,9 +16,9 @@ from privdash.errors import DataReadError, ParameterError
 from privdash.search.lattice import optimal_generalization
 from privdash.transform.hierarchy import interval_hierarchy, load_hierarchies
 from privdash.transform.identifiers import pseudonymize
-from privdash.transform.microaggregation import microaggregate
+from privdash.transform.microaggregation import microaggregation
 from privdash.transform.steps import Recipe, apply_recipe
-from privdash.transform.suppression import top_bottom_code
+from privdash.transform.suppression import top_bottom_coding
 
 ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "salary-class"]
 SEARCHES = {
@@ -79,7 +79,7 @@ def test_a_multi_step_recipe_over_a_parquet_dataset(data_dir: Path, tmp_path: Pa
     """Top coding, then a rule-based age hierarchy with k=3 suppression decided after the top coding (a pass over
     the data through the earlier step), then pseudonyms: over three Parquet files, in batches of 500 rows."""
     data = read_table(data_dir / "sdcmicro_testdata" / "testdata.csv")
-    coded = top_bottom_code(data, column="income", top_quantile=0.95)
+    coded = top_bottom_coding(data, column="income", top_quantile=0.95)
     qis = ["urbrur", "roof", "sex", "age", "income"]
     hierarchies = {
         "age": interval_hierarchy(coded.data["age"], widths=[5, 20]),
@@ -105,7 +105,7 @@ def test_a_multi_step_recipe_over_a_parquet_dataset(data_dir: Path, tmp_path: Pa
 
 def test_steps_that_need_the_whole_table_are_refused(adult_setup, tmp_path: Path) -> None:
     path, adult, _ = adult_setup
-    step = microaggregate(adult.head(50), quasi_identifiers=["age"], k=3).step
+    step = microaggregation(adult.head(50), quasi_identifiers=["age"], k=3).step
     with pytest.raises(ParameterError, match=r"microaggregation.*cannot be streamed"):
         apply_recipe_streaming(path, Recipe((step,)), tmp_path / "out.parquet")
 

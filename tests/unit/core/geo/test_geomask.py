@@ -15,10 +15,10 @@ from privdash.errors import ColumnError, ParameterError
 from privdash.geo.geography import PolygonLayer, load_areas
 from privdash.geo.geomask import (
     EARTH_RADIUS,
-    donut_mask,
+    coordinate_perturbation,
+    donut_masking,
     great_circle_distance,
     masking_points,
-    perturb_coordinates,
     spatial_k_anonymity,
 )
 from privdash.transform.steps import Recipe, Step, apply_recipe, apply_step
@@ -58,7 +58,7 @@ def geodesic(original: pd.DataFrame, masked: pd.DataFrame) -> tuple[np.ndarray, 
 def test_donut_displacement_is_within_bounds_and_area_uniform() -> None:
     data = cloud(4000)
     low, high = 200.0, 1500.0
-    result = donut_mask(data, latitude="lat", longitude="lon", min_distance=low, max_distance=high, seed=7)
+    result = donut_masking(data, latitude="lat", longitude="lon", min_distance=low, max_distance=high, seed=7)
     moved = result.data
     distance = great_circle_distance(data["lat"], data["lon"], moved["lat"], moved["lon"])
     assert distance.min() >= low * (1 - 1e-9)
@@ -86,7 +86,9 @@ def test_donut_displacement_is_within_bounds_and_area_uniform() -> None:
 )
 def test_perturbation_distance_law(distribution: str, law: stats.rv_continuous) -> None:
     data = cloud(3000, seed=1)
-    result = perturb_coordinates(data, latitude="lat", longitude="lon", scale=300.0, distribution=distribution, seed=11)
+    result = coordinate_perturbation(
+        data, latitude="lat", longitude="lon", scale=300.0, distribution=distribution, seed=11
+    )
     distance = great_circle_distance(data["lat"], data["lon"], result.data["lat"], result.data["lon"])
     assert stats.kstest(distance, law.cdf).pvalue > 0.01
     azimuth, _ = geodesic(data, result.data)
@@ -95,13 +97,13 @@ def test_perturbation_distance_law(distribution: str, law: stats.rv_continuous) 
 
 def test_seed_is_recorded_and_reproduces_the_mask() -> None:
     data = cloud(500)
-    first = donut_mask(data, latitude="lat", longitude="lon", min_distance=50, max_distance=400, seed=3)
-    again = donut_mask(data, latitude="lat", longitude="lon", min_distance=50, max_distance=400, seed=3)
-    other = donut_mask(data, latitude="lat", longitude="lon", min_distance=50, max_distance=400, seed=4)
+    first = donut_masking(data, latitude="lat", longitude="lon", min_distance=50, max_distance=400, seed=3)
+    again = donut_masking(data, latitude="lat", longitude="lon", min_distance=50, max_distance=400, seed=3)
+    other = donut_masking(data, latitude="lat", longitude="lon", min_distance=50, max_distance=400, seed=4)
     pd.testing.assert_frame_equal(first.data, again.data)
     assert not np.allclose(first.data["lat"], other.data["lat"])
     # Without a seed one is drawn and recorded: the recorded step (via its JSON recipe) reproduces the result.
-    fresh = perturb_coordinates(data, latitude="lat", longitude="lon", scale=100.0)
+    fresh = coordinate_perturbation(data, latitude="lat", longitude="lon", scale=100.0)
     seed = fresh.step.params["seed"]
     assert isinstance(seed, int) and seed >= 0
     recipe = Recipe.from_dict(Recipe((fresh.step,)).to_dict())
@@ -125,7 +127,7 @@ def test_spatial_k_matches_a_brute_force_count() -> None:
     data = cloud(400, seed=5)
     # Some co-located households: ties count as candidates.
     data.loc[1:5, ["lat", "lon"]] = data.loc[0, ["lat", "lon"]].to_numpy()
-    result = donut_mask(data, latitude="lat", longitude="lon", min_distance=300, max_distance=3000, seed=2)
+    result = donut_masking(data, latitude="lat", longitude="lon", min_distance=300, max_distance=3000, seed=2)
     measured = spatial_k_anonymity(data["lat"], data["lon"], result.data["lat"], result.data["lon"], target=5)
     expected = brute_force_k(data, result.data)
     np.testing.assert_array_equal(measured.k, expected)
@@ -159,8 +161,8 @@ def test_masking_within_postcode_areas_keeps_points_in_their_area(districts: pd.
         return out
 
     before = area_of(data)
-    free = donut_mask(data, latitude="lat", longitude="lon", min_distance=2000, max_distance=8000, seed=1)
-    kept = donut_mask(
+    free = donut_masking(data, latitude="lat", longitude="lon", min_distance=2000, max_distance=8000, seed=1)
+    kept = donut_masking(
         data, latitude="lat", longitude="lon", min_distance=2000, max_distance=8000, seed=1, within="area",
         polygons=areas,
     )  # fmt: skip
@@ -180,7 +182,7 @@ def test_masking_within_postcode_areas_keeps_points_in_their_area(districts: pd.
 def test_points_that_cannot_stay_inside_keep_their_last_draw(areas: PolygonLayer) -> None:
     # A point on the Isles of Scilly (TR area) moved 30-40 km cannot stay on land inside TR in most directions.
     data = pd.DataFrame({"lat": [49.915] * 20, "lon": [-6.315] * 20})
-    result = donut_mask(
+    result = donut_masking(
         data, latitude="lat", longitude="lon", min_distance=30_000, max_distance=40_000, seed=0, within="area",
         polygons=areas, max_rounds=2,
     )  # fmt: skip
@@ -195,7 +197,7 @@ def test_points_that_cannot_stay_inside_keep_their_last_draw(areas: PolygonLayer
 def test_recipe_step_with_polygons_from_the_data_folder(data_dir: Path, districts: pd.DataFrame) -> None:
     data = districts.head(300)
     step = Step(
-        "geomask_perturb",
+        "coordinate_perturbation",
         {"latitude": "Latitude", "longitude": "Longitude", "scale": 500, "seed": 9, "within": "area",
          "data_dir": str(data_dir)},
     )  # fmt: skip
@@ -204,13 +206,13 @@ def test_recipe_step_with_polygons_from_the_data_folder(data_dir: Path, district
     assert result.data["Postcode"].equals(data["Postcode"])
     assert result.step.params["data_dir"] == str(data_dir)
     with pytest.raises(ParameterError, match="cannot set 'polygons'"):
-        apply_step(data, Step("geomask_perturb", {**step.params, "polygons": "x"}))
+        apply_step(data, Step("coordinate_perturbation", {**step.params, "polygons": "x"}))
 
 
 def test_missing_coordinates_stay_missing() -> None:
     data = cloud(50)
     data.loc[[3, 7], ["lat", "lon"]] = np.nan
-    result = donut_mask(data, latitude="lat", longitude="lon", min_distance=10, max_distance=100, seed=1)
+    result = donut_masking(data, latitude="lat", longitude="lon", min_distance=10, max_distance=100, seed=1)
     assert result.data.loc[[3, 7], ["lat", "lon"]].isna().all().all()
     assert result.data["lat"].notna().sum() == 48
     assert result.summary["missing"] == 2 and result.summary["masked"] == 48
@@ -237,7 +239,7 @@ def test_bad_coordinates_are_refused(column: str, values: list[object], message:
     data = pd.DataFrame({"lat": [51.0, 52.0, 53.0], "lon": [0.0, 1.0, 2.0]})
     data[column] = pd.Series(values, dtype=object if isinstance(values[1], str) else None)
     with pytest.raises(ColumnError, match=message):
-        donut_mask(data, latitude="lat", longitude="lon", min_distance=10, max_distance=100, seed=1)
+        donut_masking(data, latitude="lat", longitude="lon", min_distance=10, max_distance=100, seed=1)
 
 
 @pytest.mark.parametrize(
@@ -256,25 +258,25 @@ def test_bad_coordinates_are_refused(column: str, values: list[object], message:
 )
 def test_bad_parameters_are_refused(params: dict[str, object], message: str) -> None:
     with pytest.raises(ParameterError, match=message):
-        donut_mask(cloud(5), latitude="lat", longitude="lon", **params)  # type: ignore[arg-type]
+        donut_masking(cloud(5), latitude="lat", longitude="lon", **params)  # type: ignore[arg-type]
 
 
 def test_bad_perturbation_parameters_and_columns() -> None:
     with pytest.raises(ParameterError, match="distribution"):
-        perturb_coordinates(cloud(5), latitude="lat", longitude="lon", scale=10, distribution="cauchy")
+        coordinate_perturbation(cloud(5), latitude="lat", longitude="lon", scale=10, distribution="cauchy")
     with pytest.raises(ParameterError, match="> 0"):
-        perturb_coordinates(cloud(5), latitude="lat", longitude="lon", scale=0)
+        coordinate_perturbation(cloud(5), latitude="lat", longitude="lon", scale=0)
     with pytest.raises(ColumnError, match="did you mean 'lat'"):
-        perturb_coordinates(cloud(5), latitude="lats", longitude="lon", scale=10)
+        coordinate_perturbation(cloud(5), latitude="lats", longitude="lon", scale=10)
     with pytest.raises(ParameterError, match="PolygonLayer"):
-        perturb_coordinates(cloud(5), latitude="lat", longitude="lon", scale=10, within="area", polygons="areas")
+        coordinate_perturbation(cloud(5), latitude="lat", longitude="lon", scale=10, within="area", polygons="areas")
     with pytest.raises(ParameterError, match="same rows"):
         masking_points(cloud(5), cloud(4), latitude="lat", longitude="lon")
 
 
 def test_empty_table() -> None:
     empty = cloud(0)
-    result = donut_mask(empty, latitude="lat", longitude="lon", min_distance=1, max_distance=2, seed=1)
+    result = donut_masking(empty, latitude="lat", longitude="lon", min_distance=1, max_distance=2, seed=1)
     assert len(result.data) == 0
     assert result.summary["spatial_k"]["min"] is None
 
@@ -318,7 +320,7 @@ def test_only_coordinate_columns_of_the_shared_data_change_type(data_dir: Path) 
 def test_a_sample_of_points_gets_the_spatial_k_it_has_among_all() -> None:
     data = cloud(400)
     data.loc[[5, 9], ["lat", "lon"]] = np.nan
-    result = donut_mask(data, latitude="lat", longitude="lon", min_distance=10, max_distance=300, seed=4)
+    result = donut_masking(data, latitude="lat", longitude="lon", min_distance=10, max_distance=300, seed=4)
     every = masking_points(data, result.data, latitude="lat", longitude="lon", k_target=3)
     sample = masking_points(data, result.data, latitude="lat", longitude="lon", k_target=3, sample=50)
     assert len(sample) == 50 and sample.index.is_monotonic_increasing

@@ -668,11 +668,12 @@ def test_recode_area_values_need_a_shared_code(ew) -> None:
 
 
 def test_recode_is_a_registered_recipe_step(ew) -> None:
-    assert "postcode_recode" in registered_steps()
+    assert "postcode_recoding" in registered_steps()  # its one name; recipes saying postcode_recode still load
     result = generalize_postcodes(ew, strategy="area")
     data = people()
     direct = result.recode(data, column="pc")
     step = result.to_step(column="pc")
+    assert step.kind == direct.step.kind == "postcode_recoding"
     assert apply_step(data, step).data.equals(direct.data)
     recipe = Recipe.from_dict(json.loads(Recipe((direct.step,)).to_json()))
     final, results = apply_recipe(data, recipe)
@@ -694,7 +695,7 @@ def test_recode_errors(ew) -> None:
         recode_postcodes(data, column="pc", mapping={})
     with pytest.raises(ParameterError, match="country"):
         recode_postcodes(data, column="pc", mapping={"B1": "B"}, country="fr")
-    with pytest.raises(ParameterError, match="Step 'postcode_recode'"):
+    with pytest.raises(ParameterError, match="Step 'postcode_recoding'"):  # an old kind, named by its new name
         apply_step(data, Step("postcode_recode", {"column": "pc", "mapping": {"B1": "B"}, "colour": "red"}))
 
 

@@ -276,7 +276,7 @@ def test_recipe_reproduces_the_table_and_applies_to_new_data() -> None:
     data = random_table(5, missing=True)
     result = local_recoding(data, HIERARCHIES, quasi_identifiers=QIS, k=4, l=2, sensitive=["disease"])
     recipe = Recipe.from_json(result.recipe.to_json())
-    assert recipe.max_suppression == 0.05 and recipe.steps[0].kind == "local_recode"
+    assert recipe.max_suppression == 0.05 and recipe.steps[0].kind == "local_recoding"
     again, _ = apply_recipe(data, recipe)
     pd.testing.assert_frame_equal(again, result.data)
     # Other data of the same schema: every record follows the tree; the targets hold on the result.
@@ -296,16 +296,16 @@ def test_step_refuses_bad_parameters() -> None:
     result = local_recoding(data, HIERARCHIES, quasi_identifiers=QIS, k=2)
     params = dict(result.transform.step.params)
     with pytest.raises(ParameterError, match="unknown parameter"):
-        apply_step(data, Step("local_recode", {**params, "levels": 1}))
+        apply_step(data, Step("local_recoding", {**params, "levels": 1}))
     with pytest.raises(ParameterError, match="one list of 3 entries"):
-        apply_step(data, Step("local_recode", {**params, "classes": {"levels": [[0, 0]], "values": [["1", "M"]]}}))
+        apply_step(data, Step("local_recoding", {**params, "classes": {"levels": [[0, 0]], "values": [["1", "M"]]}}))
     with pytest.raises(HierarchyError, match="not a label"):
         apply_step(
-            data, Step("local_recode", {**params, "classes": {"levels": [[1, 0, 0]], "values": [["7", "x", "M"]]}})
+            data, Step("local_recoding", {**params, "classes": {"levels": [[1, 0, 0]], "values": [["7", "x", "M"]]}})
         )
     with pytest.raises(HierarchyError):
         apply_step(
-            data, Step("local_recode", {**params, "classes": {"levels": [[9, 0, 0]], "values": [["7", "x", "M"]]}})
+            data, Step("local_recoding", {**params, "classes": {"levels": [[9, 0, 0]], "values": [["7", "x", "M"]]}})
         )
 
 

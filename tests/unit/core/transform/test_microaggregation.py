@@ -15,8 +15,8 @@ from privdash.errors import ColumnError, ContractError, ParameterError
 from privdash.measure.classes import equivalence_classes
 from privdash.transform.microaggregation import (
     mdav_clusters,
-    microaggregate,
     microaggregate_with_contract,
+    microaggregation,
     types_from_contract,
 )
 from privdash.transform.steps import Recipe, Step, apply_recipe, apply_step
@@ -80,7 +80,7 @@ def test_one_dimension_by_hand() -> None:
     # Centroid 11.33: 22 is farthest (10.67 > 10.33), its cluster is {20, 21, 22}; the record farthest from 22 is
     # 1, its cluster {1, 2, 3}; the 3 left (< 2k) form the last cluster.
     data = pd.DataFrame({"x": [10, 1, 21, 2, 11, 22, 3, 12, 20], "other": list("abcdefghi")})
-    result = microaggregate(data, quasi_identifiers=["x"], k=3)
+    result = microaggregation(data, quasi_identifiers=["x"], k=3)
     assert result.data["x"].tolist() == [11.0, 2.0, 21.0, 2.0, 11.0, 21.0, 2.0, 11.0, 21.0]
     assert result.data["other"].tolist() == list("abcdefghi")
     assert result.summary["clusters"] == 3
@@ -93,7 +93,7 @@ def test_remainder_between_2k_and_3k_by_hand() -> None:
     data = pd.DataFrame({"x": [0, 1, 2, 3, 4, 5, 100]})
     labels = mdav_clusters(data[["x"]].to_numpy(float), 3)
     assert labels.tolist() == [1, 1, 1, 1, 0, 0, 0]
-    result = microaggregate(data, quasi_identifiers=["x"], k=3)
+    result = microaggregation(data, quasi_identifiers=["x"], k=3)
     assert result.data["x"].tolist() == [1.5] * 4 + [109 / 3] * 3
     assert result.summary["smallest_cluster"] == 3
     assert result.summary["largest_cluster"] == 4
@@ -108,7 +108,7 @@ def test_ties_go_to_the_earliest_row() -> None:
 def test_ordinal_lower_median_and_nominal_mode_by_hand() -> None:
     # Every (size, colour) group is below k, so all four records are pooled into one cluster of k = 4.
     data = pd.DataFrame({"size": ["S", "XL", "M", "L"], "colour": ["red", "blue", "blue", "red"], "n": [1, 2, 3, 4]})
-    result = microaggregate(data, quasi_identifiers=["size", "colour"], k=4, orders={"size": SIZES})
+    result = microaggregation(data, quasi_identifiers=["size", "colour"], k=4, orders={"size": SIZES})
     # Ranks S < M < L < XL: the lower of the two middle values is M. red and blue tie: blue sorts first.
     assert result.data["size"].tolist() == ["M"] * 4
     assert result.data["colour"].tolist() == ["blue"] * 4
@@ -126,7 +126,7 @@ def test_categorical_groups_of_k_keep_their_values() -> None:
             "x": [1.0, 2.0, 50.0, 3.0, 60.0, 4.0, 51.0, 61.0, 5.0, 6.0],
         }
     )
-    result = microaggregate(data, quasi_identifiers=["g", "x"], k=3)
+    result = microaggregation(data, quasi_identifiers=["g", "x"], k=3)
     out = result.data
     assert out["g"].tolist() == ["a", "a", "b", "a", "b", "a", "b", "b", "a", "a"]
     assert out["x"].tolist() == [2.0, 2.0, 55.5, 2.0, 55.5, 5.0, 55.5, 55.5, 5.0, 5.0]
@@ -139,7 +139,7 @@ def test_categorical_groups_of_k_keep_their_values() -> None:
 def test_small_pool_borrows_the_smallest_large_group() -> None:
     # Group "b" (1 record) is below k = 2 alone; the smallest large group ("c", 2 records) joins the pool.
     data = pd.DataFrame({"g": ["a", "a", "a", "b", "c", "c"], "x": [1.0, 2.0, 3.0, 10.0, 11.0, 12.0]})
-    result = microaggregate(data, quasi_identifiers=["g", "x"], k=2)
+    result = microaggregation(data, quasi_identifiers=["g", "x"], k=2)
     assert result.summary["records_pooled"] == 3
     assert (result.data["g"][:3] == "a").all()
     assert_k_anonymous(result.data, ["g", "x"], 2)
@@ -150,7 +150,7 @@ def test_missing_values() -> None:
     data = pd.DataFrame(
         {"g": ["a", "a", "a", "b", "c", None], "x": [np.nan, np.nan, np.nan, 5.0, np.nan, 7.0]},
     )
-    result = microaggregate(data, quasi_identifiers=["g", "x"], k=3)
+    result = microaggregation(data, quasi_identifiers=["g", "x"], k=3)
     out = result.data
     assert out["x"][:3].isna().all() and (out["g"][:3] == "a").all()
     assert out["x"][3:].tolist() == [6.0, 6.0, 6.0]
@@ -161,7 +161,7 @@ def test_missing_values() -> None:
 
 def test_decimals_round_the_means_and_keep_k() -> None:
     data = pd.DataFrame({"x": [1, 2, 2, 7, 8, 8]})
-    result = microaggregate(data, quasi_identifiers=["x"], k=3, decimals=1)
+    result = microaggregation(data, quasi_identifiers=["x"], k=3, decimals=1)
     assert result.data["x"].tolist() == [1.7, 1.7, 1.7, 7.7, 7.7, 7.7]
     assert result.step.params["decimals"] == 1
     assert_k_anonymous(result.data, ["x"], 3)
@@ -169,7 +169,7 @@ def test_decimals_round_the_means_and_keep_k() -> None:
 
 def test_sse_sst_information_loss() -> None:
     data = pd.DataFrame({"x": [0.0, 0.0, 2.0, 10.0, 10.0, 12.0]})
-    result = microaggregate(data, quasi_identifiers=["x"], k=3)
+    result = microaggregation(data, quasi_identifiers=["x"], k=3)
     # Clusters {0, 0, 2} and {10, 10, 12}: SSE = 2 * (2 * (2/3)^2 + (4/3)^2) = 16/3;
     # SST = sum x^2 - n mean^2 = 348 - 6 * (34/6)^2 = 466/3 (the sd cancels in the ratio).
     assert result.summary["sse_sst"] == pytest.approx(16 / 466)
@@ -177,7 +177,7 @@ def test_sse_sst_information_loss() -> None:
 
 def test_empty_table_is_returned_unchanged() -> None:
     data = pd.DataFrame({"x": pd.Series([], dtype=float)})
-    result = microaggregate(data, quasi_identifiers=["x"], k=2)
+    result = microaggregation(data, quasi_identifiers=["x"], k=2)
     assert result.data.empty and result.summary["k_achieved"] == 0
 
 
@@ -251,7 +251,7 @@ def test_result_is_k_anonymous_and_keeps_everything_else(data: st.DataObject, n:
         },
         index=np.arange(n) * 10,
     )
-    result = microaggregate(frame, quasi_identifiers=["x", "size", "colour"], k=k, orders={"size": SIZES})
+    result = microaggregation(frame, quasi_identifiers=["x", "size", "colour"], k=k, orders={"size": SIZES})
     out = result.data
     assert list(out.index) == list(frame.index)
     assert out["keep"].tolist() == list(range(n))
@@ -282,7 +282,7 @@ EDUCATION = [
 @pytest.mark.parametrize("k", [3, 10])
 def test_adult_typed_quasi_identifiers(adult: pd.DataFrame, k: int) -> None:
     qis = ["age", "sex", "race", "marital-status", "education"]
-    result = microaggregate(adult, quasi_identifiers=qis, k=k, orders={"education": EDUCATION})
+    result = microaggregation(adult, quasi_identifiers=qis, k=k, orders={"education": EDUCATION})
     out = result.data
     assert len(out) == len(adult) and list(out.columns) == list(adult.columns)
     assert out["occupation"].equals(adult["occupation"])
@@ -315,7 +315,7 @@ def test_sdcmicro_testdata_with_contract(data_dir: Path) -> None:
 def test_tarragona_numerical_only(data_dir: Path) -> None:
     data = read_table(data_dir / "sdcmicro_testdata" / "Tarragona.csv")
     qis = ["FIXED.ASSETS", "CURRENT.ASSETS", "SALES", "LABOR.COSTS"]
-    result = microaggregate(data, quasi_identifiers=qis, k=3)
+    result = microaggregation(data, quasi_identifiers=qis, k=3)
     assert_k_anonymous(result.data, qis, 3)
     means = result.data[qis].to_numpy()
     # Column means are preserved by cluster means.
@@ -328,7 +328,7 @@ def test_tarragona_numerical_only(data_dir: Path) -> None:
 
 def test_step_and_recipe_round_trip(tmp_path: Path) -> None:
     data = pd.DataFrame({"x": [5, 1, 9, 3, 7, 2], "g": ["a", "b", "a", "b", "a", "b"]})
-    direct = microaggregate(data, quasi_identifiers=["x", "g"], k=2)
+    direct = microaggregation(data, quasi_identifiers=["x", "g"], k=2)
     via_step = apply_step(data, Step("microaggregation", {"quasi_identifiers": ["x", "g"], "k": 2}))
     assert via_step.data.equals(direct.data)
     path = tmp_path / "recipe.json"
@@ -377,11 +377,11 @@ def test_types_from_contract() -> None:
 def test_errors(kwargs: dict, error: type[Exception], message: str) -> None:
     data = pd.DataFrame({"x": [1, 2, 3, 4, 5, 6], "s": list("abcabc")})
     with pytest.raises(error, match=message):
-        microaggregate(data, **kwargs)
+        microaggregation(data, **kwargs)
 
 
 def test_infinite_values_are_refused() -> None:
     with pytest.raises(ColumnError, match="infinite"):
-        microaggregate(pd.DataFrame({"x": [1.0, np.inf, 2.0]}), quasi_identifiers=["x"], k=2)
+        microaggregation(pd.DataFrame({"x": [1.0, np.inf, 2.0]}), quasi_identifiers=["x"], k=2)
     with pytest.raises(ParameterError, match="finite"):
         mdav_clusters(np.array([[1.0], [np.nan]]), 2)

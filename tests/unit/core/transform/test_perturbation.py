@@ -13,7 +13,7 @@ from privdash.transform.perturbation import (
     invariant_pram_matrix,
     pram,
     rank_swap,
-    shuffle_within_classes,
+    shuffling,
 )
 from privdash.transform.steps import Recipe, Step, apply_recipe, apply_step, registered_steps
 
@@ -285,7 +285,7 @@ def test_shuffle_keeps_each_class_multiset_and_moves_values() -> None:
             "id": np.arange(n),
         }
     )
-    result = shuffle_within_classes(data, columns=["income", "illness"], quasi_identifiers=["sex", "region"], seed=4)
+    result = shuffling(data, columns=["income", "illness"], quasi_identifiers=["sex", "region"], seed=4)
     out = result.data
     assert out[["sex", "region", "id"]].equals(data[["sex", "region", "id"]])
     keys = ["sex", "region"]
@@ -303,22 +303,22 @@ def test_shuffle_keeps_each_class_multiset_and_moves_values() -> None:
 def test_shuffle_rejects_a_quasi_identifier_as_sensitive() -> None:
     data = pd.DataFrame({"a": [1, 2], "b": [3, 4]})
     with pytest.raises(ColumnError, match="also a quasi-identifier"):
-        shuffle_within_classes(data, columns=["a"], quasi_identifiers=["a", "b"])
+        shuffling(data, columns=["a"], quasi_identifiers=["a", "b"])
     with pytest.raises(ColumnError, match="Unknown quasi-identifier"):
-        shuffle_within_classes(data, columns=["a"], quasi_identifiers=["zzz"])
+        shuffling(data, columns=["a"], quasi_identifiers=["zzz"])
 
 
 # --- recipes -------------------------------------------------------------------------------------------------------
 
 
 def test_perturbative_steps_are_registered_and_replayed_from_json(numbers: pd.DataFrame) -> None:
-    assert {"add_noise", "rank_swap", "pram", "shuffle"} <= set(registered_steps())
+    assert {"add_noise", "rank_swap", "pram", "shuffling"} <= set(registered_steps())
     recipe = Recipe(
         (
             Step("add_noise", {"columns": ["a", "b"], "share": 0.1, "method": "correlated", "seed": 1}),
             Step("rank_swap", {"columns": ["c"], "p": 5, "seed": 2}),
             Step("pram", {"columns": ["label"], "pd": 0.7, "seed": 3}),
-            Step("shuffle", {"columns": ["c"], "quasi_identifiers": ["label"], "seed": 4}),
+            Step("shuffling", {"columns": ["c"], "quasi_identifiers": ["label"], "seed": 4}),
         )
     )
     first, _ = apply_recipe(numbers, recipe)

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from privdash.errors import ColumnError, ParameterError
-from privdash.transform.microaggregation import microaggregate
+from privdash.transform.microaggregation import microaggregation
 from privdash.transform.perturbation import MAX_PRAM_CATEGORIES, add_noise, pram, rank_swap
 from privdash.transform.steps import (
     MAX_RECIPE_BYTES,
@@ -190,7 +190,7 @@ def test_python_callers_get_the_same_refusals() -> None:
     with pytest.raises(ParameterError, match=r"probability in \[0, 1\], got a whole number of about 4\d digits"):
         pram(frame, columns=["c"], matrix={"a": {"a": 10**40}, "b": {"b": 1}})
     with pytest.raises(ParameterError, match="decimals must be at most 15"):
-        microaggregate(frame, quasi_identifiers=["v"], k=2, decimals=10**19)
+        microaggregation(frame, quasi_identifiers=["v"], k=2, decimals=10**19)
 
 
 def test_noise_that_overflows_the_float_range_is_refused() -> None:
@@ -202,7 +202,7 @@ def test_noise_that_overflows_the_float_range_is_refused() -> None:
 @pytest.mark.filterwarnings("ignore:overflow:RuntimeWarning")  # the sums of squares of such values overflow
 def test_microaggregation_rounding_keeps_means_too_large_to_round() -> None:
     frame = pd.DataFrame({"v": [1e300, 1e300, 1.5, 2.5]})
-    published = microaggregate(frame, quasi_identifiers=["v"], k=2, decimals=15).data["v"].to_numpy()
+    published = microaggregation(frame, quasi_identifiers=["v"], k=2, decimals=15).data["v"].to_numpy()
     assert np.isfinite(published).all() and published.tolist() == [1e300, 1e300, 2.0, 2.0]
 
 
@@ -239,7 +239,7 @@ def test_bad_pram_matrices_name_the_row(matrix: dict, words: str) -> None:
         ({"kind": "rank_swap", "params": {"columns": {"age": 5}, "p": 5}}, "columns must be a list"),
         ({"kind": "pram", "params": {"columns": 7}}, "columns must be a list .*got 7"),
         (
-            {"kind": "shuffle", "params": {"columns": ["age"], "quasi_identifiers": "zip"}},
+            {"kind": "shuffling", "params": {"columns": ["age"], "quasi_identifiers": "zip"}},
             "quasi_identifiers must be a list",
         ),
     ],

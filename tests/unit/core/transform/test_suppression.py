@@ -11,9 +11,9 @@ from privdash.measure.classes import equivalence_classes
 from privdash.transform.steps import Step, apply_step
 from privdash.transform.suppression import (
     _compatible_counts,
-    suppress_cells,
-    suppress_records,
-    top_bottom_code,
+    local_suppression,
+    record_suppression,
+    top_bottom_coding,
 )
 
 
@@ -33,7 +33,7 @@ def worked_example() -> pd.DataFrame:
 
 def test_top_and_bottom_coding_by_hand() -> None:
     data = pd.DataFrame({"x": [1, 5, 10, 95, 100, 90], "y": list("abcdef")})
-    result = top_bottom_code(data, column="x", top=90, bottom=5)
+    result = top_bottom_coding(data, column="x", top=90, bottom=5)
     assert result.data["x"].tolist() == [5, 5, 10, 90, 90, 90]
     assert result.data["x"].dtype == np.int64
     assert result.data["y"].equals(data["y"])
@@ -45,7 +45,7 @@ def test_top_and_bottom_coding_by_hand() -> None:
 
 def test_quantile_is_resolved_to_an_observed_value() -> None:
     data = pd.DataFrame({"x": [float(v) for v in range(1, 11)] + [np.nan]})
-    result = top_bottom_code(data, column="x", top_quantile=0.8)
+    result = top_bottom_coding(data, column="x", top_quantile=0.8)
     # Inverted empirical CDF: 8 is the smallest value with at least 80 % of the values at or below it.
     assert result.step.params["top"] == 8
     assert result.summary["top_quantile"] == 0.8
@@ -57,7 +57,7 @@ def test_quantile_is_resolved_to_an_observed_value() -> None:
 
 def test_label_replacement() -> None:
     data = pd.DataFrame({"x": [10, 90, 95, None, 3]})
-    result = top_bottom_code(data, column="x", top=90, bottom=5, replacement="label")
+    result = top_bottom_coding(data, column="x", top=90, bottom=5, replacement="label")
     assert result.data["x"].tolist()[:3] == ["10", ">= 90", ">= 90"]
     assert pd.isna(result.data["x"].iloc[3])
     assert result.data["x"].iloc[4] == "<= 5"
@@ -79,7 +79,7 @@ def test_label_replacement() -> None:
 )
 def test_top_bottom_errors(kwargs: dict, error: type[Exception], message: str) -> None:
     with pytest.raises(error, match=message):
-        top_bottom_code(pd.DataFrame({"x": [1, 2, 3], "s": list("abc")}), **kwargs)
+        top_bottom_coding(pd.DataFrame({"x": [1, 2, 3], "s": list("abc")}), **kwargs)
 
 
 # --- record suppression -------------------------------------------------------------------------------------------
@@ -88,7 +88,7 @@ def test_top_bottom_errors(kwargs: dict, error: type[Exception], message: str) -
 def test_record_suppression_on_the_worked_example() -> None:
     data = worked_example()
     # k = 4: both classes of 3 violate (6 records). A budget of 5 rows fits only the first of them.
-    partial = suppress_records(data, quasi_identifiers=["age", "sex"], k=4, max_suppression=0.5)
+    partial = record_suppression(data, quasi_identifiers=["age", "sex"], k=4, max_suppression=0.5)
     assert partial.summary["rows_removed"] == 3
     assert partial.summary["records_violating_before"] == 6
     assert partial.summary["records_still_violating"] == 3
@@ -96,7 +96,7 @@ def test_record_suppression_on_the_worked_example() -> None:
     assert partial.summary["k_achieved"] == 3
     assert partial.kept_rows.tolist() == [0, 1, 2, 3, 7, 8, 9]
     assert list(partial.data.index) == [0, 1, 2, 3, 7, 8, 9]
-    full = suppress_records(data, quasi_identifiers=["age", "sex"], k=4, max_suppression=0.6)
+    full = record_suppression(data, quasi_identifiers=["age", "sex"], k=4, max_suppression=0.6)
     assert full.summary["rows_removed"] == 6 and full.summary["target_reached"] is True
     assert equivalence_classes(full.data, ["age", "sex"]).k == 4
     assert full.kept_rows.tolist() == [0, 1, 2, 3]
@@ -109,7 +109,7 @@ def test_record_suppression_with_a_predicate() -> None:
     assert classes.record_class is not None
     diverse = classes.sensitive["diag"].distinct_values()
     flags = diverse[classes.record_class] < 3
-    result = suppress_records(data, quasi_identifiers=["age", "sex"], violating=flags, max_suppression=0.4)
+    result = record_suppression(data, quasi_identifiers=["age", "sex"], violating=flags, max_suppression=0.4)
     # Flagged classes: (30-39, M) of 4 and (40-49, M) of 3; the smaller one goes first, the other does not fit.
     assert result.kept_rows.tolist() == [0, 1, 2, 3, 4, 5, 6]
     assert result.summary["target_reached"] is False
@@ -120,26 +120,26 @@ def test_record_suppression_wildcard_rounds() -> None:
     # Under wildcard, (a, *) makes (a, 1) and (a, 2) classes of 2. Removing nothing keeps k = 2; with k = 3 the
     # classes of 2 go first, which shrinks (a, *) too, and the next round removes it.
     data = pd.DataFrame({"q": ["a", "a", "a", "b", "b", "b"], "r": [1, 2, None, 5, 5, 5]})
-    result = suppress_records(data, quasi_identifiers=["q", "r"], k=3, max_suppression=1.0, missing="wildcard")
+    result = record_suppression(data, quasi_identifiers=["q", "r"], k=3, max_suppression=1.0, missing="wildcard")
     assert result.kept_rows.tolist() == [3, 4, 5]
     assert result.summary["target_reached"] is True
 
 
 def test_record_suppression_zero_budget_and_errors() -> None:
     data = worked_example()
-    result = suppress_records(data, quasi_identifiers=["age", "sex"], k=4, max_suppression=0.0)
+    result = record_suppression(data, quasi_identifiers=["age", "sex"], k=4, max_suppression=0.0)
     assert result.summary["rows_removed"] == 0 and result.summary["k_achieved"] == 3
     with pytest.raises(ParameterError, match="Give a target"):
-        suppress_records(data, quasi_identifiers=["age"], max_suppression=0.1)
+        record_suppression(data, quasi_identifiers=["age"], max_suppression=0.1)
     with pytest.raises(ParameterError, match="boolean array"):
-        suppress_records(data, quasi_identifiers=["age"], max_suppression=0.1, violating=np.ones(3, bool))
+        record_suppression(data, quasi_identifiers=["age"], max_suppression=0.1, violating=np.ones(3, bool))
     with pytest.raises(ParameterError, match="max_suppression"):
-        suppress_records(data, quasi_identifiers=["age"], k=2, max_suppression=2)
+        record_suppression(data, quasi_identifiers=["age"], k=2, max_suppression=2)
 
 
 def test_record_suppression_on_adult(adult: pd.DataFrame) -> None:
     qis = ["sex", "age", "race", "marital-status"]
-    result = suppress_records(adult, quasi_identifiers=qis, k=5, max_suppression=0.1)
+    result = record_suppression(adult, quasi_identifiers=qis, k=5, max_suppression=0.1)
     # data/README: 1,824 records sit in classes smaller than 5; they fit within 10 % of 30,162.
     assert result.summary["rows_removed"] == 1824
     assert equivalence_classes(result.data, qis).k >= 5
@@ -151,7 +151,7 @@ def test_record_suppression_on_adult(adult: pd.DataFrame) -> None:
 
 def test_one_blank_cell_can_serve_two_records() -> None:
     data = pd.DataFrame({"q1": ["x", "x"], "q2": [1, 2]})
-    result = suppress_cells(data, quasi_identifiers=["q1", "q2"], k=2, importance=["q1", "q2"])
+    result = local_suppression(data, quasi_identifiers=["q1", "q2"], k=2, importance=["q1", "q2"])
     assert result.summary["cells_suppressed"] == 1
     assert result.data["q2"].isna().tolist() == [True, False]
     assert result.data["q2"].dtype == "Int64"
@@ -162,7 +162,7 @@ def test_one_blank_cell_can_serve_two_records() -> None:
 def test_importance_decides_which_cell(importance: list[str], blanked: str) -> None:
     # (a, 2) is unique; blanking either cell fixes it. The less important QI is blanked.
     data = pd.DataFrame({"q1": ["a", "a", "b", "b", "a"], "q2": [1, 1, 2, 2, 2]})
-    result = suppress_cells(data, quasi_identifiers=["q1", "q2"], k=2, importance=importance)
+    result = local_suppression(data, quasi_identifiers=["q1", "q2"], k=2, importance=importance)
     assert result.summary["cells_suppressed_by_column"][blanked] == 1
     assert result.summary["cells_suppressed"] == 1
     assert result.data[blanked].isna().tolist() == [False, False, False, False, True]
@@ -172,7 +172,7 @@ def test_records_unique_on_everything_by_hand() -> None:
     # Round 1: no single blank helps anyone, so each record loses q2. Round 2: blanking q1 helps; the first two
     # records are blanked and the third already matches both.
     data = pd.DataFrame({"q1": ["a", "b", "c"], "q2": ["1", "2", "3"]})
-    result = suppress_cells(data, quasi_identifiers=["q1", "q2"], k=3, importance=["q1", "q2"])
+    result = local_suppression(data, quasi_identifiers=["q1", "q2"], k=3, importance=["q1", "q2"])
     assert result.data["q2"].isna().all()
     assert result.data["q1"].isna().tolist() == [True, True, False]
     assert result.summary["cells_suppressed"] == 5
@@ -182,7 +182,7 @@ def test_records_unique_on_everything_by_hand() -> None:
 
 def test_default_importance_follows_sdcmicro() -> None:
     data = pd.DataFrame({"many": [1, 2, 3, 4], "few": ["a", "a", "b", "b"]})
-    result = suppress_cells(data, quasi_identifiers=["many", "few"], k=2)
+    result = local_suppression(data, quasi_identifiers=["many", "few"], k=2)
     assert result.step.params["importance"] == ["few", "many"]
     # In each "few" group one blank "many" cell joins the other record: 2 cells, not 4.
     assert result.summary["cells_suppressed_by_column"] == {"many": 2, "few": 0}
@@ -193,7 +193,7 @@ def test_default_importance_follows_sdcmicro() -> None:
     "qis", [["sex", "age", "race", "marital-status"], ["sex", "age", "race", "education", "workclass"]]
 )
 def test_cell_suppression_on_adult(adult: pd.DataFrame, qis: list[str]) -> None:
-    result = suppress_cells(adult, quasi_identifiers=qis, k=5)
+    result = local_suppression(adult, quasi_identifiers=qis, k=5)
     check = equivalence_classes(result.data, qis, missing="wildcard")
     assert check.k >= 5 and result.summary["k_achieved"] == check.k
     blanked = result.data[qis].isna() & adult[qis].notna()
@@ -219,7 +219,7 @@ def test_cell_suppression_properties(rows: list[tuple], k: int) -> None:
     data["q2"] = data["q2"].astype("Int64")
     data["other"] = np.arange(len(data))
     k = min(k, len(data))
-    result = suppress_cells(data, quasi_identifiers=["q1", "q2", "q3"], k=k)
+    result = local_suppression(data, quasi_identifiers=["q1", "q2", "q3"], k=k)
     out = result.data
     assert equivalence_classes(out, ["q1", "q2", "q3"], missing="wildcard").k >= k
     assert out["other"].tolist() == list(range(len(data)))
@@ -244,14 +244,14 @@ def test_compatible_counts_match_wildcard_classes(rows: list[tuple]) -> None:
 def test_cell_suppression_errors_and_step() -> None:
     data = pd.DataFrame({"q1": ["a", "b", "c"], "q2": [1, 2, 3]})
     with pytest.raises(ParameterError, match="fewer than k"):
-        suppress_cells(data, quasi_identifiers=["q1", "q2"], k=4)
+        local_suppression(data, quasi_identifiers=["q1", "q2"], k=4)
     with pytest.raises(ParameterError, match="every quasi-identifier exactly once"):
-        suppress_cells(data, quasi_identifiers=["q1", "q2"], k=2, importance=["q1"])
+        local_suppression(data, quasi_identifiers=["q1", "q2"], k=2, importance=["q1"])
     with pytest.raises(ParameterError, match="at least 2"):
-        suppress_cells(data, quasi_identifiers=["q1", "q2"], k=1)
+        local_suppression(data, quasi_identifiers=["q1", "q2"], k=1)
     result = apply_step(data, Step("local_suppression", {"quasi_identifiers": ["q1", "q2"], "k": 3}))
     assert equivalence_classes(result.data, ["q1", "q2"], missing="wildcard").k == 3
-    assert suppress_cells(data.iloc[:0], quasi_identifiers=["q1", "q2"], k=2).data.empty
+    assert local_suppression(data.iloc[:0], quasi_identifiers=["q1", "q2"], k=2).data.empty
 
 
 # --- table-wide risk targets -----------------------------------------------------------------------------------
@@ -273,7 +273,7 @@ def test_record_suppression_meets_global_and_household_risk(testdata: pd.DataFra
     before = diagnose(testdata, SEVEN, weights="sampling_weight", household="ori_hid")
     assert before.individual_risk.global_risk > 0.002 and before.household_risk.global_risk > 0.005
     goals = {"global_risk": 0.002, "household_risk": 0.005}
-    result = suppress_records(
+    result = record_suppression(
         testdata,
         quasi_identifiers=SEVEN,
         max_suppression=0.1,
@@ -289,7 +289,7 @@ def test_record_suppression_meets_global_and_household_risk(testdata: pd.DataFra
     # individual risk of its class in the input (global_risk is met first, household_risk may take more)
     risk = before.individual_risk.class_risk[before.classes.record_class]
     removed = np.setdiff1d(np.arange(len(testdata)), result.kept_rows)
-    only_global = suppress_records(
+    only_global = record_suppression(
         testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"global_risk": 0.002},
         weights="sampling_weight",
     )  # fmt: skip
@@ -302,21 +302,21 @@ def test_record_suppression_meets_global_and_household_risk(testdata: pd.DataFra
 
 
 def test_record_suppression_risk_targets_out_of_budget_and_errors(testdata: pd.DataFrame) -> None:
-    result = suppress_records(
+    result = record_suppression(
         testdata, quasi_identifiers=SEVEN, max_suppression=0.001, risk_targets={"global_risk": 0.0005},
         weights="sampling_weight",
     )  # fmt: skip
     assert result.summary["target_reached"] is False and result.summary["rows_removed"] == 0
     with pytest.raises(ParameterError, match="household-id column"):
-        suppress_records(testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"household_risk": 0.1})
+        record_suppression(testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"household_risk": 0.1})
     with pytest.raises(ParameterError, match="not k_map"):
-        suppress_records(testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"k_map": 3})
+        record_suppression(testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"k_map": 3})
     with pytest.raises(ParameterError, match="cannot go with"):
-        suppress_records(
+        record_suppression(
             testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"global_risk": 0.1},
             violating=np.ones(len(testdata), bool),
         )  # fmt: skip
     with pytest.raises(ColumnError):
-        suppress_records(
+        record_suppression(
             testdata, quasi_identifiers=SEVEN, max_suppression=0.1, risk_targets={"global_risk": 0.1}, weights="nope"
         )

@@ -9,6 +9,11 @@ headline numbers and their verdicts, :mod:`privdash.utility.metrics` measures th
 microaggregation or the least-lossy search are previewed in a background job (progress bar, cancel button) whose
 result the other callbacks read from the disk cache. Downloads (fixed data, value mapping, recipe) go through
 ``dcc.Download``, never through a store.
+
+The page is a package: this module (layout, the step list's callbacks), :mod:`.form` (the "Add a step" form, built
+from the technique descriptions of :mod:`privdash.application.techniques`) and its sections, each with its own
+``card`` and ``register``: :mod:`.protect` (perturb and mask), :mod:`.attack` (measured attacks) and
+:mod:`.dp_release` (differential privacy).
 """
 
 from __future__ import annotations
@@ -23,15 +28,27 @@ from typing import Any
 
 import dash
 import dash_mantine_components as dmc
-import pandas as pd
 import plotly.graph_objects as go
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 from plotly.subplots import make_subplots
 
-from dashboard.ui import attack as attack_section
-from dashboard.ui import dp_release as dp_release_section
+from dashboard.pages.fix import attack as attack_section
+from dashboard.pages.fix import dp_release as dp_release_section
+from dashboard.pages.fix import protect as protect_section
+from dashboard.pages.fix.form import (
+    CONTROLS,
+    RULE_CONTROLS,
+    RULE_HINT,
+    control_id,
+    release_checkbox,
+    rule_help,
+    shown,
+    spec_from_controls,
+    suppression_checkbox,
+    suppression_rules,
+    technique_panels,
+)
 from dashboard.ui import estimates as estimates_section
-from dashboard.ui import protect as protect_section
 from dashboard.ui.charts import SIZE_COLUMNS, chart, size_histogram
 from dashboard.ui.components import (
     card,
@@ -57,9 +74,7 @@ from privdash.application.estimates import (
     run_solution_estimates,
 )
 from privdash.application.fixes import (
-    BUILDERS,
     KINDS,
-    SOLUTIONS_SHOWN,
     FixError,
     FixRun,
     RecipeOutcome,
@@ -69,28 +84,22 @@ from privdash.application.fixes import (
     describe_result,
     describe_spec,
     information_loss_pair,
-    key_status,
     reapply_recipe,
     row_sample,
-    rule_from_text,
     rule_text,
 )
 from privdash.application.fixruns import FixRuns
 from privdash.application.hierarchies import reference_hierarchies as stored_hierarchies
-from privdash.application.riskview import fix_headlines, release_rules_text, release_verdict, size_bins
+from privdash.application.riskview import fix_headlines, release_verdict, size_bins
 from privdash.application.services import LoadedDataset, Services
 from privdash.application.state import StateError, ViewState
 from privdash.application.storage import parquet_safe
-from privdash.data.contract import ColumnRole, StatisticalType
 from privdash.data.tables import csv_text
 from privdash.errors import PrivdashError
 from privdash.measure.classes import MissingPolicy
 from privdash.measure.diagnose import Diagnosis
 from privdash.measure.risk import records_at_risk_by_k
 from privdash.search.solutions import SolutionEstimates
-from privdash.targets import DEFAULT_MAX_SUPPRESSION
-from privdash.transform.hierarchy import default_rule
-from privdash.transform.suppression import SUPPRESSION_RISK_TARGETS
 from privdash.utility.metrics import Metric, cells_changed, classifier_accuracy, value_distributions
 
 PATH = "/fix"
@@ -103,131 +112,6 @@ DIST_VALUES = 30
 #: Download formats: button id suffix -> label.
 DOWNLOADS = {"csv": "Fixed data (CSV)", "parquet": "Fixed data (Parquet)", "mapping": "Value mapping (CSV)"}
 DOWNLOADS["recipe"] = "Recipe (JSON)"
-
-#: Control id -> property, read when a step is added (see :func:`spec_from_controls`).
-CONTROLS: dict[str, str] = {
-    "fix-gen-column": "value",
-    "fix-gen-builder": "value",
-    "fix-gen-param": "value",
-    "fix-gen-level": "value",
-    "fix-tb-column": "value",
-    "fix-tb-top": "value",
-    "fix-tb-bottom": "value",
-    "fix-tb-quantiles": "checked",
-    "fix-tb-labels": "checked",
-    "fix-rs-k": "value",
-    "fix-rs-budget": "value",
-    "fix-cs-k": "value",
-    "fix-cs-importance": "value",
-    "fix-ma-k": "value",
-    "fix-ma-decimals": "value",
-    "fix-drop-columns": "value",
-    "fix-mask-columns": "value",
-    "fix-mask-first": "value",
-    "fix-mask-last": "value",
-    "fix-ps-columns": "value",
-    "fix-ps-length": "value",
-    "fix-search-k": "value",
-    "fix-search-l": "checked",
-    "fix-search-t": "checked",
-    "fix-search-risk": "checked",
-    "fix-search-release": "checked",
-    "fix-rs-release": "checked",
-    "fix-search-suppression": "value",
-    "fix-search-metric": "value",
-    "fix-search-recoding": "value",
-}
-
-# --- controls -> spec ----------------------------------------------------------------------------------------------
-
-
-def _number(value: Any, name: str) -> float | None:
-    if value in (None, ""):
-        return None
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        raise FixError(f"{name} must be a number, got {value!r}.") from None
-
-
-def _required(value: Any, name: str) -> float:
-    number = _number(value, name)
-    if number is None:
-        raise FixError(f"Give {name}.")
-    return number
-
-
-def _whole(value: float) -> int | float:
-    return int(value) if float(value).is_integer() else value
-
-
-def spec_from_controls(kind: str | None, values: Mapping[str, Any], state: ViewState) -> dict[str, Any]:
-    """The fix spec the controls of technique ``kind`` describe (validated); raises :class:`FixError`."""
-    if kind not in KINDS:
-        raise FixError("Choose a technique.")
-    v = values
-    spec: dict[str, Any] = {"kind": kind}
-    if kind == "generalize":
-        if not v.get("fix-gen-column"):
-            raise FixError("Choose the column to generalize.")
-        spec.update(
-            column=v["fix-gen-column"],
-            rule=rule_from_text(str(v.get("fix-gen-builder") or ""), v.get("fix-gen-param")),
-            level=_whole(_required(v.get("fix-gen-level"), "the level")),
-        )
-    elif kind == "top_bottom":
-        if not v.get("fix-tb-column"):
-            raise FixError("Choose the column to top- or bottom-code.")
-        spec.update(
-            column=v["fix-tb-column"],
-            top=_number(v.get("fix-tb-top"), "The top threshold"),
-            bottom=_number(v.get("fix-tb-bottom"), "The bottom threshold"),
-            quantiles=bool(v.get("fix-tb-quantiles")),
-            labels=bool(v.get("fix-tb-labels")),
-        )
-    elif kind == "suppress_records":
-        spec.update(
-            k=_whole(_required(v.get("fix-rs-k"), "k")),
-            max_suppression=_required(v.get("fix-rs-budget"), "the suppression limit") / 100,
-        )
-        rules = suppression_rules(state)
-        if v.get("fix-rs-release") and rules:
-            spec["release"] = rules
-    elif kind == "suppress_cells":
-        spec.update(k=_whole(_required(v.get("fix-cs-k"), "k")), importance=list(v.get("fix-cs-importance") or []))
-    elif kind == "microaggregate":
-        decimals = _number(v.get("fix-ma-decimals"), "Decimals")
-        spec.update(
-            k=_whole(_required(v.get("fix-ma-k"), "k")), decimals=None if decimals is None else _whole(decimals)
-        )
-    elif kind == "drop":
-        spec["columns"] = list(v.get("fix-drop-columns") or [])
-    elif kind == "mask":
-        spec.update(
-            columns=list(v.get("fix-mask-columns") or []),
-            first=_whole(_number(v.get("fix-mask-first"), "Characters kept at the start") or 0),
-            last=_whole(_number(v.get("fix-mask-last"), "Characters kept at the end") or 0),
-        )
-    elif kind == "pseudonymize":
-        spec.update(
-            columns=list(v.get("fix-ps-columns") or []),
-            length=_whole(_number(v.get("fix-ps-length"), "The pseudonym length") or 16),
-        )
-    else:
-        spec.update(
-            k=_whole(_required(v.get("fix-search-k"), "k")),
-            l=state.l if v.get("fix-search-l") else None,
-            t=state.t if v.get("fix-search-t") else None,
-            max_risk=state.max_risk if v.get("fix-search-risk") and state.max_risk else None,  # 0: no risk target
-            max_suppression=_required(v.get("fix-search-suppression"), "the suppression limit") / 100,
-            metric=v.get("fix-search-metric") or Metric.LOSS.value,
-        )
-        if v.get("fix-search-release") and state.release:
-            spec["release"] = dict(state.release)
-        if v.get("fix-search-recoding") == "local":
-            spec["recoding"] = "local"
-    return check_spec(spec)
-
 
 # --- builders: before / after --------------------------------------------------------------------------------------
 
@@ -887,244 +771,6 @@ def preview(runs: FixRuns, state: ViewState, progress: Callable[[int, str], None
 # --- builders: controls --------------------------------------------------------------------------------------------
 
 
-def _options(names: Sequence[str]) -> list[dict[str, str]]:
-    return [{"value": n, "label": n} for n in names]
-
-
-def technique_panels(
-    loaded: LoadedDataset,
-    state: ViewState,
-    technique: str,
-    pseudonym_key: str | None = None,
-    stored: Collection[str] = (),
-) -> list[Any]:
-    """One block of inputs per technique; only the chosen technique's block is shown. A column in ``stored`` (its
-    hierarchy is kept with the upload) is generalized with that hierarchy by default."""
-    columns = list(loaded.columns)
-    qis = [c for c in columns if state.roles.get(c) == ColumnRole.QUASI_IDENTIFIER]
-    identifiers = [c for c in columns if state.roles.get(c) == ColumnRole.IDENTIFIER]
-    numeric = [c for c in columns if pd.api.types.is_numeric_dtype(loaded.frame[c])]
-    gen_column = qis[0] if qis else (columns[0] if columns else None)
-    rule: dict[str, Any] = {"builder": "intervals", "widths": [5]}
-    if gen_column:
-        rule = default_rule(loaded.frame[gen_column], state.types.get(gen_column, StatisticalType.NOMINAL), state.k)
-    if gen_column in stored:
-        rule = {"builder": "dataset"}
-    builder = str(rule["builder"])
-    key_ok, key_text = key_status(pseudonym_key)
-    k_input = {"min": 2, "step": 1, "w": 110, "value": max(state.k, 2)}
-    panels: dict[str, list[Any]] = {
-        "generalize": [
-            dmc.Select(
-                id="fix-gen-column",
-                label="Column",
-                data=_options(qis + [c for c in columns if c not in qis]),
-                value=gen_column,
-                searchable=True,
-                allowDeselect=False,
-            ),
-            dmc.Select(
-                id="fix-gen-builder",
-                label="Hierarchy",
-                data=[{"value": b, "label": t} for b, t in BUILDERS.items()],
-                value=rule["builder"],
-                allowDeselect=False,
-            ),
-            dmc.TextInput(id="fix-gen-param", label="Rule", value=rule_text(rule), description=_rule_help(builder)),
-            dmc.NumberInput(id="fix-gen-level", label="Level", value=1, min=0, step=1, w=110),
-            dmc.Text("", id="fix-gen-hint", size="xs", c="dimmed"),
-        ],
-        "top_bottom": [
-            dmc.Select(
-                id="fix-tb-column",
-                label="Numeric column",
-                data=_options(numeric),
-                value=numeric[0] if numeric else None,
-                searchable=True,
-            ),
-            dmc.Group(
-                [
-                    dmc.NumberInput(id="fix-tb-top", label="Top threshold", w=140),
-                    dmc.NumberInput(id="fix-tb-bottom", label="Bottom threshold", w=140),
-                ]
-            ),
-            dmc.Checkbox(id="fix-tb-quantiles", label="Thresholds are quantiles (0 to 1)", checked=False),
-            dmc.Checkbox(id="fix-tb-labels", label="Publish labels (“>= 90”) instead of the threshold", checked=False),
-        ],
-        "suppress_records": [
-            dmc.NumberInput(id="fix-rs-k", label="k", **k_input),
-            dmc.NumberInput(
-                id="fix-rs-budget",
-                label="Suppression limit (% of records)",
-                value=_percent(DEFAULT_MAX_SUPPRESSION),
-                min=0,
-                max=100,
-                step=1,
-                w=180,
-            ),
-            dmc.Checkbox(id="fix-rs-release", **suppression_checkbox(state)),
-            dmc.Text(
-                "Records of classes smaller than k are removed, smallest classes first, within the suppression "
-                "limit "
-                "(the classes are formed as on the Risk page); then, for the risk rules, the riskiest records "
-                "first.",
-                size="xs",
-                c="dimmed",
-            ),
-        ],
-        "suppress_cells": [
-            dmc.NumberInput(id="fix-cs-k", label="k", **k_input),
-            dmc.MultiSelect(
-                id="fix-cs-importance",
-                label="Importance (most important first)",
-                data=_options(qis),
-                value=[],
-                clearable=True,
-            ),
-            dmc.Text(
-                "QI cells are blanked, least important QIs first, until every record matches k "
-                "records (a blank matches any value).",
-                size="xs",
-                c="dimmed",
-            ),
-        ],
-        "microaggregate": [
-            dmc.NumberInput(id="fix-ma-k", label="k", **k_input),
-            dmc.NumberInput(id="fix-ma-decimals", label="Round means to decimals", min=0, step=1, w=180),
-            dmc.Text("Runs in the background: clustering large tables takes a while.", size="xs", c="dimmed"),
-        ],
-        "drop": [dmc.MultiSelect(id="fix-drop-columns", label="Columns", data=_options(columns), value=identifiers)],
-        "mask": [
-            dmc.MultiSelect(id="fix-mask-columns", label="Columns", data=_options(columns), value=identifiers),
-            dmc.Group(
-                [
-                    dmc.NumberInput(id="fix-mask-first", label="Keep first", value=0, min=0, step=1, w=110),
-                    dmc.NumberInput(id="fix-mask-last", label="Keep last", value=0, min=0, step=1, w=110),
-                ]
-            ),
-        ],
-        "pseudonymize": [
-            dmc.MultiSelect(id="fix-ps-columns", label="Columns", data=_options(columns), value=identifiers),
-            dmc.NumberInput(
-                id="fix-ps-length", label="Pseudonym length (hex characters)", value=16, min=8, max=64, step=1, w=220
-            ),
-            dmc.Text(key_text, size="xs", c="green.8" if key_ok else "red.8", id="fix-key-status"),
-        ],
-        "search": [
-            dmc.NumberInput(id="fix-search-k", label="k", value=state.k, min=1, step=1, w=110),
-            dmc.Checkbox(
-                id="fix-search-l",
-                label=f"l-diversity ≥ {state.l} on the sensitive attributes",
-                checked=bool(state.sensitive),
-                disabled=not state.sensitive,
-            ),
-            dmc.Checkbox(
-                id="fix-search-t",
-                label=f"t-closeness ≤ {fmt_number(state.t)}",
-                checked=bool(state.sensitive),
-                disabled=not state.sensitive,
-            ),
-            dmc.Checkbox(id="fix-search-risk", label=f"highest risk ≤ {fmt_share(state.max_risk, 0)}", checked=True),
-            dmc.Checkbox(id="fix-search-release", **release_checkbox(state)),
-            dmc.NumberInput(
-                id="fix-search-suppression",
-                label="Suppression limit (% of records)",
-                value=_percent(DEFAULT_MAX_SUPPRESSION),
-                min=0,
-                max=100,
-                step=1,
-                w=220,
-            ),
-            dmc.Select(
-                id="fix-search-metric",
-                label="Information loss to minimize",
-                data=[m.value for m in Metric],
-                value=Metric.LOSS.value,
-                allowDeselect=False,
-                w=220,
-            ),
-            dmc.RadioGroup(
-                dmc.Stack(
-                    [
-                        dmc.Radio(label="Global: one level per QI for every record", value="global"),
-                        dmc.Radio(label="Local: levels may differ between groups of records", value="local"),
-                    ],
-                    gap=6,
-                    mt=4,
-                ),
-                id="fix-search-recoding",
-                label="Recoding",
-                description="Local recoding generalizes a value further only where it is rare: less loss, and a "
-                "column may publish overlapping values (35-39 beside 30-39)",
-                value="global",
-                size="sm",
-            ),
-            dmc.Text(
-                "Searches every combination of generalization levels of the QIs (default hierarchies per type, or "
-                "those that come with the dataset, such as ARX's for Adult) for the one of least loss meeting the "
-                "targets, those of the verdict above by default (untick one to leave it out); a lattice too large "
-                "to search whole is searched best-first within a limit of checked nodes. Runs in the background; the "
-                f"best {SOLUTIONS_SHOWN} solutions are then listed to choose from. A local recoding starts from the "
-                "most general levels and from that optimum, and splits groups of records to finer levels while "
-                "each published class meets the targets.",
-                size="xs",
-                c="dimmed",
-            ),
-        ],
-    }
-    return [
-        html.Div(
-            dmc.Stack(children, gap="xs"),
-            id={"type": "fix-panel", "kind": kind},
-            style=_shown(kind == technique),
-        )
-        for kind, children in panels.items()
-    ]
-
-
-def suppression_rules(state: ViewState) -> dict[str, float]:
-    """The view's release rules record suppression can meet (global, household and average risk)."""
-    return {name: value for name, value in state.release.items() if name in SUPPRESSION_RISK_TARGETS}
-
-
-def suppression_checkbox(state: ViewState) -> dict[str, Any]:
-    """The label, state and availability of record suppression's "risk rules" checkbox (as the search's)."""
-    rules = suppression_rules(state)
-    if not rules:
-        return {
-            "label": f"the risk rules ({', '.join(SUPPRESSION_RISK_TARGETS)}; none set under Targets)",
-            "checked": False,
-            "disabled": True,
-        }
-    return {"label": f"also the risk rules: {release_rules_text(rules)}", "checked": True, "disabled": False}
-
-
-def release_checkbox(state: ViewState) -> dict[str, Any]:
-    """The label, state and availability of the search's "release rules" checkbox: ticked when the view has release
-    rules (those of the Targets input), unavailable without."""
-    if not state.release:
-        return {"label": "the release rules (none set: write them under Targets)", "checked": False, "disabled": True}
-    return {"label": f"the release rules: {release_rules_text(state.release)}", "checked": True, "disabled": False}
-
-
-def _shown(visible: bool) -> dict[str, str]:
-    return {} if visible else {"display": "none"}
-
-
-def _rule_help(builder: str) -> str:
-    return {
-        "intervals": "Widths, finest first, each a multiple of the previous, then optional top and bottom codes "
-        "(e.g. 5, 10, 20, >=80, <20)",
-        "quantiles": "Intervals per level, finest first (e.g. 8, 4, 2)",
-        "dates": "Levels: month, quarter, year",
-        "postcodes": "Levels: sector, district, area",
-        "frequency": "Factor by which each level divides the number of groups; the rarest are merged first (e.g. 2)",
-        "prefix": "Characters kept per level, longest first (e.g. 3, 2, 1)",
-        "masking": "Levels of masking (last characters hidden per level)",
-        "rare": "Values seen fewer times than this become 'Other'",
-    }.get(builder, "")
-
-
 def step_list(state: ViewState) -> Any:
     """The state's steps, in order (a malformed one is shown with its message)."""
     items = []
@@ -1407,12 +1053,12 @@ def register(app: Dash, services: Services) -> None:
         State({"type": "fix-panel", "kind": ALL}, "id"),
     )
     def show_panel(technique: str | None, ids: list[dict[str, str]]) -> list[dict[str, str]]:
-        return [_shown(item["kind"] == technique) for item in ids]
+        return [shown(item["kind"] == technique) for item in ids]
 
     @app.callback(
-        Output("fix-gen-builder", "value"),
-        Output("fix-gen-param", "value"),
-        Input("fix-gen-column", "value"),
+        Output(RULE_CONTROLS["builder"], "value"),
+        Output(RULE_CONTROLS["text"], "value"),
+        Input(control_id("generalize", "column"), "value"),
         State(PAGE_STATE, "data"),
         prevent_initial_call=True,
     )
@@ -1424,16 +1070,16 @@ def register(app: Dash, services: Services) -> None:
         return rule["builder"], rule_text(rule)
 
     @app.callback(
-        Output("fix-gen-param", "description"),
-        Output("fix-gen-hint", "children"),
-        Input("fix-gen-builder", "value"),
-        Input("fix-gen-param", "value"),
-        Input("fix-gen-level", "value"),
-        State("fix-gen-column", "value"),
+        Output(RULE_CONTROLS["text"], "description"),
+        Output(RULE_HINT, "children"),
+        Input(RULE_CONTROLS["builder"], "value"),
+        Input(RULE_CONTROLS["text"], "value"),
+        Input(control_id("generalize", "level"), "value"),
+        State(control_id("generalize", "column"), "value"),
         State(PAGE_STATE, "data"),
     )
     def generalization_hint(builder: str | None, text: str | None, level: Any, column: str | None, data: Any) -> tuple:
-        return _rule_help(builder or ""), runs.hierarchy_hint(state_from_store(data), column, builder, text, level)
+        return rule_help(builder or ""), runs.hierarchy_hint(state_from_store(data), column, builder, text, level)
 
     view_outputs = [
         Output("fix-results", "children", allow_duplicate=True),
@@ -1538,12 +1184,12 @@ def register(app: Dash, services: Services) -> None:
         Output(PAGE_STATE, "data", allow_duplicate=True),
         *view_outputs,
         Output("fix-target-release", "error"),
-        Output("fix-search-release", "label"),
-        Output("fix-search-release", "checked"),
-        Output("fix-search-release", "disabled"),
-        Output("fix-rs-release", "label"),
-        Output("fix-rs-release", "checked"),
-        Output("fix-rs-release", "disabled"),
+        Output(control_id("search", "release"), "label"),
+        Output(control_id("search", "release"), "checked"),
+        Output(control_id("search", "release"), "disabled"),
+        Output(control_id("record_suppression", "release"), "label"),
+        Output(control_id("record_suppression", "release"), "checked"),
+        Output(control_id("record_suppression", "release"), "disabled"),
         *[Input(target, "value") for target in target_ids("fix-target-")],
         State(PAGE_STATE, "data"),
         State("fix-slow-request", "data"),
@@ -1699,8 +1345,10 @@ def download_of(runs: FixRuns, state: ViewState, what: str) -> dict[str, Any]:
 
 
 __all__ = [
+    "CONTROLS",
     "add_spec",
     "classifier_view",
+    "control_id",
     "distribution_figure",
     "download_of",
     "download_payload",
@@ -1718,4 +1366,5 @@ __all__ = [
     "suppression_checkbox",
     "suppression_curve",
     "suppression_rules",
+    "technique_panels",
 ]

@@ -42,6 +42,7 @@ from privdash.application.protect import (
 )
 from privdash.application.services import LoadedDataset, Services
 from privdash.application.state import ViewState
+from privdash.application.techniques import TECHNIQUES, bounds, form_default
 from privdash.data.tables import csv_text
 from privdash.errors import PrivdashError
 from privdash.transform.steps import Step
@@ -74,9 +75,9 @@ PANELS: dict[str, tuple[str, ...]] = {
     "add_noise": ("noise",),
     "rank_swap": ("swap",),
     "pram": ("pram",),
-    "shuffle": ("shuffle",),
-    "geomask_donut": ("geo", "donut"),
-    "geomask_perturb": ("geo", "perturb"),
+    "shuffling": ("shuffle",),
+    "donut_masking": ("geo", "donut"),
+    "coordinate_perturbation": ("geo", "perturb"),
 }
 _ALL_PANELS = ("noise", "swap", "pram", "shuffle", "geo", "donut", "perturb")
 MAP_HEIGHT = 420
@@ -106,6 +107,32 @@ def _panel(name: str, method: str, *children: Any) -> Any:
 # --- controls ------------------------------------------------------------------------------------------------------
 
 
+def _text(method: str, name: str) -> dict[str, Any]:
+    """The label and help of a parameter of a technique (:mod:`privdash.application.techniques`)."""
+    param = TECHNIQUES[method].param(name)
+    return {"label": param.label, **({"description": param.help} if param.help else {})}
+
+
+def _number(method: str, name: str) -> dict[str, Any]:
+    """Label, help, default and bounds of a numerical parameter, for a ``NumberInput``."""
+    param = TECHNIQUES[method].param(name)
+    limits = bounds(param)
+    out: dict[str, Any] = {**_text(method, name), "value": form_default(param)}
+    if limits.min is not None:
+        out["min"] = limits.min
+    if limits.max is not None:
+        out["max"] = limits.max
+    return out
+
+
+def _choice(method: str, name: str) -> dict[str, Any]:
+    """Label, options (with their labels) and default of a parameter with a few options, for a ``Select``."""
+    param = TECHNIQUES[method].param(name)
+    labels = dict(param.choices)
+    data = [{"value": o, "label": labels.get(o, o)} for o in param.options]
+    return {**_text(method, name), "data": data, "value": param.default}
+
+
 def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
     """Method, its columns and parameters, the seed and the Preview button (ids ``protect-*``)."""
     method = "add_noise"
@@ -126,31 +153,14 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                 method,
                 dmc.MultiSelect(
                     id="protect-noise-columns",
-                    label="Numerical columns",
+                    label=_text("add_noise", "columns")["label"],
                     data=_options(options.numerical),
                     value=options.defaults("add_noise"),
                     **columns,
                 ),
-                dmc.Select(
-                    id="protect-noise-method",
-                    label="Noise",
-                    data=[
-                        {"value": "uncorrelated", "label": "Uncorrelated (each column on its own)"},
-                        {"value": "correlated", "label": "Correlated (keeps the correlations)"},
-                    ],
-                    value="uncorrelated",
-                    allowDeselect=False,
-                ),
+                dmc.Select(id="protect-noise-method", **_choice("add_noise", "method"), allowDeselect=False),
                 dmc.NumberInput(
-                    id="protect-noise-share",
-                    label="Noise sd (share of the column's sd)",
-                    description="From 0 to 100; sdcMicro's addNoise(noise = 10) is 0.1",
-                    value=0.1,
-                    min=0,
-                    max=100,
-                    step=0.05,
-                    decimalScale=4,
-                    w=260,
+                    id="protect-noise-share", **_number("add_noise", "share"), step=0.05, decimalScale=4, w=260
                 ),
             ),
             _panel(
@@ -158,28 +168,19 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                 method,
                 dmc.MultiSelect(
                     id="protect-swap-columns",
-                    label="Numerical columns",
+                    label=_text("rank_swap", "columns")["label"],
                     data=_options(options.numerical),
                     value=options.defaults("rank_swap"),
                     **columns,
                 ),
-                dmc.NumberInput(
-                    id="protect-swap-p",
-                    label="p: largest rank distance (% of the values)",
-                    description="A percentage: sdcMicro's rankSwap(P = 0.05) is p = 5 (its code reads P as a fraction)",
-                    value=5,
-                    min=0,
-                    max=100,
-                    step=1,
-                    **number,
-                ),
+                dmc.NumberInput(id="protect-swap-p", **_number("rank_swap", "p"), step=1, **number),
             ),
             _panel(
                 "pram",
                 method,
                 dmc.MultiSelect(
                     id="protect-pram-columns",
-                    label="Categorical columns",
+                    label=_text("pram", "columns")["label"],
                     data=_options(options.categorical),
                     value=options.defaults("pram"),
                     **columns,
@@ -187,26 +188,10 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                 dmc.Group(
                     [
                         dmc.NumberInput(
-                            id="protect-pram-pd",
-                            label="pd",
-                            description="Least chance to keep a category",
-                            value=0.8,
-                            min=0,
-                            max=1,
-                            step=0.05,
-                            decimalScale=4,
-                            w=150,
+                            id="protect-pram-pd", **_number("pram", "pd"), step=0.05, decimalScale=4, w=150
                         ),
                         dmc.NumberInput(
-                            id="protect-pram-alpha",
-                            label="alpha",
-                            description="Share of the randomisation",
-                            value=0.5,
-                            min=0,
-                            max=1,
-                            step=0.05,
-                            decimalScale=4,
-                            w=150,
+                            id="protect-pram-alpha", **_number("pram", "alpha"), step=0.05, decimalScale=4, w=150
                         ),
                     ],
                     align="flex-start",
@@ -217,9 +202,9 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                 method,
                 dmc.MultiSelect(
                     id="protect-shuffle-columns",
-                    label="Sensitive columns to shuffle",
+                    label=_text("shuffling", "columns")["label"],
                     data=_options(options.shufflable),
-                    value=options.defaults("shuffle"),
+                    value=options.defaults("shuffling"),
                     **columns,
                 ),
                 dmc.Text(f"Within the classes of: {qis}.", size="xs", c="dimmed", id="protect-shuffle-qis"),
@@ -231,7 +216,7 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                     [
                         dmc.Select(
                             id="protect-geo-lat",
-                            label="Latitude",
+                            label=_text("donut_masking", "latitude")["label"],
                             data=_options(options.latitudes),
                             value=options.latitudes[0] if options.latitudes else None,
                             allowDeselect=False,
@@ -239,7 +224,7 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                         ),
                         dmc.Select(
                             id="protect-geo-lon",
-                            label="Longitude",
+                            label=_text("donut_masking", "longitude")["label"],
                             data=_options(options.longitudes),
                             value=options.longitudes[0] if options.longitudes else None,
                             allowDeselect=False,
@@ -248,7 +233,10 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                     ]
                 ),
                 dmc.NumberInput(
-                    id="protect-geo-k", label="Target spatial k", value=max(state.k, 1), min=1, step=1, **number
+                    id="protect-geo-k",
+                    **{**_number("donut_masking", "k_target"), "value": max(state.k, 1)},
+                    step=1,
+                    **number,
                 ),
             ),
             _panel(
@@ -256,8 +244,8 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                 method,
                 dmc.Group(
                     [
-                        dmc.NumberInput(id="protect-donut-min", label="Least move (m)", value=100, min=0, w=150),
-                        dmc.NumberInput(id="protect-donut-max", label="Largest move (m)", value=1000, min=0, w=150),
+                        dmc.NumberInput(id="protect-donut-min", **_number("donut_masking", "min_distance"), w=150),
+                        dmc.NumberInput(id="protect-donut-max", **_number("donut_masking", "max_distance"), w=150),
                     ]
                 ),
             ),
@@ -266,22 +254,15 @@ def controls(options: ProtectColumns, state: ViewState, seed: int) -> Any:
                 method,
                 dmc.Select(
                     id="protect-perturb-distribution",
-                    label="Distance",
-                    data=[
-                        {"value": "gaussian", "label": "Half-normal (scale = sd)"},
-                        {"value": "uniform", "label": "Uniform (scale = largest move)"},
-                    ],
-                    value="gaussian",
+                    **_choice("coordinate_perturbation", "distribution"),
                     allowDeselect=False,
                 ),
-                dmc.NumberInput(id="protect-perturb-scale", label="Scale (m)", value=250, min=0, **number),
+                dmc.NumberInput(id="protect-perturb-scale", **_number("coordinate_perturbation", "scale"), **number),
             ),
             dmc.NumberInput(
                 id="protect-seed",
-                label="Seed",
-                description="The same seed gives the same preview; empty draws a new one.",
                 value=seed,
-                min=0,
+                **{key: value for key, value in _number("add_noise", "seed").items() if key not in ("max", "value")},
                 step=1,
                 allowDecimal=False,
                 **number,
@@ -357,7 +338,7 @@ def step_from_controls(options: ProtectColumns, values: Mapping[str, Any]) -> St
     """The step the controls describe (:func:`~privdash.application.protect.protect_step`)."""
     v = values
     method = v.get("protect-method")
-    prefix = {"add_noise": "noise", "rank_swap": "swap", "pram": "pram", "shuffle": "shuffle"}.get(str(method))
+    prefix = {"add_noise": "noise", "rank_swap": "swap", "pram": "pram", "shuffling": "shuffle"}.get(str(method))
     return protect_step(
         method,
         options,
@@ -391,9 +372,9 @@ def describe_step(step: Step) -> str:
         text = f"rank swapping within {fmt_number(p['p'])}% of the ranks on {columns}"
     elif step.kind == "pram":
         text = f"PRAM (pd {fmt_number(p['pd'])}, alpha {fmt_number(p['alpha'])}) on {columns}"
-    elif step.kind == "shuffle":
+    elif step.kind == "shuffling":
         text = f"{columns} shuffled within the classes of {', '.join(p['quasi_identifiers'])}"
-    elif step.kind == "geomask_donut":
+    elif step.kind == "donut_masking":
         text = f"donut masking of {p['latitude']}/{p['longitude']}, {fmt_number(p['min_distance'])} to "
         text += f"{fmt_number(p['max_distance'])} m"
     else:
