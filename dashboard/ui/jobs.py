@@ -427,8 +427,13 @@ class LimitedJobManager(dash.DiskcacheManager):
             self._children[pid] = process
         with self.registry.locked() as entries:
             current = entries.get(key)
-            if current is not None and current.pid is None:
-                entries[key] = replace(current, pid=pid, created=_process_start(pid))
+            if current is not None:
+                # The page polls once this request has answered: abandonment counts from now (the first job may
+                # have waited seconds for the fork server).
+                current = replace(current, last_poll=max(current.last_poll, time.time()))
+                if current.pid is None:
+                    current = replace(current, pid=pid, created=_process_start(pid))
+                entries[key] = current
         self._ensure_supervisor()
         return pid
 
@@ -639,6 +644,7 @@ def _wait_turn(registry: JobRegistry, limits: JobLimits, entry: JobEntry, progre
     (False). Shows the queue position through the progress outputs."""
     pid = os.getpid()
     shown = None
+    begun = time.time()  # its page cannot have polled before the process was there
     while True:
         now = time.time()
         with registry.locked() as entries:
@@ -649,7 +655,7 @@ def _wait_turn(registry: JobRegistry, limits: JobLimits, entry: JobEntry, progre
                 mine = entries[entry.key] = replace(mine, pid=pid, created=_process_start(pid))
             if mine.seen is None or now - mine.seen >= _REPORT_EVERY:  # alive (see JobLimits.start_grace)
                 mine = entries[entry.key] = replace(mine, seen=now)
-            if now - max(mine.last_poll, mine.submitted) > limits.abandon_after(mine.interval):
+            if now - max(mine.last_poll, mine.submitted, begun) > limits.abandon_after(mine.interval):
                 del entries[entry.key]
                 registry.end(entry.key, StopReason.ABANDONED)
                 return False

@@ -142,7 +142,8 @@ class JobEntry:
     interval
         Seconds between two polls of its page.
     last_poll
-        When its page last asked for its result (``submitted`` until the first poll).
+        When its page last asked for its result (until the first poll: when its process was started, the moment
+        the page can begin to poll).
     started
         When it was admitted, or None while it waits.
     pid, created

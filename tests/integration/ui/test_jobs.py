@@ -186,7 +186,8 @@ def test_the_server_limit_queues_jobs_of_other_sessions(tab: Callable[[], DashSe
 def test_a_session_cannot_queue_jobs_without_bound(tab: Callable[[], DashSession]) -> None:
     """Three jobs of a session may run or wait (JobLimits.queue_per_session); a fourth gets a message at once."""
     session = tab()
-    jobs = [session.start(job_body({"seconds": 0.3})) for _ in range(3)]
+    # Long enough that the first has not ended when the fourth is submitted, however slow the machine.
+    jobs = [session.start(job_body({"seconds": 2.0})) for _ in range(3)]
     extra = session.start(job_body({"seconds": 0.3}))
     assert extra.pid == 0  # no process was started
     run([extra])
@@ -195,7 +196,7 @@ def test_a_session_cannot_queue_jobs_without_bound(tab: Callable[[], DashSession
     assert alert["props"]["id"] == "job-stopped"
     assert "3 computations of this browser are already running or waiting" in " ".join(texts(alert))
     run(jobs)
-    assert [job.response for job in jobs] == [{"jobtest-out": {"children": "slept 0.3 s"}}] * 3
+    assert [job.response for job in jobs] == [{"jobtest-out": {"children": "slept 2.0 s"}}] * 3
 
 
 def test_an_abandoned_job_is_stopped(server: tuple[str, Dash], tab: Callable[[], DashSession]) -> None:
