@@ -14,9 +14,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from privdash import cli
 from dashboard.pages import fix as page
 from dashboard.ui.components import fmt_count
+from privdash import cli
 from privdash.application import fixes
 from privdash.application.fixes import FixError, check_spec
 from privdash.application.fixruns import FixRuns
