@@ -9,11 +9,14 @@ cancel inputs and a newer run of the same callback call :meth:`terminate_job`.
 :class:`LimitedJobManager` hooks there (the rules themselves are in :mod:`privdash.application.jobs`):
 
 * :meth:`call_job_fn` lists the job in a registry kept in the diskcache, the one place every gunicorn worker sees,
-  with a digest of its session cookie, its page's polling interval and, once started, its process id.
+  with a digest of its session cookie, its page's polling interval and, once started, its process id. The job's
+  process is a fork of the worker's *fork server*, never of the threaded worker itself (see the notes of
+  :class:`LimitedJobManager`).
 * The job process first waits its turn (one running job per session, ``per_server`` on the server, the rest in
-  submission order); meanwhile its progress outputs read ``(0, "waiting: 1 job ahead of yours")``. Then it sets its
-  memory limit (``RLIMIT_AS``) and its wall-time alarm and runs the callback. Running out of memory or time ends it
-  with a result that says so, which :meth:`get_result` turns into a message on the page.
+  submission order); meanwhile its progress outputs read ``(0, "waiting: 1 job ahead of yours")`` and it reports
+  to the registry every few seconds (a job whose process never reports is stopped after ``start_grace``). Then it
+  sets its memory limit (``RLIMIT_AS``) and its wall-time alarm and runs the callback. Running out of memory or
+  time ends it with a result that says so, which :meth:`get_result` turns into a message on the page.
 * :meth:`get_result` records each poll. A job whose process ended without a result gets a message too.
   :meth:`job_running` answers, within one poll, what :meth:`get_result` saw: Dash asks twice, and a job that
   ended in between lost its result (the page stopped polling with nothing shown).
@@ -29,15 +32,18 @@ Progress outputs of background callbacks are ``(percent, status text)`` here (se
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
 import functools
 import hashlib
 import inspect
+import io
 import logging
 import os
 import secrets
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -46,6 +52,7 @@ from pathlib import Path
 from typing import Any
 
 import dash
+import dill
 import diskcache
 import flask
 import psutil
@@ -81,6 +88,8 @@ _STOPPED = "privdash_job_stopped"
 _KEEP = 3600.0
 _SWEEP_EVERY = 0.5
 _WAIT_STEP = 0.25
+#: A waiting job's process writes the time into its registry entry at least this often.
+_REPORT_EVERY = 5.0
 #: A registry entry whose process id is not known yet counts as alive this long (the process is being started).
 _STARTING = 10.0
 _SIGNALS = ("SIGTERM", "SIGINT", "SIGQUIT", "SIGHUP", "SIGUSR1", "SIGUSR2", "SIGWINCH", "SIGCHLD")
@@ -217,6 +226,89 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
     return guarded
 
 
+#: Modules the fork server imports once, so that a job process starts with the app's code loaded ("__main__": the
+#: server's own script, which a job process would otherwise import again).
+_PRELOAD = ("__main__", "dashboard.app", "dashboard.pages")
+_TRIES = 3
+
+
+@functools.cache
+def _context() -> Any:
+    """Where job processes come from: a fork server (a process of its own that has imported the app's modules and
+    runs no thread; each job is a fork of it) where the system has one, else a fresh interpreter (Windows)."""
+    import multiprocess  # Dash's choice: dill pickles what the standard library cannot
+
+    if "forkserver" not in multiprocess.get_all_start_methods():
+        return multiprocess.get_context("spawn")
+    context = multiprocess.get_context("forkserver")
+    context.set_forkserver_preload(list(_PRELOAD))
+    return context
+
+
+def _start_fork_server() -> None:
+    """Start this process's fork server (its imports take seconds) rather than with the first job."""
+    if _context().get_start_method() != "forkserver":
+        return
+    from multiprocess import forkserver
+
+    try:
+        forkserver.ensure_running()
+    except Exception:  # the first job tries again and reports what fails
+        log.warning("the fork server of background jobs could not be started", exc_info=True)
+
+
+def _forget_fork_server() -> None:
+    """In a forked child (a gunicorn worker of a preloaded app): the parent's fork server is not a child of this
+    process (multiprocess would fail to wait for it); this process starts its own."""
+    module = sys.modules.get("multiprocess.forkserver")
+    server = getattr(module, "_forkserver", None)
+    if server is None or getattr(server, "_forkserver_pid", None) is None:
+        return
+    with contextlib.suppress(OSError, TypeError):
+        os.close(server._forkserver_alive_fd)
+    server._forkserver_address = server._forkserver_alive_fd = server._forkserver_pid = None
+    server._lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_fork_server)
+
+
+class _JobPickler(dill.Pickler):
+    """dill's pickler, except that a lock arrives unlocked in the job process (whoever held it is a thread of the
+    worker, which the job process does not have)."""
+
+    dispatch = type(dill.Pickler.dispatch)(dill.Pickler.dispatch)
+
+
+def _save_lock(pickler: Any, obj: Any) -> None:
+    pickler.save_reduce(_thread.allocate_lock, (), obj=obj)
+
+
+def _save_rlock(pickler: Any, obj: Any) -> None:
+    pickler.save_reduce(threading.RLock, (), obj=obj)
+
+
+_JobPickler.dispatch[_thread.LockType] = _save_lock
+_JobPickler.dispatch[_thread.RLock] = _save_rlock
+
+
+def _dumps(job: Any) -> bytes:
+    """``job`` (the job function and its arguments) pickled for the job process. Caches in it arrive empty
+    (:class:`~privdash.application.cache.BoundedCache` pickles its bounds only) and locks unlocked. Another thread
+    may change a dict of the app while it is pickled: then it is pickled again."""
+    for attempt in range(_TRIES):
+        buffer = io.BytesIO()
+        try:
+            _JobPickler(buffer).dump(job)
+        except RuntimeError:  # "dictionary changed size during iteration"
+            if attempt == _TRIES - 1:
+                raise
+            continue
+        return buffer.getvalue()
+    raise AssertionError("unreachable")
+
+
 def _exclusive(method: Callable[..., Any]) -> Callable[..., Any]:
     """The method, run while holding its manager's fork lock (see :class:`LimitedJobManager`)."""
 
@@ -246,10 +338,16 @@ class LimitedJobManager(dash.DiskcacheManager):
 
     Notes
     -----
-    SQLite keeps lock state per process, and a forked child inherits it: a job process forked while another thread
-    of its worker (the supervisor, or another request in a threaded server) was inside a transaction on the cache
-    would wait forever for a lock that nobody holds. So this process's threads use the cache, and fork a job, one
-    at a time (the methods marked ``_exclusive`` hold one lock).
+    A job process is never a fork of the (threaded) worker: a fork copies the state of the libraries the worker's
+    other threads are using at that instant. SQLite keeps the locks of all of a process's connections, and its
+    memory mutexes, in the process: a job process forked while another thread was inside a transaction on any
+    SQLite file (the job cache, the Fix page's disk cache, ...) found that lock held for ever, or blocked on a mutex
+    for ever, and its page showed "Waiting ..." until the test gave up. Jobs are forks of a *fork server* instead
+    (multiprocess's ``forkserver``: a process of its own that imports the app's modules once and runs nothing
+    else), started with the manager. The job function and its arguments travel pickled (:func:`_dumps`): the
+    app's in-memory caches arrive empty, locks unlocked; everything else a job reads is on disk. A job whose
+    process never reports is stopped after ``JobLimits.start_grace`` with a message. This process's threads still
+    use the cache one at a time (the methods marked ``_exclusive`` hold one lock).
     """
 
     def __init__(
@@ -278,6 +376,7 @@ class LimitedJobManager(dash.DiskcacheManager):
     def from_settings(cls, settings: Settings, *, session: Callable[[], str]) -> LimitedJobManager:
         """The manager of the app: its cache in ``settings.cache_dir``, the limits of the settings."""
         settings.cache_dir.mkdir(parents=True, exist_ok=True)
+        threading.Thread(target=_start_fork_server, name="privdash-fork-server", daemon=True).start()
         return cls(diskcache.Cache(str(settings.cache_dir)), JobLimits.from_settings(settings), session=session)
 
     # --- the registry ------------------------------------------------------------------------------------------
@@ -305,8 +404,6 @@ class LimitedJobManager(dash.DiskcacheManager):
     def call_job_fn(self, key: str, job_fn: Any, args: Any, context: Any) -> int:
         """Register the job and start its process (which waits its turn); returns the process id, or 0 for a job
         refused because its session or the server has too many jobs waiting."""
-        from multiprocess import Process  # Dash's choice: dill pickles what the standard library cannot
-
         now = time.time()
         # The registry is a file: it keeps a digest of the session token, never the token.
         session = hashlib.sha256(self._session().encode()).hexdigest()
@@ -314,6 +411,7 @@ class LimitedJobManager(dash.DiskcacheManager):
             key=key, session=session, submitted=now, interval=_interval(), last_poll=now, owner=os.getpid()
         )
         self._sweep(force=True)  # free the places of jobs that ended before this one queues
+        job = _dumps((job_fn, (key, self._make_progress_key(key), args, context, entry)))
         with self.registry.locked() as entries:
             refused = refusal((other for other in entries.values() if _alive(other, now)), session, self.limits)
             if refused is None:
@@ -322,15 +420,20 @@ class LimitedJobManager(dash.DiskcacheManager):
             # No process: the first poll finds the message (process id 0 counts as a job that is not running).
             self.handle.set(key, {_STOPPED: refused.value}, expire=_KEEP)
             return 0
-        process = Process(target=job_fn, args=(key, self._make_progress_key(key), args, context, entry))
+        process = _context().Process(target=_start_job, args=(job,), name=f"privdash-job-{key[:8]}")
         process.start()
         pid = int(process.pid)
         with self._lock:
             self._children[pid] = process
         with self.registry.locked() as entries:
             current = entries.get(key)
-            if current is not None and current.pid is None:
-                entries[key] = replace(current, pid=pid, created=_process_start(pid))
+            if current is not None:
+                # The page polls once this request has answered: abandonment counts from now (the first job may
+                # have waited seconds for the fork server).
+                current = replace(current, last_poll=max(current.last_poll, time.time()))
+                if current.pid is None:
+                    current = replace(current, pid=pid, created=_process_start(pid))
+                entries[key] = current
         self._ensure_supervisor()
         return pid
 
@@ -438,7 +541,7 @@ class LimitedJobManager(dash.DiskcacheManager):
                 entries.update(live)
         for entry, reason in stops:
             _kill(entry.pid, entry.created)
-            if reason is StopReason.TIME:
+            if reason in (StopReason.TIME, StopReason.NOT_STARTED):
                 self.handle.add(entry.key, {_STOPPED: reason.value}, expire=_KEEP)  # the page says why
             else:  # nobody will ask for it
                 self.clear_cache_entry(entry.key)
@@ -489,6 +592,12 @@ class LimitedJobManager(dash.DiskcacheManager):
 # --- inside the job process ----------------------------------------------------------------------------------
 
 
+def _start_job(job: bytes) -> None:
+    """The job process's entry point: the job function and its arguments, pickled by :func:`_dumps`."""
+    function, args = dill.loads(job)
+    function(*args)
+
+
 def run_job(
     registry: JobRegistry,
     limits: JobLimits,
@@ -535,6 +644,7 @@ def _wait_turn(registry: JobRegistry, limits: JobLimits, entry: JobEntry, progre
     (False). Shows the queue position through the progress outputs."""
     pid = os.getpid()
     shown = None
+    begun = time.time()  # its page cannot have polled before the process was there
     while True:
         now = time.time()
         with registry.locked() as entries:
@@ -543,7 +653,9 @@ def _wait_turn(registry: JobRegistry, limits: JobLimits, entry: JobEntry, progre
                 return False  # cancelled, or stopped as abandoned
             if mine.pid is None:
                 mine = entries[entry.key] = replace(mine, pid=pid, created=_process_start(pid))
-            if now - max(mine.last_poll, mine.submitted) > limits.abandon_after(mine.interval):
+            if mine.seen is None or now - mine.seen >= _REPORT_EVERY:  # alive (see JobLimits.start_grace)
+                mine = entries[entry.key] = replace(mine, seen=now)
+            if now - max(mine.last_poll, mine.submitted, begun) > limits.abandon_after(mine.interval):
                 del entries[entry.key]
                 registry.end(entry.key, StopReason.ABANDONED)
                 return False

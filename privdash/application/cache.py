@@ -87,6 +87,14 @@ class BoundedCache:
         self._sizes: dict[tuple[Hashable, ...], int] = {}
         self._lock = threading.Lock()
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A cache pickles its bounds only: a copy in another process (a background job) starts empty, instead of
+        carrying every table this one holds (and a lock another thread may hold)."""
+        return {"max_items": self.max_items, "max_bytes": self.max_bytes}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__init__(state["max_items"], state["max_bytes"])  # type: ignore[misc]
+
     @property
     def size_bytes(self) -> int:
         """Approximate bytes held (0 when the cache has no byte limit)."""

@@ -19,6 +19,10 @@ jobs ahead
 wall time
     A running job is stopped ``seconds`` after it started (time spent waiting does not count); when it does not stop
     by itself within ``kill_grace`` more seconds, its process is killed.
+not started
+    A waiting job's process reports to the registry at least every few seconds; a job that has not started and
+    whose process has not reported for ``start_grace`` seconds (its process did not start, or hangs before its work)
+    is stopped, so that its page says so instead of waiting for ever.
 abandoned
     A page asks for its job's result every ``interval`` seconds; a job nobody has asked about for three intervals
     plus ``abandon_grace`` seconds (its tab was closed) is stopped.
@@ -78,6 +82,8 @@ class JobLimits:
         A job nobody polled for three polling intervals plus this many seconds is stopped.
     kill_grace
         Seconds a job over its wall time gets to stop by itself before its process is killed.
+    start_grace
+        A job that has not started and whose process has not reported for this many seconds is stopped.
     queue_per_session, queue_per_server
         Jobs one session may have running or waiting; jobs that may wait on the server.
     """
@@ -90,9 +96,10 @@ class JobLimits:
     kill_grace: float = 5.0
     queue_per_session: int = 3
     queue_per_server: int = 32
+    start_grace: float = 60.0
 
     def __post_init__(self) -> None:
-        if self.seconds <= 0 or self.abandon_grace <= 0 or self.kill_grace <= 0:
+        if min(self.seconds, self.abandon_grace, self.kill_grace, self.start_grace) <= 0:
             raise ValueError("The wall time and the grace periods of background jobs must be positive.")
         if min(self.per_server, self.per_session, self.queue_per_session, self.queue_per_server) < 1:
             raise ValueError("At least one background job must be allowed per server and per session.")
@@ -135,13 +142,16 @@ class JobEntry:
     interval
         Seconds between two polls of its page.
     last_poll
-        When its page last asked for its result (``submitted`` until the first poll).
+        When its page last asked for its result (until the first poll: when its process was started, the moment
+        the page can begin to poll).
     started
         When it was admitted, or None while it waits.
     pid, created
         Its process id and the process's start time (which tells a reused pid apart), once known.
     owner
         The process id of the worker that started it (the only process that can reap it).
+    seen
+        When its process last reported while it waited (None until its first report).
     """
 
     key: str
@@ -153,6 +163,7 @@ class JobEntry:
     pid: int | None = None
     created: float | None = None
     owner: int | None = None
+    seen: float | None = None
 
     @property
     def running(self) -> bool:
@@ -209,6 +220,7 @@ class StopReason(enum.Enum):
     ABANDONED = "abandoned"
     CANCELLED = "cancelled"
     LOST = "lost"
+    NOT_STARTED = "not-started"
     SESSION_QUEUE = "session-queue"
     SERVER_QUEUE = "server-queue"
 
@@ -227,13 +239,16 @@ def refusal(entries: Iterable[JobEntry], session: str, limits: JobLimits) -> Sto
 
 def overdue(entries: Iterable[JobEntry], now: float, limits: JobLimits) -> list[tuple[JobEntry, StopReason]]:
     """The jobs to stop at time ``now``: running past their wall time and the grace to stop by themselves
-    (:attr:`StopReason.TIME`), or not polled for too long (:attr:`StopReason.ABANDONED`)."""
+    (:attr:`StopReason.TIME`), not polled for too long (:attr:`StopReason.ABANDONED`), or not started and not
+    reported by their process for ``start_grace`` seconds (:attr:`StopReason.NOT_STARTED`)."""
     stops: list[tuple[JobEntry, StopReason]] = []
     for entry in entries:
         if entry.started is not None and now - entry.started > limits.seconds + limits.kill_grace:
             stops.append((entry, StopReason.TIME))
         elif now - max(entry.last_poll, entry.submitted) > limits.abandon_after(entry.interval):
             stops.append((entry, StopReason.ABANDONED))
+        elif entry.started is None and now - max(entry.seen or 0.0, entry.submitted) > limits.start_grace:
+            stops.append((entry, StopReason.NOT_STARTED))
     return stops
 
 
@@ -264,6 +279,11 @@ def stop_message(reason: StopReason, limits: JobLimits) -> str:
         return (
             f"{limits.queue_per_session} computations of this browser are already running or waiting. "
             "Wait until one has finished (or close the other tabs), then try again."
+        )
+    if reason is StopReason.NOT_STARTED:
+        return (
+            f"Its process did not start its work within {_amount(limits.start_grace)} (the server may be "
+            "overloaded). Try again; if it happens again, tell the administrator."
         )
     if reason is StopReason.SERVER_QUEUE:
         return f"The server is busy: {limits.queue_per_server} computations are waiting. Try again in a minute."

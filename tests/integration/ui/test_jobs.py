@@ -9,55 +9,32 @@ must have ended and been reaped: no zombie children of the server process, an em
 from __future__ import annotations
 
 import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import psutil
 import pytest
-from dash import Dash, Input, Output
+from dash import Dash
 from werkzeug.serving import make_server
 
 from dashboard.app import create_app
 from dashboard.ui.jobs import LimitedJobManager
-from privdash.application.jobs import StopReason
+from privdash.application.cache import disk_cache
+from privdash.application.jobs import JobEntry, StopReason
 from privdash.application.settings import Settings
 from privdash.application.state import ViewState
 from tests.integration.dash_http import DashSession, Job, find, payload, texts
+from tests.integration.ui.jobtest import add_test_job
 
 SECONDS = 4.0  # wall time of a job
 MEMORY_MB = 100  # memory a job may allocate
 GRACE = 1.5  # abandoned: no poll for 3 x 0.2 s + this
 KILL_GRACE = 5.0  # JobLimits.kill_grace: a job that does not stop by itself is killed this much later
-
-
-def add_test_job(app: Dash) -> None:
-    """A background callback that sleeps ``seconds`` (optionally deaf to the wall-time alarm, like a computation
-    that does not come back to Python) or allocates ``allocate_mb``."""
-
-    @app.callback(
-        Output("jobtest-out", "children"),
-        Input("jobtest-in", "data"),
-        background=True,
-        progress=[Output("jobtest-progress", "value"), Output("jobtest-status", "children")],
-        cancel=[Input("jobtest-cancel", "n_clicks")],
-        interval=200,
-        prevent_initial_call=True,
-    )
-    def work(set_progress: Callable[[tuple[int, str]], None], request: dict[str, Any]) -> str:
-        set_progress((1, "working"))
-        if request.get("allocate_mb"):
-            block = np.ones(int(request["allocate_mb"] * 1e6), dtype=np.uint8)
-            return f"allocated {block.nbytes:,} bytes"
-        if request.get("deaf"):
-            signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGALRM})
-        end = time.monotonic() + float(request["seconds"])
-        while time.monotonic() < end:
-            time.sleep(0.02)
-        return f"slept {request['seconds']} s"
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +186,8 @@ def test_the_server_limit_queues_jobs_of_other_sessions(tab: Callable[[], DashSe
 def test_a_session_cannot_queue_jobs_without_bound(tab: Callable[[], DashSession]) -> None:
     """Three jobs of a session may run or wait (JobLimits.queue_per_session); a fourth gets a message at once."""
     session = tab()
-    jobs = [session.start(job_body({"seconds": 0.3})) for _ in range(3)]
+    # Long enough that the first has not ended when the fourth is submitted, however slow the machine.
+    jobs = [session.start(job_body({"seconds": 2.0})) for _ in range(3)]
     extra = session.start(job_body({"seconds": 0.3}))
     assert extra.pid == 0  # no process was started
     run([extra])
@@ -218,7 +196,7 @@ def test_a_session_cannot_queue_jobs_without_bound(tab: Callable[[], DashSession
     assert alert["props"]["id"] == "job-stopped"
     assert "3 computations of this browser are already running or waiting" in " ".join(texts(alert))
     run(jobs)
-    assert [job.response for job in jobs] == [{"jobtest-out": {"children": "slept 0.3 s"}}] * 3
+    assert [job.response for job in jobs] == [{"jobtest-out": {"children": "slept 2.0 s"}}] * 3
 
 
 def test_an_abandoned_job_is_stopped(server: tuple[str, Dash], tab: Callable[[], DashSession]) -> None:
@@ -281,3 +259,55 @@ def test_the_risk_pages_analysis_waits_behind_the_sessions_other_job(tab: Callab
     assert statuses(combo)[-1] in ("Done", "Finding the smallest combinations that single out each unique record ...")
     assert combo.response is not None
     assert find(combo.response["combo-results"]["children"], "combination-grid") is not None
+
+
+def test_a_job_started_while_another_thread_writes_to_a_disk_cache_finishes(
+    tab: Callable[[], DashSession], tmp_path: Path
+) -> None:
+    """SQLite keeps the locks of a process's connections in the process: a job process forked from the worker while
+    another thread of it was inside a transaction would find that lock held for ever (its page then said
+    "Waiting ..." for ever). Job processes come from the fork server, which has no other thread."""
+    folder = tmp_path / "other-cache"
+    other = disk_cache(folder)
+    inside, release = threading.Event(), threading.Event()
+
+    def write() -> None:
+        with other.transact():
+            other.set("held", True)
+            inside.set()
+            release.wait(10)
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        assert inside.wait(10)
+        job = tab().start(job_body({"write": str(folder)}))  # the job process starts during the transaction
+    finally:
+        release.set()
+        writer.join(10)
+    run([job], limit=20)
+    assert job.response == {"jobtest-out": {"children": "written"}}
+    assert other.get("written") is True
+
+
+def test_a_job_whose_process_never_reports_is_stopped_with_a_message(server: tuple[str, Dash]) -> None:
+    """A job process that hangs before its work (it never reports to the registry) does not leave its page
+    waiting for ever: after JobLimits.start_grace it is killed and its result says that it did not start."""
+    manager = manager_of(server[1])
+    stuck = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        now = time.time()
+        submitted = now - manager.limits.start_grace - 1.0
+        key = "stuck-job"
+        entry = JobEntry(key=key, session="s", submitted=submitted, interval=0.2, last_poll=now, pid=stuck.pid)
+        with manager.registry.locked() as entries:
+            entries[key] = entry
+        manager._sweep(force=True)
+        assert stuck.wait(5) == -signal.SIGKILL
+        assert manager.registry.ended(key) is StopReason.NOT_STARTED
+        assert manager.handle.get(key) == {"privdash_job_stopped": StopReason.NOT_STARTED.value}
+        assert key not in manager.jobs()
+        manager.clear_cache_entry(key)
+    finally:
+        stuck.kill()
+        stuck.wait()

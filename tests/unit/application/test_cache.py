@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import threading
 from dataclasses import dataclass
 
@@ -86,3 +87,15 @@ def test_bad_bounds_and_threads() -> None:
     for thread in threads:
         thread.join()
     assert len(cache) == 8
+
+
+def test_a_pickled_cache_arrives_empty_with_its_bounds() -> None:
+    """What a background job process gets: the bounds, not the tables, and a lock nobody holds (even when a thread
+    of this process holds the original's)."""
+    cache = BoundedCache(3, max_bytes=10_000)
+    cache.put(("table",), pd.DataFrame({"a": range(100)}))
+    with cache._lock:
+        copy = pickle.loads(pickle.dumps(cache))
+    assert (copy.max_items, copy.max_bytes, len(copy)) == (3, 10_000, 0)
+    copy.put(("x",), 1)  # its lock is free
+    assert copy.get(("x",)) == 1 and ("table",) in cache

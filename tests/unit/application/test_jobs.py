@@ -112,6 +112,25 @@ def test_overdue_jobs_are_those_past_their_wall_time_or_not_polled() -> None:
     assert LIMITS.abandon_after(0.3) == pytest.approx(5.9)
 
 
+def test_a_waiting_job_whose_process_stopped_reporting_is_overdue() -> None:
+    """Its process did not start, or hangs before its work: stopped after ``start_grace`` without a report, however
+    often its page polls."""
+    now = 1000.0
+    limits = replace(LIMITS, start_grace=30.0)
+    polled = {"last_poll": 999.9, "interval": 0.3}
+    never = replace(job("never", "s1", 960.0), **polled)  # submitted 40 s ago, no report
+    silent = replace(job("silent", "s2", 900.0), seen=965.0, **polled)  # last report 35 s ago
+    queued = replace(job("queued", "s3", 900.0), seen=998.0, **polled)  # waits its turn, reports
+    young = replace(job("young", "s4", 980.0), **polled)  # 20 s: within the grace
+    running = replace(job("running", "s5", 960.0, started=961.0), **polled)  # started: the wall time counts
+    stops = overdue([never, silent, queued, young, running], now, limits)
+    assert [(entry.key, reason) for entry, reason in stops] == [
+        ("never", StopReason.NOT_STARTED),
+        ("silent", StopReason.NOT_STARTED),
+    ]
+    assert "did not start its work within 30 s" in stop_message(StopReason.NOT_STARTED, limits)
+
+
 def test_the_queue_is_bounded_per_session_and_per_server() -> None:
     limits = replace(LIMITS, queue_per_session=2, queue_per_server=2)
     mine = [job("a", "s1", 1.0, started=1.0), job("b", "s1", 2.0)]
@@ -170,5 +189,7 @@ def test_bad_job_settings_are_refused(variable: str, value: str) -> None:
 def test_limits_must_be_positive() -> None:
     with pytest.raises(ValueError, match="positive"):
         JobLimits(seconds=0)
+    with pytest.raises(ValueError, match="positive"):
+        JobLimits(start_grace=0)
     with pytest.raises(ValueError, match="At least one"):
         JobLimits(per_server=0)
