@@ -32,6 +32,8 @@ from privdash.application.report.render import render_html, report_format
 from privdash.application.services import Services
 from privdash.application.settings import Settings
 from privdash.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
+from privdash.data.tables import read_table
+from privdash.dp.ledger import TableFingerprint
 from privdash.errors import ParameterError, PrivdashError
 from privdash.geo.geography import area_polygons_path, district_polygons_dir, load_areas, load_districts
 from privdash.geo.postcodes import read_population
@@ -69,17 +71,24 @@ def contract(people: pd.DataFrame) -> DataContract:
     return DataContract.for_columns(people, quasi_identifiers=["sex", "age", "town"], sensitive=["disease"])
 
 
-def test_file_fingerprint_is_the_sha256_of_the_bytes(tmp_path: Path, people: pd.DataFrame) -> None:
+def test_fingerprint_is_the_tables_content_with_the_files_bytes_beside_it(tmp_path: Path, people: pd.DataFrame) -> None:
     path = tmp_path / "people.csv"
     people.to_csv(path, index=False)
     fingerprint = file_fingerprint(path, people)
-    assert fingerprint.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    # The digest of the content, as the release ledger keys tables; the file's bytes beside it.
+    assert fingerprint.sha256 == TableFingerprint.of(people).digest
+    assert fingerprint.file_sha256 == hashlib.sha256(path.read_bytes()).hexdigest() != fingerprint.sha256
     assert (fingerprint.name, fingerprint.rows, fingerprint.columns) == ("people.csv", 26, 4)
-    assert fingerprint.size_bytes == path.stat().st_size and fingerprint.hashed == "the file's bytes"
-    # A table without its file: the digest of its content, the same for the same table, another for another table.
+    assert fingerprint.size_bytes == path.stat().st_size and "content" in fingerprint.hashed
+    # A table without its file: the same content digest as the file holding it; another table, another digest.
     first, again = table_fingerprint("t", people), table_fingerprint("t", people.copy())
-    assert first.sha256 == again.sha256 != table_fingerprint("t", people.iloc[1:]).sha256
-    assert first.size_bytes is None and "CSV" in first.hashed
+    assert first.sha256 == again.sha256 == fingerprint.sha256 != table_fingerprint("t", people.iloc[1:]).sha256
+    assert first.size_bytes is None and first.file_sha256 is None
+    # The same table spelled otherwise in the file (semicolons, rows in another order): the same content digest.
+    other = tmp_path / "people-semicolons.csv"
+    people.iloc[::-1].to_csv(other, index=False, sep=";")
+    again_file = file_fingerprint(other, read_table(other))
+    assert again_file.sha256 == fingerprint.sha256 and again_file.file_sha256 != fingerprint.file_sha256
 
 
 def test_report_states_the_cores_verdict_and_numbers(people: pd.DataFrame, contract: DataContract) -> None:
