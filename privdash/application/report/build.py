@@ -52,6 +52,8 @@ from privdash.measure.combinations import (
 )
 from privdash.measure.diagnose import Diagnosis, diagnose
 from privdash.measure.entities import EntityKey
+from privdash.measure.model_risk import check_model_request
+from privdash.measure.model_risk import model_risk as fit_model_risk
 from privdash.measure.risk import DEFAULT_MAX_RISK, records_at_risk_curve
 from privdash.targets import PrivacyTargets
 from privdash.transform.hierarchy import TOP, Hierarchy
@@ -201,7 +203,8 @@ def _step_parameters(kind: str, params: Mapping[str, Any]) -> list[str]:
         if kind == "generalize" and key == "columns" and isinstance(value, Mapping):
             for name, spec in value.items():
                 level = spec.get("level", 0) if isinstance(spec, Mapping) else 0
-                words.append(f"{name} to level {level}{_hierarchy_words(spec)}")
+                shape = _hierarchy_words(spec)
+                words.append(f"{name} kept as is (level 0{shape})" if level == 0 else f"{name} to level {level}{shape}")
             continue
         if key in ("columns", "column", "quasi_identifiers") and kind != "generalize":
             continue  # shown in the columns cell
@@ -247,10 +250,10 @@ def _step_columns(params: Mapping[str, Any]) -> str:
     return "-"
 
 
-def recipe_steps(recipe: Recipe) -> tuple[tuple[str, str, str], ...]:
+def recipe_steps(recipe: Recipe) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     """The recipe as ``(technique, columns, parameters)`` in words, one per step, for a reader: the technique of the
-    step's kind (:data:`STEP_TECHNIQUES`), the columns it changes and its parameters, without the values a condensed
-    recipe leaves out (:func:`condensed_recipe`)."""
+    step's kind (:data:`STEP_TECHNIQUES`), the columns it changes and its parameters (one phrase each), without the
+    values a condensed recipe leaves out (:func:`condensed_recipe`)."""
     rows = []
     for step in recipe.steps:
         params = dict(step.params)
@@ -258,7 +261,7 @@ def recipe_steps(recipe: Recipe) -> tuple[tuple[str, str, str], ...]:
         words = _step_parameters(step.kind, params)
         if step.kind in ("generalize", "local_recode") and isinstance(params.get("quasi_identifiers"), list):
             words.append(f"classes formed over {len(params['quasi_identifiers'])} quasi-identifiers")
-        rows.append((technique, _step_columns(params), "; ".join(words) or "-"))
+        rows.append((technique, _step_columns(params), tuple(words) or ("-",)))
     return tuple(rows)
 
 
@@ -328,6 +331,12 @@ def build_report(
             "A population table cannot be combined with a fix (its values are not generalized the same way); "
             "give the population size or the sampling fraction instead."
         )
+    check_model_request(model_risk, (), list(contract.quasi_identifiers))  # unknown methods: before any counting
+    if entity is not None and model_risk:
+        raise ParameterError(
+            "Model-based risk fits the table of QI combinations of records; with a person id a class is a set of "
+            "combinations per person, which the log-linear models do not describe. Leave out the model-based risk."
+        )
     tau = max_risk if max_risk is not None else (targets.max_risk or DEFAULT_MAX_RISK)
     ks = default_k_values(targets.k)
     options: dict[str, Any] = {
@@ -339,8 +348,8 @@ def build_report(
         "entity_key": key,
     }
     report_progress(5, "Diagnosing the table ...")
-    # the models are fitted to the input and, with a fix, to the released table too (the report shows both)
-    before = diagnose(data, contract=contract, missing=policy, model_risk=model_risk, **options)
+    # the risk models are fitted below, each table on its own, so that a table they cannot fit loses only them
+    before = diagnose(data, contract=contract, missing=policy, **options)
     released, released_contract = data, contract
     diagnosis = before
     if fix is not None:
@@ -354,14 +363,23 @@ def build_report(
             released,
             contract=released_contract,
             missing=MissingPolicy.WILDCARD if fix.wildcard else policy,
-            model_risk=model_risk,
             **options,
         )
+    left_out: list[str] = []
+    if model_risk:
+        # Fitted to the released table and, with a fix, to the input too (the "before" column). A table the models
+        # cannot fit (a grid of key combinations too large, a key generalized to one value) loses only them, with
+        # the reason in the report.
+        report_progress(35, "Fitting the risk models ...")
+        diagnosis, note = _with_model_risk(diagnosis, model_risk, "the released table" if fix else "the table")
+        left_out += [note] if note else []
+        if fix is not None:
+            before, note = _with_model_risk(before, model_risk, "the table before the fix")
+            left_out += [note] if note else []
     verdict = diagnosis.check(targets)
     threshold = shown_threshold(targets)
     classes = diagnosis.classes
 
-    left_out: list[str] = []
     report_progress(40, "Finding the QI combinations that single people out ...")
     if entity is None:
         combinations, msus, combinations_note = _combinations(data, list(contract.quasi_identifiers), policy, targets.k)
@@ -434,6 +452,17 @@ def build_report(
         left_out=tuple(left_out),
         definitions=DEFINITIONS + ((PEOPLE_DEFINITION,) if entity is not None else ()),
     )
+
+
+def _with_model_risk(diagnosis: Diagnosis, methods: Sequence[str], name: str) -> tuple[Diagnosis, str | None]:
+    """``diagnosis`` with the model-based risk of ``methods`` fitted to its classes, or unchanged with the reason the
+    models could not be fitted to ``name``."""
+    try:
+        names, _pairs = check_model_request(methods, (), diagnosis.quasi_identifiers)
+        fitted = {method: fit_model_risk(diagnosis.classes, method=method) for method in names}
+    except PrivdashError as exc:
+        return diagnosis, f"The model-based risk of {name} is not shown: {exc}"
+    return replace(diagnosis, model_risk=fitted), None
 
 
 def _people_sentence(diagnosis: Diagnosis) -> str:

@@ -253,7 +253,7 @@ class FixSummary:
     people_out: int | None = None
     #: The recipe in words: ``(technique, columns, parameters)`` per step
     #: (:func:`~privdash.application.report.build.recipe_steps`).
-    recipe_steps: tuple[tuple[str, str, str], ...] = ()
+    recipe_steps: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -707,7 +707,7 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
             ),
             "household": _household(report),
             "model_risk": _model_risk(report),
-            "model_risk_before": report.fix is not None,
+            "model_risk_before": report.fix is not None and bool(report.fix.before.model_risk),
             "below_k": [
                 {"k": k, "records": fmt_count(records), "share": _share(records, n)}
                 for k, records in diagnosis.records_below_k().items()

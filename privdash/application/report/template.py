@@ -52,6 +52,7 @@ th, td { border-bottom: 0.6pt solid var(--line); padding: 1.1mm 1.6mm; text-alig
 th { background: var(--tint); font-weight: bold; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.code, .code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 8pt; word-break: break-all; }
+.hash { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 8pt; white-space: nowrap; }
 tr.below td { color: var(--fail); }
 table.facts th { width: 34%; background: none; font-weight: normal; color: var(--muted); }
 table.glance th { background: none; font-weight: normal; color: var(--muted); width: 30%; }
@@ -106,7 +107,7 @@ TEMPLATE = """<!DOCTYPE html>
   <h2>1. Dataset</h2>
   <table class="facts">
     {% for name, value in fingerprint.rows %}<tr><th>{{ name }}</th>
-      <td{% if name.startswith("SHA-256") %} class="code"{% endif %}>{{ value }}</td></tr>
+      <td{% if name.startswith("SHA-256") %} class="hash"{% endif %}>{{ value }}</td></tr>
     {% endfor %}
   </table>
 </section>
@@ -409,12 +410,13 @@ TEMPLATE = """<!DOCTYPE html>
   <p>The fix as a recipe of {{ fix.recipe_steps | length }} step{{ "s" if fix.recipe_steps | length != 1 }}{% if
      fix.recipe_limit %}, made with a suppression limit of {{ fix.recipe_limit }} of the records{% endif %}.
      SHA-256 of the recipe file as privdash saves it:
-     <span class="code" id="recipe-sha256">{{ fix.recipe_sha256 }}</span>;
+     <span class="hash" id="recipe-sha256">{{ fix.recipe_sha256 }}</span>;
      <span class="code">privdash anonymize FILE --recipe recipe.json</span> re-applies it.</p>
   <table id="recipe-steps">
     <thead><tr><th class="num">step</th><th>technique</th><th>columns</th><th>parameters</th></tr></thead>
     <tbody>{% for row in fix.recipe_steps %}<tr><td class="num">{{ row.number }}</td><td>{{ row.technique }}</td>
-      <td>{{ row.columns }}</td><td>{{ row.parameters }}</td></tr>{% endfor %}</tbody>
+      <td>{{ row.columns }}</td><td>{% for phrase in row.parameters %}{{ phrase }}{% if not loop.last %};<br>
+      {% endif %}{% endfor %}</td></tr>{% endfor %}</tbody>
   </table>
   <p class="note" id="recipe-file">The recipe as JSON, condensed ({% if pdf %}attached to this PDF as
     {{ fix.recipe_file }}{% else %}<a href="{{ fix.recipe_data }}" download="{{ fix.recipe_file }}"
@@ -441,7 +443,7 @@ TEMPLATE = """<!DOCTYPE html>
 
 <section id="signoff" class="part signoff-block">
   <h2>{{ signoff_number }}. Sign-off</h2>
-  <p>Release of <strong>{{ title }}</strong> (SHA-256 of the table <span class="code">{{ fingerprint.sha256 }}</span>)
+  <p>Release of <strong>{{ title }}</strong> (SHA-256 of the table <span class="hash">{{ fingerprint.sha256 }}</span>)
     against the targets {{ targets }}. privdash's verdict: <strong>{{ verdict.label }}</strong>.</p>
   <table class="signoff">
   {% if pdf %}
