@@ -178,20 +178,30 @@ def _in_words(value: Any) -> str:
     return str(value)
 
 
-def _hierarchy_words(spec: Any) -> str:
-    """A generalized column's hierarchy: the shape of a table (its leaves are original values), or a rule."""
+def _hierarchy_words(spec: Any) -> tuple[str, str]:
+    """A generalized column's top level (`` of 3``, when a table gives it) and its hierarchy in words: the shape of
+    a table (its leaves are original values), or a rule."""
     hierarchy = spec.get("hierarchy") if isinstance(spec, Mapping) else None
     if not isinstance(hierarchy, Mapping):
-        return ""
+        return "", ""
     rows = hierarchy.get("rows")
     if isinstance(rows, list):
         levels = len(rows[0]) - 1 if rows and isinstance(rows[0], list) else 0
-        return f" of {levels} (hierarchy table of {len(rows):,} values)"
+        return f" of {levels}", f"hierarchy table of {len(rows):,} values"
     rule = hierarchy.get("rule")
     if isinstance(rule, Mapping):
-        settings = {key: item for key, item in rule.items() if key != "builder"}
-        return f" (rule: {rule.get('builder', '?')} {_in_words(settings)})".replace(" )", ")")
-    return ""
+        settings = _in_words({key: item for key, item in rule.items() if key != "builder"})
+        return "", f"rule: {rule.get('builder', '?')}" + (f" {settings}" if settings else "")
+    return "", ""
+
+
+def _level_words(name: str, spec: Any) -> str:
+    """What generalization does to one column, e.g. ``age to level 2 of 4 (hierarchy table of 74 values)``."""
+    level = spec.get("level", 0) if isinstance(spec, Mapping) else 0
+    top, how = _hierarchy_words(spec)
+    if level == 0:
+        return f"{name} kept as is (level 0{top}" + (f"; {how})" if how else ")")
+    return f"{name} to level {level}{top}" + (f" ({how})" if how else "")
 
 
 def _step_parameters(kind: str, params: Mapping[str, Any]) -> list[str]:
@@ -201,10 +211,7 @@ def _step_parameters(kind: str, params: Mapping[str, Any]) -> list[str]:
         if value is None or (key == "quasi_identifiers" and kind in ("generalize", "local_recode")):
             continue
         if kind == "generalize" and key == "columns" and isinstance(value, Mapping):
-            for name, spec in value.items():
-                level = spec.get("level", 0) if isinstance(spec, Mapping) else 0
-                shape = _hierarchy_words(spec)
-                words.append(f"{name} kept as is (level 0{shape})" if level == 0 else f"{name} to level {level}{shape}")
+            words += [_level_words(str(name), spec) for name, spec in value.items()]
             continue
         if key in ("columns", "column", "quasi_identifiers") and kind != "generalize":
             continue  # shown in the columns cell

@@ -411,9 +411,10 @@ TEMPLATE = """<!DOCTYPE html>
      fix.recipe_limit %}, made with a suppression limit of {{ fix.recipe_limit }} of the records{% endif %}.
      SHA-256 of the recipe file as privdash saves it:
      <span class="hash" id="recipe-sha256">{{ fix.recipe_sha256 }}</span>;
-     <span class="code">privdash anonymize FILE --recipe recipe.json</span> re-applies it.</p>
+     <span class="hash">privdash anonymize FILE --recipe recipe.json</span> re-applies it.</p>
   <table id="recipe-steps">
-    <thead><tr><th class="num">step</th><th>technique</th><th>columns</th><th>parameters</th></tr></thead>
+    <thead><tr><th class="num" style="width: 6%">step</th><th style="width: 16%">technique</th>
+      <th style="width: 22%">columns</th><th>parameters</th></tr></thead>
     <tbody>{% for row in fix.recipe_steps %}<tr><td class="num">{{ row.number }}</td><td>{{ row.technique }}</td>
       <td>{{ row.columns }}</td><td>{% for phrase in row.parameters %}{{ phrase }}{% if not loop.last %};<br>
       {% endif %}{% endfor %}</td></tr>{% endfor %}</tbody>
