@@ -280,10 +280,11 @@ class PrivacyTargets:
         parts = [f"k={self.k}"]
         if self.max_risk is not None:
             parts.append(f"highest risk <= {self.max_risk:g}")
+        on = f" ({', '.join(self.sensitive)})" if self.sensitive else ""  # no empty parentheses
         if self.l is not None:
-            parts.append(f"l={self.l} ({', '.join(self.sensitive)})")
+            parts.append(f"l={self.l}{on}")
         if self.t is not None:
-            parts.append(f"t={self.t:g} ({', '.join(self.sensitive)})")
+            parts.append(f"t={self.t:g}{on}")
         for name in (*GLOBAL_TARGETS, *POPULATION_TARGETS):
             value = getattr(self, name)
             if value is not None:

@@ -71,13 +71,14 @@ def _stem(title: str) -> str:
 
 
 def report_ready(report: ReleaseReport, token: str) -> Any:
-    """The job's result: the verdict in one line and the two downloads."""
+    """The job's result: a headline saying the report is ready and its verdict, the verdict's sentence and the two
+    downloads."""
     verdict = report.verdict
     return dmc.Stack(
         [
             dmc.Alert(
                 verdict.sentence(),
-                title=f"{'PASS' if verdict.passed else 'FAIL'}: the report is ready",
+                title=f"Report ready - verdict: {'PASS' if verdict.passed else 'FAIL'}",
                 color="green" if verdict.passed else "red",
                 variant="light",
                 id="report-verdict",

@@ -47,8 +47,14 @@ from typing import TYPE_CHECKING
 from privdash._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from privdash.application.report.build import build_report, condensed_recipe, printable_values, shown_threshold
-    from privdash.application.report.definitions import DEFINITIONS, PEOPLE_DEFINITION, Definition
+    from privdash.application.report.build import (
+        build_report,
+        condensed_recipe,
+        printable_values,
+        recipe_steps,
+        shown_threshold,
+    )
+    from privdash.application.report.definitions import DEFINITIONS, PEOPLE_DEFINITION, Definition, describe_targets
     from privdash.application.report.fix import recipe_fix, search_fix
     from privdash.application.report.model import (
         AppliedFix,
@@ -57,6 +63,7 @@ if TYPE_CHECKING:
         FixSummary,
         PostcodeUnits,
         ReleaseReport,
+        content_sha256,
         file_fingerprint,
         table_fingerprint,
     )
@@ -76,8 +83,10 @@ _SOURCES: dict[str, str] = {
     "build_report": "privdash.application.report.build",
     "ColumnInfo": "privdash.application.report.model",
     "condensed_recipe": "privdash.application.report.build",
+    "content_sha256": "privdash.application.report.model",
     "Definition": "privdash.application.report.definitions",
     "DEFINITIONS": "privdash.application.report.definitions",
+    "describe_targets": "privdash.application.report.definitions",
     "file_fingerprint": "privdash.application.report.model",
     "Fingerprint": "privdash.application.report.model",
     "FixSummary": "privdash.application.report.model",
@@ -86,6 +95,7 @@ _SOURCES: dict[str, str] = {
     "PostcodeUnits": "privdash.application.report.model",
     "printable_values": "privdash.application.report.build",
     "recipe_fix": "privdash.application.report.fix",
+    "recipe_steps": "privdash.application.report.build",
     "ReleaseReport": "privdash.application.report.model",
     "render_html": "privdash.application.report.render",
     "render_pdf": "privdash.application.report.render",
@@ -113,9 +123,12 @@ __all__ = [
     "ReportFiles",
     "build_report",
     "condensed_recipe",
+    "content_sha256",
+    "describe_targets",
     "file_fingerprint",
     "printable_values",
     "recipe_fix",
+    "recipe_steps",
     "render_html",
     "render_pdf",
     "report_context",

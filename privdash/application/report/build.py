@@ -13,7 +13,13 @@ import numpy as np
 import pandas as pd
 
 from privdash.application.fixes import adapt_contract
-from privdash.application.report.definitions import DEFINITIONS, PEOPLE_DEFINITION, POLICY_RULES, ROLE_LABELS
+from privdash.application.report.definitions import (
+    DEFINITIONS,
+    PEOPLE_DEFINITION,
+    POLICY_RULES,
+    ROLE_LABELS,
+    describe_targets,
+)
 from privdash.application.report.model import (
     CLASS_ROWS,
     EXAMPLES,
@@ -46,6 +52,8 @@ from privdash.measure.combinations import (
 )
 from privdash.measure.diagnose import Diagnosis, diagnose
 from privdash.measure.entities import EntityKey
+from privdash.measure.model_risk import check_model_request
+from privdash.measure.model_risk import model_risk as fit_model_risk
 from privdash.measure.risk import DEFAULT_MAX_RISK, records_at_risk_curve
 from privdash.targets import PrivacyTargets
 from privdash.transform.hierarchy import TOP, Hierarchy
@@ -53,7 +61,7 @@ from privdash.transform.steps import Recipe, TransformResult
 from privdash.utility.estimates import Estimate, compare_estimates
 from privdash.utility.metrics import cells_changed, information_loss
 
-__all__ = ["build_report", "condensed_recipe", "printable_values", "shown_threshold"]
+__all__ = ["build_report", "condensed_recipe", "printable_values", "recipe_steps", "shown_threshold"]
 
 
 def shown_threshold(targets: PrivacyTargets) -> int:
@@ -76,24 +84,192 @@ def _is_seed(key: Any, value: Any) -> bool:
     return key == "seed" and isinstance(value, int) and not isinstance(value, bool)
 
 
+def _condensed_value(key: Any, value: Any) -> Any:
+    """The summary printed instead of a recipe parameter that lists original values, or None to keep it."""
+    if isinstance(value, Mapping):
+        rows = value.get("rows")
+        if set(value) == {"rows"} and isinstance(rows, list):
+            levels = len(rows[0]) if rows and isinstance(rows[0], list) else 0
+            return {"rows": f"{len(rows):,} leaves x {levels} levels"}
+        if key == "orders":
+            return {str(name): f"{len(order) if isinstance(order, list) else 0:,} ordered values" for name, order in
+                    value.items()}  # fmt: skip
+        if key == "mapping":
+            return f"{len(value):,} values mapped"
+        if key == "matrix":
+            return f"{len(value):,} x {len(value):,} transition matrix"
+        if key == "classes" and "values" in value:
+            listed = value.get("values")
+            return f"{len(listed) if isinstance(listed, list) else 0:,} classes"
+    return None
+
+
 def condensed_recipe(recipe: Recipe) -> str:
-    """The recipe's JSON with each hierarchy table replaced by its shape: the leaves of a hierarchy are original
-    values (those of small classes among them), so the report describes them instead of printing them. Rule-based
-    hierarchies (settings only) are kept as they are. The seed of a random step is withheld: whoever holds it and
-    the release can redraw the noise and subtract it (the recipe's SHA-256 still identifies the whole recipe)."""
+    """The recipe's JSON with each parameter that lists original values replaced by its shape: hierarchy tables
+    (their leaves are original values, those of small classes among them), ordinal orders, value mappings, the
+    classes of a local recoding and a PRAM matrix; rule-based hierarchies (settings only) are kept as they are. The
+    seed of a random step is withheld: whoever holds it and the release can redraw the noise and subtract it (the
+    recipe's SHA-256 still identifies the whole recipe)."""
 
     def condense(value: Any) -> Any:
         if isinstance(value, Mapping):
-            rows = value.get("rows")
-            if set(value) == {"rows"} and isinstance(rows, list):
-                levels = len(rows[0]) if rows and isinstance(rows[0], list) else 0
-                return {"rows": f"{len(rows):,} leaves x {levels} levels"}
-            return {key: WITHHELD_SEED if _is_seed(key, item) else condense(item) for key, item in value.items()}
+            out = {}
+            for key, item in value.items():
+                summary = _condensed_value(key, item)
+                out[key] = WITHHELD_SEED if _is_seed(key, item) else summary if summary is not None else condense(item)
+            rows = _condensed_value(None, value)
+            return rows if rows is not None else out
         if isinstance(value, list):
             return [condense(item) for item in value]
         return value
 
     return _compact_json(condense(recipe.to_dict()))
+
+
+#: The technique of each step kind, in words.
+STEP_TECHNIQUES = {
+    "generalize": "Generalization (global recoding)",
+    "local_recode": "Local recoding",
+    "record_suppression": "Record suppression",
+    "local_suppression": "Cell suppression",
+    "top_bottom_coding": "Top and bottom coding",
+    "microaggregation": "Microaggregation",
+    "add_noise": "Noise addition",
+    "rank_swap": "Rank swapping",
+    "pram": "PRAM (post-randomisation)",
+    "shuffle": "Shuffling",
+    "drop_identifiers": "Dropping columns",
+    "mask_identifiers": "Masking",
+    "pseudonymize": "Pseudonymization (keyed hash)",
+    "postcode_recode": "Postcode recoding",
+    "geomask_donut": "Geomasking (donut)",
+    "geomask_perturb": "Geomasking (perturbation)",
+}
+
+#: Parameter names in words (the others: their name with spaces).
+_PARAMETER_WORDS = {
+    "max_suppression": "suppression limit",
+    "k": "smallest group k",
+    "p": "swap range p (% of the ranks)",
+    "pd": "smallest probability of keeping a category",
+    "alpha": "share of the randomisation",
+    "keep_first": "characters kept at the start",
+    "keep_last": "characters kept at the end",
+    "mask_char": "mask character",
+    "key_env": "key from the environment variable",
+    "key_fingerprint": "key fingerprint",
+    "length": "pseudonym length",
+    "missing": "missing values",
+}
+
+
+def _in_words(value: Any) -> str:
+    """A parameter's value as text: numbers with :g, yes/no, lists joined, objects as ``name value`` pairs."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, Mapping):
+        return "; ".join(f"{key} {_in_words(item)}" for key, item in value.items() if item is not None)
+    if isinstance(value, list | tuple):
+        return ", ".join(_in_words(item) for item in value)
+    return str(value)
+
+
+def _hierarchy_words(spec: Any) -> tuple[str, str]:
+    """A generalized column's top level (`` of 3``, when a table gives it) and its hierarchy in words: the shape of
+    a table (its leaves are original values), or a rule."""
+    hierarchy = spec.get("hierarchy") if isinstance(spec, Mapping) else None
+    if not isinstance(hierarchy, Mapping):
+        return "", ""
+    rows = hierarchy.get("rows")
+    if isinstance(rows, list):
+        levels = len(rows[0]) - 1 if rows and isinstance(rows[0], list) else 0
+        return f" of {levels}", f"hierarchy table of {len(rows):,} values"
+    rule = hierarchy.get("rule")
+    if isinstance(rule, Mapping):
+        settings = _in_words({key: item for key, item in rule.items() if key != "builder"})
+        return "", f"rule: {rule.get('builder', '?')}" + (f" {settings}" if settings else "")
+    return "", ""
+
+
+def _level_words(name: str, spec: Any) -> str:
+    """What generalization does to one column, e.g. ``age to level 2 of 4 (hierarchy table of 74 values)``."""
+    level = spec.get("level", 0) if isinstance(spec, Mapping) else 0
+    top, how = _hierarchy_words(spec)
+    if level == 0:
+        return f"{name} kept as is (level 0{top}" + (f"; {how})" if how else ")")
+    return f"{name} to level {level}{top}" + (f" ({how})" if how else "")
+
+
+def _step_parameters(kind: str, params: Mapping[str, Any]) -> list[str]:
+    """What a step's parameters say, in words; values that list original values are counted, seeds withheld."""
+    words: list[str] = []
+    for key, value in params.items():
+        if value is None or (key == "quasi_identifiers" and kind in ("generalize", "local_recode")):
+            continue
+        if kind == "generalize" and key == "columns" and isinstance(value, Mapping):
+            words += [_level_words(str(name), spec) for name, spec in value.items()]
+            continue
+        if key in ("columns", "column", "quasi_identifiers") and kind != "generalize":
+            continue  # shown in the columns cell
+        if key == "suppress" and isinstance(value, Mapping):
+            try:
+                targets = PrivacyTargets.from_dict(value)
+            except PrivdashError:
+                words.append(f"suppress: {_in_words(value)}")
+            else:
+                words.append(f"then the records of classes that miss {describe_targets(targets)} are suppressed")
+            continue
+        if key == "entity" and isinstance(value, Mapping):
+            words.append(f"judged on the people of {value.get('column')} (key: the {value.get('key', 'set')})")
+            continue
+        if key == "hierarchies" and isinstance(value, Mapping):
+            words.append(f"hierarchies of {', '.join(map(str, value))}")
+            continue
+        if _is_seed(key, value):
+            words.append("seed withheld")
+            continue
+        summary = _condensed_value(key, value)
+        if summary is not None:
+            shown = _in_words(summary) if isinstance(summary, Mapping) else str(summary)
+            words.append(f"{_PARAMETER_WORDS.get(key, str(key).replace('_', ' '))}: {shown}")
+            continue
+        name = _PARAMETER_WORDS.get(key, str(key).replace("_", " "))
+        if key == "max_suppression" and isinstance(value, int | float):
+            words.append(f"{name}: {value:.2%} of the records")
+        else:
+            words.append(f"{name}: {_in_words(value)}")
+    return words
+
+
+def _step_columns(params: Mapping[str, Any]) -> str:
+    for key in ("columns", "column", "quasi_identifiers"):
+        value = params.get(key)
+        if isinstance(value, Mapping):
+            return ", ".join(map(str, value))
+        if isinstance(value, list | tuple):
+            return ", ".join(map(str, value))
+        if isinstance(value, str):
+            return value
+    return "-"
+
+
+def recipe_steps(recipe: Recipe) -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """The recipe as ``(technique, columns, parameters)`` in words, one per step, for a reader: the technique of the
+    step's kind (:data:`STEP_TECHNIQUES`), the columns it changes and its parameters (one phrase each), without the
+    values a condensed recipe leaves out (:func:`condensed_recipe`)."""
+    rows = []
+    for step in recipe.steps:
+        params = dict(step.params)
+        technique = STEP_TECHNIQUES.get(step.kind, step.kind.replace("_", " ").capitalize())
+        words = _step_parameters(step.kind, params)
+        if step.kind in ("generalize", "local_recode") and isinstance(params.get("quasi_identifiers"), list):
+            words.append(f"classes formed over {len(params['quasi_identifiers'])} quasi-identifiers")
+        rows.append((technique, _step_columns(params), tuple(words) or ("-",)))
+    return tuple(rows)
 
 
 def _compact_json(value: Any, indent: str = "", width: int = 96) -> str:
@@ -162,6 +338,12 @@ def build_report(
             "A population table cannot be combined with a fix (its values are not generalized the same way); "
             "give the population size or the sampling fraction instead."
         )
+    check_model_request(model_risk, (), list(contract.quasi_identifiers))  # unknown methods: before any counting
+    if entity is not None and model_risk:
+        raise ParameterError(
+            "Model-based risk fits the table of QI combinations of records; with a person id a class is a set of "
+            "combinations per person, which the log-linear models do not describe. Leave out the model-based risk."
+        )
     tau = max_risk if max_risk is not None else (targets.max_risk or DEFAULT_MAX_RISK)
     ks = default_k_values(targets.k)
     options: dict[str, Any] = {
@@ -173,8 +355,8 @@ def build_report(
         "entity_key": key,
     }
     report_progress(5, "Diagnosing the table ...")
-    # the models are fitted to the table released: the input's when there is no fix
-    before = diagnose(data, contract=contract, missing=policy, model_risk=() if fix else model_risk, **options)
+    # the risk models are fitted below, each table on its own, so that a table they cannot fit loses only them
+    before = diagnose(data, contract=contract, missing=policy, **options)
     released, released_contract = data, contract
     diagnosis = before
     if fix is not None:
@@ -188,14 +370,23 @@ def build_report(
             released,
             contract=released_contract,
             missing=MissingPolicy.WILDCARD if fix.wildcard else policy,
-            model_risk=model_risk,
             **options,
         )
+    left_out: list[str] = []
+    if model_risk:
+        # Fitted to the released table and, with a fix, to the input too (the "before" column). A table the models
+        # cannot fit (a grid of key combinations too large, a key generalized to one value) loses only them, with
+        # the reason in the report.
+        report_progress(35, "Fitting the risk models ...")
+        diagnosis, note = _with_model_risk(diagnosis, model_risk, "the released table" if fix else "the table")
+        left_out += [note] if note else []
+        if fix is not None:
+            before, note = _with_model_risk(before, model_risk, "the table before the fix")
+            left_out += [note] if note else []
     verdict = diagnosis.check(targets)
     threshold = shown_threshold(targets)
     classes = diagnosis.classes
 
-    left_out: list[str] = []
     report_progress(40, "Finding the QI combinations that single people out ...")
     if entity is None:
         combinations, msus, combinations_note = _combinations(data, list(contract.quasi_identifiers), policy, targets.k)
@@ -268,6 +459,17 @@ def build_report(
         left_out=tuple(left_out),
         definitions=DEFINITIONS + ((PEOPLE_DEFINITION,) if entity is not None else ()),
     )
+
+
+def _with_model_risk(diagnosis: Diagnosis, methods: Sequence[str], name: str) -> tuple[Diagnosis, str | None]:
+    """``diagnosis`` with the model-based risk of ``methods`` fitted to its classes, or unchanged with the reason the
+    models could not be fitted to ``name``."""
+    try:
+        names, _pairs = check_model_request(methods, (), diagnosis.quasi_identifiers)
+        fitted = {method: fit_model_risk(diagnosis.classes, method=method) for method in names}
+    except PrivdashError as exc:
+        return diagnosis, f"The model-based risk of {name} is not shown: {exc}"
+    return replace(diagnosis, model_risk=fitted), None
 
 
 def _people_sentence(diagnosis: Diagnosis) -> str:
@@ -517,6 +719,7 @@ def _fix_summary(
         description=fix.description,
         recipe=fix.recipe,
         recipe_json=condensed_recipe(fix.recipe),
+        recipe_steps=recipe_steps(fix.recipe),
         recipe_sha256=hashlib.sha256((text + "\n").encode("utf-8")).hexdigest(),
         before=before,
         before_verdict=before.check(targets),

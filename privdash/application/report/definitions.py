@@ -3,12 +3,14 @@ and the wording of column roles and missing-value policies."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from privdash.data.contract import ColumnRole
 from privdash.measure.classes import MissingPolicy
+from privdash.targets import GLOBAL_TARGETS, POPULATION_TARGETS, PrivacyTargets
 
-__all__ = ["DEFINITIONS", "PEOPLE_DEFINITION", "Definition"]
+__all__ = ["DEFINITIONS", "PEOPLE_DEFINITION", "Definition", "describe_targets"]
 
 
 ROLE_LABELS = {
@@ -27,6 +29,41 @@ POLICY_RULES = {
     MissingPolicy.DROP: "records with a missing QI are left out of every class, metric and denominator and reported "
     "as dropped",
 }
+
+
+def describe_targets(
+    targets: PrivacyTargets, sensitive: Sequence[str] = (), distances: Mapping[str, str] | None = None
+) -> str:
+    """The targets in words for the report, each saying what it applies to: ``k = 5, l = 2 (distinct l-diversity,
+    on salary-class), t = 0.2 (equal distance, on salary-class)``.
+
+    ``sensitive`` are the attributes l and t are judged on when the targets name none (the contract's sensitive
+    attributes, as the diagnosis judges them); ``distances`` the t-closeness distance measured on each (``equal``,
+    ``ordered``, ``hierarchical``), when the targets do not fix one. Nothing is said in parentheses when there is
+    nothing to say (no sensitive attribute named anywhere)."""
+    names = list(targets.sensitive or sensitive)
+    on = f"on {', '.join(names)}" if names else ""
+    parts = [f"k = {targets.k}"]
+    if targets.l is not None:
+        parts.append(f"l = {targets.l} (distinct l-diversity{', ' + on if on else ''})")
+    if targets.t is not None:
+        if targets.t_distance is not None:
+            kinds = [str(targets.t_distance)]
+        else:
+            kinds = list(dict.fromkeys((distances or {}).get(name, "") for name in names))
+            kinds = [kind for kind in kinds if kind]
+        how = [f"{' / '.join(kinds)} distance"] if kinds else []
+        detail = ", ".join([*how, *([on] if on else [])])
+        parts.append(f"t = {targets.t:g}" + (f" ({detail})" if detail else ""))
+    if targets.max_risk is not None:
+        parts.append(f"highest prosecutor risk ≤ {targets.max_risk:g}")
+    for name in (*GLOBAL_TARGETS, *POPULATION_TARGETS):
+        value = getattr(targets, name)
+        if value is not None:
+            sign = "≥" if name == "k_map" else "≤"
+            extra = f" ({targets.estimator} estimator)" if name == "population_uniques" else ""
+            parts.append(f"{name} {sign} {value:g}{extra}")
+    return ", ".join(parts)
 
 
 @dataclass(frozen=True)

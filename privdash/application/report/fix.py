@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash.application.report.definitions import describe_targets
 from privdash.application.report.model import AppliedFix
 from privdash.data.contract import DataContract
 from privdash.errors import ColumnError, ParameterError
@@ -72,6 +73,7 @@ def search_fix(
             "population_size": population_size,
             "sampling_fraction": sampling_fraction,
         }
+    sensitive = (targets.sensitive or contract.sensitive) if wants_sensitive else ()
     result = optimal_generalization(
         data,
         chosen,
@@ -79,7 +81,7 @@ def search_fix(
         k=targets.k,
         l=targets.l,
         t=targets.t,
-        sensitive=(targets.sensitive or contract.sensitive) if wants_sensitive else (),
+        sensitive=sensitive,
         t_distance=targets.t_distance,
         max_risk=targets.max_risk,
         max_suppression=max_suppression,
@@ -87,7 +89,7 @@ def search_fix(
         **release,
     )
     description = (
-        f"Least-lossy generalization meeting {result.targets.describe()}, with at most "
+        f"Least-lossy generalization meeting {describe_targets(result.targets, sensitive)}, with at most "
         f"{result.max_suppression:.2%} of the records suppressed (metric: {result.metric.value}); "
         f"{result.nodes_checked:,} of {result.lattice_size:,} lattice nodes checked."
     )
@@ -121,6 +123,7 @@ def _people_fix(
             f"The least-lossy search on people meets k, l, t and max_risk; {', '.join(others)} cannot be searched "
             f"with a person id ('{entity}'): leave them out of the targets of the fix."
         )
+    sensitive = (targets.sensitive or contract.sensitive) if wants_sensitive else ()
     result = people_generalization(
         data,
         hierarchies,
@@ -130,18 +133,18 @@ def _people_fix(
         k=targets.k,
         l=targets.l,
         t=targets.t,
-        sensitive=(targets.sensitive or contract.sensitive) if wants_sensitive else (),
+        sensitive=sensitive,
         t_distance=targets.t_distance,
         max_risk=targets.max_risk,
         max_suppression=max_suppression,
         metric=metric,
     )
     description = (
-        f"Least-lossy generalization meeting {result.targets.describe()} counted in people (person id '{entity}', "
-        f"key: the {result.entity_key.value} of each person's QI tuples), with at most {max_suppression:.2%} of the "
-        f"people suppressed, whole people (metric: {result.metric.value}); {result.people_suppressed:,} people "
-        f"({result.rows_suppressed:,} rows) suppressed; {result.nodes_counted:,} of {result.nodes:,} lattice nodes "
-        "checked."
+        f"Least-lossy generalization meeting {describe_targets(result.targets, sensitive)} counted in people "
+        f"(person id '{entity}', key: the {result.entity_key.value} of each person's QI tuples), with at most "
+        f"{max_suppression:.2%} of the people suppressed, whole people (metric: {result.metric.value}); "
+        f"{result.people_suppressed:,} people ({result.rows_suppressed:,} rows) suppressed; "
+        f"{result.nodes_counted:,} of {result.nodes:,} lattice nodes checked."
     )
     return AppliedFix(
         description=description,

@@ -17,7 +17,6 @@ import pandas as pd
 import privdash
 from privdash.application.report.definitions import DEFINITIONS, Definition
 from privdash.data.contract import DataContract
-from privdash.data.tables import csv_text
 from privdash.errors import PrivdashError
 from privdash.measure.classes import MissingPolicy
 from privdash.measure.combinations import (
@@ -63,9 +62,12 @@ Progress = Callable[[int, str], None]
 
 @dataclass(frozen=True)
 class Fingerprint:
-    """What identifies the input: its name, the SHA-256 of ``hashed`` (the file's bytes, or the table's content
-    when no file is at hand), its size in bytes, rows, columns, when the file was last modified and when the report
-    was made (ISO 8601, UTC)."""
+    """What identifies the input: its name, ``sha256`` the SHA-256 of the table's content
+    (:meth:`~privdash.dp.ledger.TableFingerprint.of`, the digest the release ledger keys a table by: the same rows
+    give the same digest however the file spells or orders them, so the dashboard's report of an uploaded file and the
+    command line's report of that file state the same digest), ``hashed`` what ``sha256`` is of, and with a file at
+    hand ``file_sha256`` the SHA-256 of its bytes (:func:`~privdash.dp.ledger.file_sha256`), its size in bytes and when
+    it was last modified; rows, columns and when the report was made (ISO 8601, UTC)."""
 
     name: str
     sha256: str
@@ -75,14 +77,30 @@ class Fingerprint:
     columns: int
     modified: str | None
     created: str
+    file_sha256: str | None = None
+
+
+#: What the content digest of :class:`Fingerprint` is of.
+CONTENT_HASHED = (
+    "the table's content: its column names and rows, each cell as text, in any row order (privdash's table "
+    "fingerprint, as the release ledger keys tables)"
+)
 
 
 def _now(now: datetime | None) -> str:
     return (now or datetime.now(UTC)).astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def content_sha256(data: pd.DataFrame) -> str:
+    """The SHA-256 of a table's content (:class:`~privdash.dp.ledger.TableFingerprint`)."""
+    from privdash.dp.ledger import TableFingerprint
+
+    return TableFingerprint.of(data).digest
+
+
 def file_fingerprint(path: str | os.PathLike[str], data: pd.DataFrame, *, now: datetime | None = None) -> Fingerprint:
-    """The fingerprint of a file (SHA-256 of its bytes, read in blocks) that was read into ``data``."""
+    """The fingerprint of a file that was read into ``data``: the SHA-256 of the table's content, as the dashboard
+    states it for the same table, and beside it the SHA-256 of the file's bytes (read in blocks)."""
     source = Path(path)
     digest = hashlib.sha256()
     try:
@@ -95,24 +113,24 @@ def file_fingerprint(path: str | os.PathLike[str], data: pd.DataFrame, *, now: d
     modified = datetime.fromtimestamp(stat.st_mtime, UTC)
     return Fingerprint(
         name=source.name,
-        sha256=digest.hexdigest(),
-        hashed="the file's bytes",
+        sha256=content_sha256(data),
+        hashed=CONTENT_HASHED,
         size_bytes=int(stat.st_size),
         rows=len(data),
         columns=len(data.columns),
         modified=_now(modified),
         created=_now(now),
+        file_sha256=digest.hexdigest(),
     )
 
 
 def table_fingerprint(name: str, data: pd.DataFrame, *, now: datetime | None = None) -> Fingerprint:
-    """The fingerprint of a table whose file is not kept: SHA-256 of its CSV text (UTF-8, comma-separated, header
-    row, no formula escaping), which the same table always gives."""
-    text = csv_text(data, escape_formulas=False).encode("utf-8")
+    """The fingerprint of a table whose file is not kept (an upload): the SHA-256 of its content, the digest
+    :func:`file_fingerprint` gives for a file holding the same table."""
     return Fingerprint(
         name=name,
-        sha256=hashlib.sha256(text).hexdigest(),
-        hashed="the table's content as CSV text (the uploaded file itself is not kept)",
+        sha256=content_sha256(data),
+        hashed=CONTENT_HASHED,
         size_bytes=None,
         rows=len(data),
         columns=len(data.columns),
@@ -211,6 +229,8 @@ class FixSummary:
     only). ``loss_before`` / ``loss_after`` are the information-loss metrics of the input (the baseline) and of the
     published table, or None with ``loss_note`` saying why they are not defined. ``estimates`` are the steward's
     estimates before and after (:mod:`privdash.utility.estimates`), or ``estimates_note`` says why not.
+    ``recipe_json`` is the condensed recipe (:func:`~privdash.application.report.build.condensed_recipe`), attached
+    to the report as a file; ``recipe_sha256`` the SHA-256 of the whole recipe file as privdash saves it.
     """
 
     description: str
@@ -231,6 +251,9 @@ class FixSummary:
     #: With a person id: the people of the input and of the published table (None without).
     people_in: int | None = None
     people_out: int | None = None
+    #: The recipe in words: ``(technique, columns, parameters)`` per step
+    #: (:func:`~privdash.application.report.build.recipe_steps`).
+    recipe_steps: tuple[tuple[str, str, tuple[str, ...]], ...] = ()
 
 
 @dataclass(frozen=True, eq=False)

@@ -9,6 +9,7 @@ shows. :func:`write_report` picks the format from the file's extension and write
 
 from __future__ import annotations
 
+import base64
 import io
 import math
 import os
@@ -25,6 +26,7 @@ import pandas as pd
 
 from privdash.application.estimates import fmt_interval, fmt_overlap
 from privdash.application.formats import fmt_count, fmt_number, fmt_share, in_people
+from privdash.application.report.definitions import describe_targets
 from privdash.application.report.model import PostcodeUnits, ReleaseReport
 from privdash.application.report.template import STYLE, TEMPLATE
 from privdash.application.riskview import household_rows
@@ -39,6 +41,9 @@ FORMATS = {".html": "html", ".htm": "html", ".pdf": "pdf"}
 
 # The dashboard's colours (dashboard.ui.theme.COLORS): primary blue, dark crimson for what fails, muted grey.
 _PRIMARY, _DANGER, _MUTED, _GRID = "#1864ab", "#70002a", "#5c636a", "#e9ecef"
+
+#: The name of the condensed recipe attached to the report (a data: link in the HTML file, an attachment of the PDF).
+RECIPE_FILE = "recipe-condensed.json"
 
 #: The heading of the person-key column of the class table (the key as text: each tuple of the class's people).
 PERSON_KEY_LABEL = "QI tuples of each person of the class"
@@ -288,6 +293,33 @@ def _model_rows(report: ReleaseReport) -> list[dict[str, Any]]:
     return out
 
 
+def _model_risk(report: ReleaseReport) -> list[dict[str, str]]:
+    """The model-based risk of the released table and, after a fix, of the input (``before``)."""
+    before = report.fix.before.model_risk if report.fix is not None else {}
+    rows = []
+    for method, model in report.diagnosis.model_risk.items():
+        earlier = before.get(method)
+        rows.append(
+            {
+                "method": method,
+                "model": model.model,
+                "risk1": fmt_share(model.risk1, 2),
+                "risk2": fmt_share(model.risk2, 2),
+                "risk1_before": fmt_share(earlier.risk1, 2) if earlier is not None else "-",
+                "risk2_before": fmt_share(earlier.risk2, 2) if earlier is not None else "-",
+            }
+        )
+    return rows
+
+
+def targets_text(report: ReleaseReport) -> str:
+    """The report's targets in words, each saying what it applies to (:func:`describe_targets`): l and t on the
+    sensitive attributes the diagnosis measured, t with the distance it measured on each."""
+    models = report.diagnosis.sensitive_models
+    distances = {name: str(model.summary()["t_distance"]) for name, model in models.items()}
+    return describe_targets(report.targets, list(models), distances)
+
+
 def _combinations(report: ReleaseReport) -> dict[str, Any] | None:
     risk, msus = report.combinations, report.msus
     if risk is None or msus is None:
@@ -484,6 +516,14 @@ def _fix(report: ReleaseReport, number: int) -> dict[str, Any] | None:
         "estimates_note": fix.estimates_note,
         "recipe_json": fix.recipe_json,
         "recipe_sha256": fix.recipe_sha256,
+        "recipe_steps": [
+            {"number": number, "technique": technique, "columns": columns, "parameters": parameters}
+            for number, (technique, columns, parameters) in enumerate(fix.recipe_steps, start=1)
+        ],
+        "recipe_limit": fmt_share(fix.recipe.max_suppression) if fix.recipe.max_suppression is not None else None,
+        "recipe_file": RECIPE_FILE,
+        "recipe_data": "data:application/json;base64,"
+        + base64.b64encode((fix.recipe_json + "\n").encode("utf-8")).decode("ascii"),
     }
 
 
@@ -561,9 +601,11 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
     fingerprint = report.fingerprint
     fingerprint_rows = [
         ("file" if fingerprint.size_bytes is not None else "dataset", fingerprint.name),
-        ("SHA-256", fingerprint.sha256),
-        ("SHA-256 of", fingerprint.hashed),
+        ("SHA-256 of the table", fingerprint.sha256),
+        ("which is the SHA-256 of", fingerprint.hashed),
     ]
+    if fingerprint.file_sha256 is not None:
+        fingerprint_rows.append(("SHA-256 of the file's bytes", fingerprint.file_sha256))
     if fingerprint.size_bytes is not None:
         fingerprint_rows.append(("size", f"{fmt_count(fingerprint.size_bytes)} bytes"))
     fingerprint_rows += [("rows", fmt_count(fingerprint.rows)), ("columns", fmt_count(fingerprint.columns))]
@@ -584,6 +626,7 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
     fix = _fix(report, number)
     definitions_number = number + (1 if fix else 0)
     individual = diagnosis.individual_risk
+    targets = targets_text(report)
     return {
         "style": STYLE,
         "pdf": pdf,
@@ -595,7 +638,7 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
             "label": "PASS: meets every target" if verdict.passed else "FAIL: not safe to release",
             "sentence": said(verdict.sentence()),
         },
-        "targets": report.targets.describe(),
+        "targets": targets,
         "tau": f"{diagnosis.risk.max_risk:g}",
         "k": report.targets.k,
         "threshold": report.threshold,
@@ -663,15 +706,8 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
                 else None
             ),
             "household": _household(report),
-            "model_risk": [
-                {
-                    "method": method,
-                    "model": model.model,
-                    "risk1": fmt_share(model.risk1, 2),
-                    "risk2": fmt_share(model.risk2, 2),
-                }
-                for method, model in report.diagnosis.model_risk.items()
-            ],
+            "model_risk": _model_risk(report),
+            "model_risk_before": report.fix is not None and bool(report.fix.before.model_risk),
             "below_k": [
                 {"k": k, "records": fmt_count(records), "share": _share(records, n)}
                 for k, records in diagnosis.records_below_k().items()
@@ -686,7 +722,8 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
         "definitions": report.definitions,
         "definitions_number": definitions_number,
         "signoff_number": definitions_number + 1,
-        "parameters": report.parameters,
+        # the callers' targets line names no sensitive attribute when the targets do not: the report's words do
+        "parameters": [(name, targets if name == "targets" else value) for name, value in report.parameters],
         "charts": {
             "histogram": histogram_svg(bins, report.targets.k),
             "curve": risk_curve_svg(report),
@@ -711,12 +748,32 @@ def _no_fetch(url: str, *args: Any, **kwargs: Any) -> dict[str, Any]:
     raise ValueError(f"The release report does not load external resources (asked for {url[:80]}).")
 
 
-def render_pdf(report: ReleaseReport) -> bytes:
-    """The report as PDF (A4), from the print variant of the HTML page."""
+def _fetcher() -> Any:
+    """The URL fetcher of the PDF, which fetches nothing: WeasyPrint 70's fetcher class allowed no protocol, or
+    :func:`_no_fetch` before."""
     import weasyprint
 
-    document = weasyprint.HTML(string=render_html(report, pdf=True), url_fetcher=_no_fetch)
-    pdf = document.write_pdf()
+    fetcher = getattr(weasyprint, "URLFetcher", None)
+    return fetcher(allowed_protocols=()) if fetcher is not None else _no_fetch
+
+
+def render_pdf(report: ReleaseReport) -> bytes:
+    """The report as PDF (A4), from the print variant of the HTML page; with a fix, the condensed recipe is attached
+    to the PDF as :data:`RECIPE_FILE`."""
+    import weasyprint
+
+    document = weasyprint.HTML(string=render_html(report, pdf=True), url_fetcher=_fetcher())
+    attachments = []
+    if report.fix is not None:
+        attachments.append(
+            weasyprint.Attachment(
+                string=report.fix.recipe_json + "\n",
+                name=RECIPE_FILE,
+                description="The fix's recipe, condensed (hierarchy tables by their size, seeds withheld)",
+                url_fetcher=_fetcher(),
+            )
+        )
+    pdf = document.write_pdf(attachments=attachments)
     assert pdf is not None
     return bytes(pdf)
 

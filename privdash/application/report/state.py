@@ -100,7 +100,8 @@ def report_for_state(
         postcode_threshold=geo.threshold,
         postcode_polygons=polygons or None,
         parameters=parameters,
-        progress=report_progress,
+        # the assembly's stages after loading and fixing (up to 10%): the bar never goes back
+        progress=lambda percent, text: report_progress(12 + percent * 88 // 100, text),
         estimates=estimates,
         # model-based risk fits rows' QI combinations: not defined with a person id (the report says why)
         model_risk=state.model_risk if contract.entity is None else (),

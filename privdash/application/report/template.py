@@ -2,9 +2,11 @@
 
 The page is self-contained: the stylesheet is inline, the charts are inline SVG, the fonts are the reader's own
 (DejaVu Sans, which Debian ships, first), and nothing refers to another address. For print (the PDF) the page is
-A4 with a running footer (report title, privdash version, page numbers); each numbered section starts on a new page
-and tables keep their rows together. The sign-off block has form fields in the HTML file and lines to write on in
-the PDF (``pdf`` in the context).
+A4 with a running footer (report title, privdash version, page numbers). Sections follow each other without forced
+page breaks, so no page is left nearly empty: a heading stays with what follows it, a table row, a chart, a short
+table and the sign-off block are never split, and longer tables repeat their header on the next page. The sign-off
+block has form fields in the HTML file and lines to write on in the PDF (``pdf`` in the context). The condensed
+recipe is a file of the report: a download link (``data:`` address) in the HTML file, an attachment of the PDF.
 """
 
 from __future__ import annotations
@@ -30,8 +32,10 @@ h3 { font-size: 10.5pt; margin: 4mm 0 1.5mm; }
 p { margin: 1.5mm 0; }
 .subtitle { color: var(--muted); margin-bottom: 4mm; }
 .version { string-set: report-version content(); }
-section { margin-bottom: 8mm; }
-section.page { break-before: page; }
+section { margin-bottom: 6mm; }
+h2, h3, h4 { break-after: avoid; }
+.keep, .notice, table.short, table.facts, figure, .signoff-block { break-inside: avoid; }
+p { orphans: 3; widows: 3; }
 .verdict { border: 1.5pt solid; border-left-width: 6pt; padding: 3mm 4mm; margin: 3mm 0 5mm; border-radius: 2pt; }
 .verdict.pass { border-color: var(--pass); background: #eef7ef; }
 .verdict.fail { border-color: var(--fail); background: #fbeff2; }
@@ -48,6 +52,7 @@ th, td { border-bottom: 0.6pt solid var(--line); padding: 1.1mm 1.6mm; text-alig
 th { background: var(--tint); font-weight: bold; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
 td.code, .code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 8pt; word-break: break-all; }
+.hash { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 8pt; white-space: nowrap; }
 tr.below td { color: var(--fail); }
 table.facts th { width: 34%; background: none; font-weight: normal; color: var(--muted); }
 table.glance th { background: none; font-weight: normal; color: var(--muted); width: 30%; }
@@ -75,7 +80,7 @@ dl.definitions dd { margin: 0 0 0 5mm; }
 .signoff label { margin-right: 5mm; }
 .box { display: inline-block; width: 3.2mm; height: 3.2mm; border: 0.8pt solid var(--ink); margin-right: 1mm;
        vertical-align: -0.5mm; }
-@media screen { body { padding: 8mm; } section.page { border-top: 1pt solid var(--line); padding-top: 6mm; } }
+@media screen { body { padding: 8mm; } section.part { border-top: 1pt solid var(--line); padding-top: 6mm; } }
 """
 
 TEMPLATE = """<!DOCTYPE html>
@@ -102,7 +107,7 @@ TEMPLATE = """<!DOCTYPE html>
   <h2>1. Dataset</h2>
   <table class="facts">
     {% for name, value in fingerprint.rows %}<tr><th>{{ name }}</th>
-      <td{% if name == "SHA-256" %} class="code"{% endif %}>{{ value }}</td></tr>
+      <td{% if name.startswith("SHA-256") %} class="hash"{% endif %}>{{ value }}</td></tr>
     {% endfor %}
   </table>
 </section>
@@ -112,7 +117,7 @@ TEMPLATE = """<!DOCTYPE html>
   {% if people %}<p class="people" id="people-summary"><strong>Counted in people.</strong> {{ people }}</p>{% endif %}
   <p>Targets: <strong>{{ targets }}</strong>. {{ unit | capitalize }} at risk are counted against the risk threshold
      tau = {{ tau }}.</p>
-  <table>
+  <table class="short">
     <thead><tr><th>target</th><th class="num">required</th><th class="num">achieved</th><th>status</th>
       <th class="num">{{ unit }} failing</th><th>reason</th></tr></thead>
     <tbody>
@@ -125,16 +130,16 @@ TEMPLATE = """<!DOCTYPE html>
   </table>
   {% if before_verdict %}<p><strong>Before the fix:</strong> {{ before_verdict }}</p>{% endif %}
   <h3>The released table at a glance</h3>
-  <table class="glance">
+  <table class="glance short">
     <tbody>{% for row in glance|batch(2) %}<tr>{% for name, value in row %}<th>{{ name }}</th>
       <td class="num">{{ value }}</td>{% endfor %}</tr>{% endfor %}</tbody>
   </table>
   <p class="notice" id="values-notice">{{ notice }}</p>
 </section>
 
-<section id="columns" class="page">
+<section id="columns" class="part">
   <h2>3. Columns, roles and missing values</h2>
-  <table>
+  <table class="short">
     <thead><tr><th>column</th><th>role</th><th>type</th><th>in the released table</th></tr></thead>
     <tbody>
     {% for column in columns %}<tr><td>{{ column.name }}</td><td>{{ column.role }}</td><td>{{ column.type }}</td>
@@ -148,10 +153,10 @@ TEMPLATE = """<!DOCTYPE html>
   {% for warning in warnings %}<p class="note">Warning: {{ warning }}</p>{% endfor %}
 </section>
 
-<section id="classes" class="page">
+<section id="classes" class="part">
   <h2>4. Equivalence classes</h2>
   <p>{{ classes.summary }}</p>
-  <div class="charts">
+  <div class="charts keep">
     <div>
       <table>
         <thead><tr><th>class size</th><th class="num">classes</th><th class="num">{{ unit }}</th>
@@ -182,7 +187,7 @@ TEMPLATE = """<!DOCTYPE html>
   <p class="note">{{ classes.withheld }}</p>
 </section>
 
-<section id="risk" class="page">
+<section id="risk" class="part">
   <h2>5. Re-identification risk</h2>
   {% if people %}<p class="people"><strong>Counted in people.</strong> {{ people }} A person's risk is that of
     their class of people.</p>{% endif %}
@@ -231,30 +236,40 @@ TEMPLATE = """<!DOCTYPE html>
   <p>Log-linear models of the table of key-variable combinations (sdcMicro modRisk; Skinner and Holmes 1998): risk 1
     is the share of the sample-unique cells estimated to be population-unique, risk 2 the expected share of correct
     matches of the sample uniques, each over the cells with records.</p>
-  <table>
-    <thead><tr><th>method</th><th>model</th><th class="num">risk 1</th><th class="num">risk 2</th></tr></thead>
+  <table class="short">
+    <thead><tr><th>method</th><th>model</th>
+      {% if risk.model_risk_before %}<th class="num">risk 1 before the fix</th><th class="num">risk 1 released</th>
+      <th class="num">risk 2 before the fix</th><th class="num">risk 2 released</th>
+      {% else %}<th class="num">risk 1</th><th class="num">risk 2</th>{% endif %}</tr></thead>
     <tbody>
     {% for row in risk.model_risk %}<tr><td>{{ row.method }}</td><td>{{ row.model }}</td>
-      <td class="num">{{ row.risk1 }}</td><td class="num">{{ row.risk2 }}</td></tr>
+      {% if risk.model_risk_before %}<td class="num">{{ row.risk1_before }}</td><td class="num">{{ row.risk1 }}</td>
+      <td class="num">{{ row.risk2_before }}</td><td class="num">{{ row.risk2 }}</td>
+      {% else %}<td class="num">{{ row.risk1 }}</td><td class="num">{{ row.risk2 }}</td>{% endif %}</tr>
     {% endfor %}
     </tbody>
   </table>
+  {% if risk.model_risk_before %}<p class="note">Before the fix: the models fitted to the input; released: fitted to
+    the released table.</p>{% endif %}
   {% endif %}
+  <div class="keep">
   <h3>{{ unit | capitalize }} at risk against the risk threshold</h3>
   <div class="chart" role="img" aria-label="{{ unit | capitalize }} at risk against the risk threshold">
     {{ charts.curve | safe }}</div>
-  <table>
+  <table class="short">
     <thead><tr><th>k</th>{% for row in risk.below_k %}<th class="num">{{ row.k }}</th>{% endfor %}</tr></thead>
     <tbody><tr><td>{{ unit }} below k</td>
       {% for row in risk.below_k %}<td class="num">{{ row.records }}</td>{% endfor %}</tr>
     <tr><td>share</td>{% for row in risk.below_k %}<td class="num">{{ row.share }}</td>{% endfor %}</tr></tbody>
   </table>
+  </div>
   {% for note in left_out %}<p class="note left-out">{{ note }}</p>{% endfor %}
 </section>
 
-<section id="models" class="page">
+<section id="models" class="part">
   <h2>6. Privacy models per sensitive attribute</h2>
   {% for attribute in models %}
+  <div class="keep">
   <h3>{{ attribute.name }}</h3>
   <table>
     <thead><tr><th>model</th><th class="num">dataset value</th><th>target</th></tr></thead>
@@ -264,15 +279,16 @@ TEMPLATE = """<!DOCTYPE html>
     {% endfor %}
     </tbody>
   </table>
+  </div>
   {% else %}<p>No sensitive attribute was chosen: the attribute-disclosure models (l-diversity, t-closeness and the
     others) were not measured.</p>{% endfor %}
 </section>
 
-<section id="combinations" class="page">
+<section id="combinations" class="part">
   <h2>7. Which combinations of quasi-identifiers single people out</h2>
   {% if combinations %}
   <p>{{ combinations.summary }}</p>
-  <div class="charts">
+  <div class="charts keep">
     <div>
       <table>
         <thead><tr><th>quasi-identifier left out</th><th class="num">fewer unique records</th>
@@ -288,7 +304,7 @@ TEMPLATE = """<!DOCTYPE html>
       {{ charts.contributions | safe }}</div>
   </div>
   <h3>Records by the size of their smallest unique combination</h3>
-  <table>
+  <table class="short">
     <thead><tr><th>QIs in the smallest combination</th>
       {% for row in combinations.msu_sizes %}<th class="num">{{ row.size }}</th>{% endfor %}</tr></thead>
     <tbody><tr><td>records</td>
@@ -312,7 +328,7 @@ TEMPLATE = """<!DOCTYPE html>
 </section>
 
 {% if postcodes %}
-<section id="postcodes" class="page">
+<section id="postcodes" class="part">
   <h2>8. Postcode units</h2>
   {% for unit in postcodes %}
   <h3>{{ unit.column }}</h3>
@@ -340,7 +356,7 @@ TEMPLATE = """<!DOCTYPE html>
 {% endif %}
 
 {% if fix %}
-<section id="fix" class="page">
+<section id="fix" class="part">
   <h2>{{ fix.number }}. The fix</h2>
   <p>{{ fix.description }}</p>
   <table>
@@ -391,14 +407,28 @@ TEMPLATE = """<!DOCTYPE html>
   {% if fix.estimates_note %}<p class="note">{{ fix.estimates_note }}</p>{% endif %}
   {% endif %}
   <h3>Recipe</h3>
-  <p>SHA-256 of the recipe file (as privdash saves it): <span class="code">{{ fix.recipe_sha256 }}</span>.
-     <code>privdash anonymize FILE --recipe recipe.json</code> re-applies it. Hierarchy tables are summarised below:
-     their leaves are original values (of small classes too), so only their size is given.</p>
-  <pre>{{ fix.recipe_json }}</pre>
+  <p>The fix as a recipe of {{ fix.recipe_steps | length }} step{{ "s" if fix.recipe_steps | length != 1 }}{% if
+     fix.recipe_limit %}, made with a suppression limit of {{ fix.recipe_limit }} of the records{% endif %}.
+     SHA-256 of the recipe file as privdash saves it:
+     <span class="hash" id="recipe-sha256">{{ fix.recipe_sha256 }}</span>;
+     <span class="hash">privdash anonymize FILE --recipe recipe.json</span> re-applies it.</p>
+  <table id="recipe-steps">
+    <thead><tr><th class="num" style="width: 6%">step</th><th style="width: 16%">technique</th>
+      <th style="width: 22%">columns</th><th>parameters</th></tr></thead>
+    <tbody>{% for row in fix.recipe_steps %}<tr><td class="num">{{ row.number }}</td><td>{{ row.technique }}</td>
+      <td>{{ row.columns }}</td><td>{% for phrase in row.parameters %}{{ phrase }}{% if not loop.last %};<br>
+      {% endif %}{% endfor %}</td></tr>{% endfor %}</tbody>
+  </table>
+  <p class="note" id="recipe-file">The recipe as JSON, condensed ({% if pdf %}attached to this PDF as
+    {{ fix.recipe_file }}{% else %}<a href="{{ fix.recipe_data }}" download="{{ fix.recipe_file }}"
+    type="application/json">download {{ fix.recipe_file }}</a>{% endif %}): hierarchy tables, orders and value
+    mappings are given by their size, since they list original values (of small classes too), and the seed of a
+    random step is withheld, so the file describes the recipe and does not re-apply it; the SHA-256 above is of the
+    whole recipe file.</p>
 </section>
 {% endif %}
 
-<section id="definitions" class="page">
+<section id="definitions" class="part">
   <h2>{{ definitions_number }}. Definitions</h2>
   <p class="note">As in privdash's definitions (docs/definitions.md), which also give the papers and the ARX and
     sdcMicro classes each measure follows.</p>
@@ -412,10 +442,10 @@ TEMPLATE = """<!DOCTYPE html>
   </table>
 </section>
 
-<section id="signoff" class="page">
+<section id="signoff" class="part signoff-block">
   <h2>{{ signoff_number }}. Sign-off</h2>
-  <p>Release of <strong>{{ title }}</strong> (SHA-256 <span class="code">{{ fingerprint.sha256 }}</span>) against the
-    targets {{ targets }}. privdash's verdict: <strong>{{ verdict.label }}</strong>.</p>
+  <p>Release of <strong>{{ title }}</strong> (SHA-256 of the table <span class="hash">{{ fingerprint.sha256 }}</span>)
+    against the targets {{ targets }}. privdash's verdict: <strong>{{ verdict.label }}</strong>.</p>
   <table class="signoff">
   {% if pdf %}
     <tr><th>Name</th><td><div class="line"></div></td></tr>

@@ -20,8 +20,13 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from privdash.application.report import report_for_state
+from privdash.application.report.render import render_html
+from privdash.application.services import Services
+from privdash.application.settings import Settings
 from privdash.cli import main
 from privdash.data.tables import read_table
+from privdash.dp.ledger import TableFingerprint
 from privdash.measure.diagnose import diagnose
 from privdash.search.lattice import optimal_generalization
 from privdash.transform.hierarchy import load_hierarchies
@@ -195,3 +200,82 @@ def test_bad_input_exits_2(
     code, _, err = run(capsys, "report", str(source), *args)
     assert code == 2 and message in err, err
     assert "Traceback" not in err and source.read_bytes() == before
+
+
+#: The quasi-identifiers of ARX's Adult example (salary-class is the sensitive attribute).
+ADULT_QIS = ["sex", "age", "race", "marital-status", "education", "native-country", "workclass", "occupation"]
+#: Fewest words on a page but the last: a third of a page of running text is about 150 words; the sparsest full
+#: pages of the Adult report (a chart beside a table) hold about 200.
+MIN_WORDS = 120
+
+
+def pdf_pages(path: Path) -> list[str]:
+    """The text of each page of a PDF (pdftotext, layout kept)."""
+    info = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+    count = int(re.search(r"^Pages:\s+(\d+)", info, flags=re.M).group(1))  # type: ignore[union-attr]
+    return [
+        subprocess.run(
+            ["pdftotext", "-layout", "-f", str(page), "-l", str(page), str(path), "-"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for page in range(1, count + 1)
+    ]
+
+
+def test_adult_report_with_the_fix_is_a_finished_document(
+    capsys: pytest.CaptureFixture[str], adult_paths: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """k = 5, l = 2, t = 0.2 on salary-class after the least-lossy fix: every target says what it applies to, no page
+    but the last is nearly empty, the recipe is a table of steps with its SHA-256 (its JSON attached, not printed),
+    and the table's fingerprint is the one the dashboard's report of the same file states."""
+    source, hierarchies = adult_paths
+    pdf, recipe = tmp_path / "report.pdf", tmp_path / "recipe.json"
+    code, _, err = run(
+        capsys,
+        "report", str(source), "--qi", ",".join(ADULT_QIS), "--sensitive", "salary-class",
+        "--targets", "k=5,l=2,t=0.2", "--fix", "least-lossy", "--hierarchies", str(hierarchies),
+        "--save-recipe", str(recipe), "-o", str(pdf),
+    )  # fmt: skip
+    assert code == 0, err
+    pages = pdf_pages(pdf)
+    words = [len(page.split()) for page in pages]
+    assert len(pages) <= 12, words
+    assert min(words[:-1]) >= MIN_WORDS, words
+    text = "\n".join(pages)
+    flat = re.sub(r"\s+", " ", text)
+    # in reading order: a table cell's words together (the layout text interleaves the cells of a row)
+    read = re.sub(r"\s+", " ", subprocess.run(["pdftotext", str(pdf), "-"], capture_output=True, text=True).stdout)
+    assert "()" not in text and "()" not in read
+    for target in ("l = 2 (distinct l-diversity, on salary-class)", "t = 0.2 (equal distance, on salary-class)"):
+        assert target in read
+
+    # The recipe: its SHA-256 (of the file privdash saves), its steps in words, no JSON in the body.
+    assert hashlib.sha256(recipe.read_bytes()).hexdigest() in flat
+    assert "Generalization (global recoding)" in read and "age to level 4 of 4" in read and "sex kept as is" in read
+    for fragment in ('"privdash_recipe"', '"kind"', '"params"', '"level":', "leaves x"):
+        assert fragment not in text, fragment
+    assert not [line for line in text.splitlines() if line.strip() in ("{", "}", "[", "]", "},", "],")]
+    # ... which is attached to the PDF, condensed (hierarchy tables by their size).
+    listed = subprocess.run(["pdfdetach", "-list", str(pdf)], capture_output=True, text=True, check=True).stdout
+    assert "recipe-condensed.json" in listed
+    attached = tmp_path / "attached.json"
+    subprocess.run(["pdfdetach", "-save", "1", "-o", str(attached), str(pdf)], check=True, capture_output=True)
+    condensed = json.loads(attached.read_text(encoding="utf-8"))
+    assert condensed["steps"][0]["kind"] == json.loads(recipe.read_text())["steps"][0]["kind"] == "generalize"
+    assert condensed["steps"][0]["params"]["columns"]["age"]["hierarchy"]["rows"].endswith("leaves x 5 levels")
+
+    # The fingerprint: the table's content, as the dashboard's report of the same file (uploaded) states it, and
+    # the file's bytes beside it.
+    settings = Settings(store_dir=tmp_path / "store", cache_dir=tmp_path / "cache", data_dir=tmp_path)
+    services = Services(settings)
+    info = services.ingest(source.read_bytes(), filename="adult.csv", session="officer")
+    loaded = services.dataset(info.id)
+    state = services.initial_state(loaded).updated(dataset=info.id)
+    page = report_for_state(services, state)
+    assert page.fingerprint.sha256 == TableFingerprint.of(read_table(source)).digest
+    assert f"SHA-256 of the table {page.fingerprint.sha256}" in flat
+    assert f"SHA-256 of the file's bytes {hashlib.sha256(source.read_bytes()).hexdigest()}" in flat
+    body = re.sub(r"<style>.*?</style>|<svg.*?</svg>", " ", render_html(page), flags=re.S)
+    assert "()" not in unescape(re.sub(r"<[^>]+>", " ", body))

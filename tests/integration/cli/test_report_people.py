@@ -177,7 +177,7 @@ def test_least_lossy_fix_is_judged_on_people(
         in text
     )
     assert f"k (smallest class) {after.k:,}" in text
-    assert "Least-lossy generalization meeting k=3 counted in people" in text
+    assert "Least-lossy generalization meeting k = 3 counted in people" in text
     before = diagnose(visits, QIS, entity=PERSON)
     assert f"Before the fix: Not safe to release: {before.sample_uniques:,} of 800 people" in text
 

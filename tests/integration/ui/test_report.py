@@ -100,6 +100,9 @@ def test_report_button_makes_both_files_of_the_view(server: tuple[str, Settings]
     fixed = runs.fixed_diagnosis(runs.run(state), state)
     expected = fixed.check(state.targets).sentence()
     assert verdict["props"]["children"] == expected
+    # The headline says what happened: the report is ready, and its verdict.
+    status = "PASS" if fixed.check(state.targets).passed else "FAIL"
+    assert verdict["props"]["title"] == f"Report ready - verdict: {status}"
     buttons = [node["props"]["id"] for node in _buttons(result)]
     assert {button["kind"] for button in buttons} == {"pdf", "html"}
     pdf = download(session, next(b for b in buttons if b["kind"] == "pdf"))

@@ -21,8 +21,10 @@ from privdash.application.report import (
     ReportFiles,
     build_report,
     condensed_recipe,
+    describe_targets,
     file_fingerprint,
     recipe_fix,
+    recipe_steps,
     report_for_state,
     search_fix,
     table_fingerprint,
@@ -32,6 +34,8 @@ from privdash.application.report.render import render_html, report_format
 from privdash.application.services import Services
 from privdash.application.settings import Settings
 from privdash.data.contract import ColumnRole, DataContract, FieldMetadata, StatisticalType
+from privdash.data.tables import read_table
+from privdash.dp.ledger import TableFingerprint
 from privdash.errors import ParameterError, PrivdashError
 from privdash.geo.geography import area_polygons_path, district_polygons_dir, load_areas, load_districts
 from privdash.geo.postcodes import read_population
@@ -69,17 +73,24 @@ def contract(people: pd.DataFrame) -> DataContract:
     return DataContract.for_columns(people, quasi_identifiers=["sex", "age", "town"], sensitive=["disease"])
 
 
-def test_file_fingerprint_is_the_sha256_of_the_bytes(tmp_path: Path, people: pd.DataFrame) -> None:
+def test_fingerprint_is_the_tables_content_with_the_files_bytes_beside_it(tmp_path: Path, people: pd.DataFrame) -> None:
     path = tmp_path / "people.csv"
     people.to_csv(path, index=False)
     fingerprint = file_fingerprint(path, people)
-    assert fingerprint.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    # The digest of the content, as the release ledger keys tables; the file's bytes beside it.
+    assert fingerprint.sha256 == TableFingerprint.of(people).digest
+    assert fingerprint.file_sha256 == hashlib.sha256(path.read_bytes()).hexdigest() != fingerprint.sha256
     assert (fingerprint.name, fingerprint.rows, fingerprint.columns) == ("people.csv", 26, 4)
-    assert fingerprint.size_bytes == path.stat().st_size and fingerprint.hashed == "the file's bytes"
-    # A table without its file: the digest of its content, the same for the same table, another for another table.
+    assert fingerprint.size_bytes == path.stat().st_size and "content" in fingerprint.hashed
+    # A table without its file: the same content digest as the file holding it; another table, another digest.
     first, again = table_fingerprint("t", people), table_fingerprint("t", people.copy())
-    assert first.sha256 == again.sha256 != table_fingerprint("t", people.iloc[1:]).sha256
-    assert first.size_bytes is None and "CSV" in first.hashed
+    assert first.sha256 == again.sha256 == fingerprint.sha256 != table_fingerprint("t", people.iloc[1:]).sha256
+    assert first.size_bytes is None and first.file_sha256 is None
+    # The same table spelled otherwise in the file (semicolons, rows in another order): the same content digest.
+    other = tmp_path / "people-semicolons.csv"
+    people.iloc[::-1].to_csv(other, index=False, sep=";")
+    again_file = file_fingerprint(other, read_table(other))
+    assert again_file.sha256 == fingerprint.sha256 and again_file.file_sha256 != fingerprint.file_sha256
 
 
 def test_report_states_the_cores_verdict_and_numbers(people: pd.DataFrame, contract: DataContract) -> None:
@@ -284,3 +295,80 @@ def test_a_population_table_cannot_go_with_a_fix(people: pd.DataFrame, contract:
     with pytest.raises(ParameterError, match="population table cannot be combined with a fix"):
         build_report(people, contract, PrivacyTargets(k=2), table_fingerprint("p", people), fix=fix, population=people)
     assert np.all(fix.data.columns == people.columns)
+
+
+def test_targets_say_what_they_apply_to_and_never_print_empty_parentheses() -> None:
+    targets = PrivacyTargets(k=5, l=2, t=0.2)
+    assert describe_targets(targets, ["disease"], {"disease": "equal"}) == (
+        "k = 5, l = 2 (distinct l-diversity, on disease), t = 0.2 (equal distance, on disease)"
+    )
+    # Nothing to say about the attribute: nothing in parentheses.
+    assert describe_targets(PrivacyTargets(k=3, t=0.3)) == "k = 3, t = 0.3"
+    assert "()" not in targets.describe() and targets.describe() == "k=5, l=2, t=0.2"
+
+
+def test_recipe_steps_in_words_without_values_or_seeds(people: pd.DataFrame) -> None:
+    from privdash.transform.perturbation import add_noise
+    from privdash.transform.steps import Step
+
+    generalize = Step(
+        "generalize",
+        {
+            "columns": {
+                "town": {"level": 1, "hierarchy": {"rows": [["Zanzibar", "*"], ["Lisbon", "*"], ["Porto", "*"]]}},
+                "sex": {"level": 0, "hierarchy": {"rows": [["F", "*"], ["M", "*"]]}},
+                "age": {"level": 1, "hierarchy": {"rule": {"builder": "intervals", "widths": [10]}}},
+            },
+            "suppress": {"k": 5, "l": 2, "sensitive": ["disease"], "t": None, "t_distance": None, "max_risk": None},
+            "quasi_identifiers": ["town", "sex", "age"],
+        },
+    )
+    mapping = Step("postcode_recode", {"column": "postcode", "mapping": {"ZE1 0AA": "ZE1", "SW1A 1AA": "SW1A"}})
+    noise = add_noise(pd.DataFrame({"income": np.arange(50, dtype=float)}), columns=["income"], share=0.1, seed=4242)
+    rows = recipe_steps(Recipe((generalize, mapping, noise.step)))
+    (technique, columns, words), (_, postcode, mapped), (noisy, income, noise_words) = rows
+    assert technique == "Generalization (global recoding)" and columns == "town, sex, age"
+    assert words[:3] == (
+        "town to level 1 of 1 (hierarchy table of 3 values)",
+        "sex kept as is (level 0 of 1; hierarchy table of 2 values)",
+        "age to level 1 (rule: intervals widths 10)",
+    )
+    assert (
+        "then the records of classes that miss k = 5, l = 2 (distinct l-diversity, on disease) are suppressed" in words
+    )
+    assert postcode == "postcode" and mapped == ("mapping: 2 values mapped",)
+    assert noisy == "Noise addition" and income == "income" and "seed withheld" in noise_words
+    shown = repr(rows)
+    assert not any(value in shown for value in ("Zanzibar", "Lisbon", "ZE1", "SW1A", "4242"))
+    # The condensed JSON (the report's attachment) leaves out the same values.
+    text = condensed_recipe(Recipe((generalize, mapping, noise.step)))
+    assert not any(value in text for value in ("Zanzibar", "ZE1 0AA", "4242")) and "2 values mapped" in text
+
+
+def test_model_risk_before_and_after_the_fix_or_why_not(people: pd.DataFrame, contract: DataContract) -> None:
+    hierarchies = {
+        "sex": Hierarchy.from_rows([["F", "*"], ["M", "*"]]),
+        "age": Hierarchy.from_rows([[a, "*"] for a in people["age"].unique()]),
+        "town": Hierarchy.from_rows([[t, "*"] for t in people["town"].unique()]),
+    }
+    targets = PrivacyTargets(k=5)
+    fix = search_fix(people, contract, targets, hierarchies=hierarchies, max_suppression=0.2)
+    report = build_report(people, contract, targets, table_fingerprint("p", people), fix=fix, model_risk=["default"])
+    assert report.fix is not None and "default" in report.fix.before.model_risk
+    expected = diagnose(people, ["sex", "age", "town"], model_risk=["default"]).model_risk["default"]
+    assert report.fix.before.model_risk["default"].risk1 == expected.risk1
+    assert (
+        report.diagnosis.model_risk["default"].risk1
+        == diagnose(fix.data, ["sex", "age", "town"], model_risk=["default"]).model_risk["default"].risk1
+    )
+    page = text_of(render_html(report))
+    assert "risk 1 before the fix" in page and "risk 1 released" in page
+    # sex generalized to one value: the released table's models cannot be fitted; the report is made and says why.
+    recipe = search_fix(people, contract, targets, hierarchies=hierarchies, max_suppression=0.2).recipe
+    step = recipe.steps[0]
+    columns = {**step.params["columns"], "sex": {**step.params["columns"]["sex"], "level": 1}}
+    flat = recipe_fix(people, Recipe((type(step)(step.kind, {**step.params, "columns": columns}),)))
+    report = build_report(people, contract, targets, table_fingerprint("p", people), fix=flat, model_risk=["default"])
+    assert not report.diagnosis.model_risk and "default" in report.fix.before.model_risk  # type: ignore[union-attr]
+    page = text_of(render_html(report))
+    assert "The model-based risk of the released table is not shown: Key variable 'sex' has one observed value" in page
