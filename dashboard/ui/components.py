@@ -60,6 +60,9 @@ MAIN_ID = "main-content"
 #: The navigation column; below the ``sm`` breakpoint it is folded away until the menu button opens it.
 NAVBAR: dict[str, Any] = {"width": 240, "breakpoint": "sm", "collapsed": {"mobile": True, "desktop": False}}
 
+#: The shell's copy of the sign-off fields (:mod:`dashboard.ui.project` writes it, the report reads it).
+SIGNOFF_STORE = "signoff-fields"
+
 # --- shell -------------------------------------------------------------------------------------------------------
 
 
@@ -134,6 +137,9 @@ def shell(page_container: Any) -> Any:
             html.A("Skip to main content", href=f"#{MAIN_ID}", className="skip-link", id="skip-link"),
             dcc.Location(id="url", refresh=False),
             dcc.Location(id="redirect", refresh="callback-nav"),
+            # The sign-off fields of the Data page's project section, kept in this browser for every page (the
+            # Fix page's report prints them in its sign-off block).
+            dcc.Store(id=SIGNOFF_STORE, storage_type="local"),
             dmc.AppShell(
                 [header, navbar, dmc.AppShellMain(page_container, id=MAIN_ID, tabIndex=-1)],
                 header={"height": 60},

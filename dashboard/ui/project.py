@@ -23,7 +23,7 @@ from typing import Any
 import dash_mantine_components as dmc
 from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from dashboard.ui.components import card, error_alert
+from dashboard.ui.components import SIGNOFF_STORE, card, error_alert
 from dashboard.ui.pagestate import PAGE_STATE, session_token, state_from_store
 from privdash.application.project import (
     MAX_PROJECT_BYTES,
@@ -153,17 +153,19 @@ def register(app: Dash, services: Services) -> None:
 
     @app.callback(
         Output("project-fields", "data"),
+        Output(SIGNOFF_STORE, "data"),
         *outputs,
         Input("project-fields", "data"),
         *[Input(component, "value") for component in FIELDS.values()],
     )
     def keep_fields(stored: Any, *values: Any) -> tuple:
         """The fields follow this browser's stored copy when it changes (page load, a project opened) and are
-        stored when they are edited."""
+        stored when they are edited; the shell's copy (:data:`SIGNOFF_STORE`, read by the report) follows both."""
         if ctx.triggered_id in FIELDS.values():
-            return (_fields(dict(zip(FIELDS, values, strict=True))), *[no_update] * len(FIELDS))
+            edited = _fields(dict(zip(FIELDS, values, strict=True)))
+            return (edited, edited, *[no_update] * len(FIELDS))
         kept = _fields(stored if isinstance(stored, Mapping) else None)
-        return (no_update, *[kept.get(key) or (None if key == "decision" else "") for key in FIELDS])
+        return (no_update, kept, *[kept.get(key) or (None if key == "decision" else "") for key in FIELDS])
 
     @app.callback(
         Output("project-download", "data"),

@@ -20,7 +20,7 @@ from typing import Any
 import dash_mantine_components as dmc
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
-from dashboard.ui.components import card, error_alert, progress_panel
+from dashboard.ui.components import SIGNOFF_STORE, card, error_alert, progress_panel
 from dashboard.ui.pagestate import PAGE_STATE, state_from_store
 from privdash.application.estimates import read_estimates
 from privdash.application.report import ReleaseReport, ReportFiles, report_for_state
@@ -114,6 +114,8 @@ def register(app: Dash, services: Services) -> None:
         State(PAGE_STATE, "data"),
         # The Fix page's estimates (none on pages without the section: ALL matches nothing there).
         State({"type": "estimates-input", "page": ALL}, "value"),
+        # The sign-off fields the steward filled in on the Data page (this browser's copy).
+        State(SIGNOFF_STORE, "data"),
         prevent_initial_call=True,
         background=True,
         progress=[Output("report-progress", "value"), Output("report-status", "children")],
@@ -125,7 +127,11 @@ def register(app: Dash, services: Services) -> None:
         interval=400,
     )
     def make_report(
-        set_progress: Callable[[tuple[int, str]], None], clicks: int | None, data: Any, named: list[Any] | None
+        set_progress: Callable[[tuple[int, str]], None],
+        clicks: int | None,
+        data: Any,
+        named: list[Any] | None,
+        signoff: Any,
     ) -> Any:
         if not clicks:
             return no_update
@@ -137,6 +143,9 @@ def register(app: Dash, services: Services) -> None:
                 state,
                 lambda percent, text: set_progress((int(_ASSEMBLY * percent), text)),
                 estimates=estimates,
+                signoff={str(k): v for k, v in signoff.items() if isinstance(v, str)}
+                if isinstance(signoff, dict)
+                else None,
             )
             set_progress((int(100 * _ASSEMBLY), "Rendering the HTML and PDF files ..."))
             token = files.put(render_files(report, _stem(report.title)))
@@ -155,3 +164,10 @@ def register(app: Dash, services: Services) -> None:
             return no_update
         name, content = files.get(str(trigger["token"]), str(trigger["kind"]))
         return dcc.send_bytes(content, name)
+
+
+def _signoff(stored: Any) -> dict[str, str] | None:
+    """The sign-off fields of the shell's store (this browser's copy; anything but texts is left out)."""
+    if not isinstance(stored, dict):
+        return None
+    return {str(name): value for name, value in stored.items() if isinstance(value, str)}

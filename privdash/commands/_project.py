@@ -47,8 +47,11 @@ def with_project(
         if getattr(args, "project", None) is None:
             return run(args)
         project = Project.load(args.project)
+        given = {name for name, value in vars(args).items() if value is not None}
         with tempfile.TemporaryDirectory(prefix="privdash-project-") as folder:
             apply_project(project, args, command, Path(folder), search_options=search_options)
+            # What the project filled in, so that a report's command line shows what was typed (--project FILE).
+            args.project_supplied = {name for name, value in vars(args).items() if value is not None} - given
             return run(args)
 
     return handler
@@ -180,9 +183,3 @@ def _hierarchy_folder(project: Project, frame: pd.DataFrame, qis: list[str], fol
             # One file per column, named by position (a column name may not be a valid file name).
             write_arx_hierarchy(built[name], target / f"h{number}_hierarchy_{name}.csv")
     return target
-
-
-def signoff_parameters(args: argparse.Namespace) -> list[tuple[str, str]]:
-    """The project's sign-off fields as rows of the report's "Made with" table."""
-    fields = getattr(args, "project_signoff", None) or {}
-    return [(f"sign-off {name} (project)", str(value)) for name, value in fields.items() if value]

@@ -233,9 +233,12 @@ _DEFAULTS = {
 def _parameters(args: argparse.Namespace, targets: PrivacyTargets) -> list[tuple[str, str]]:
     """What the report was made with: the command line (paths reduced to file names) and the targets."""
     shown: list[str] = ["privdash report", args.file.name]
+    supplied: set[str] = getattr(args, "project_supplied", set())
     for name, value in sorted(vars(args).items()):
         if name in ("file", "command") or value is None or _DEFAULTS.get(name, object()) == value:
             continue
+        if name in supplied or name in ("project_supplied", "project_signoff"):
+            continue  # filled in from --project, which is shown
         shown.append(f"--{name.replace('_', '-')} {value.name if isinstance(value, Path) else value}")
     return [("command", " ".join(shown)), ("targets", targets.describe())]
 
@@ -302,8 +305,8 @@ def _run(args: argparse.Namespace) -> int:
         postcode_polygons=_postcode_polygons(contract),
         postcode_threshold=args.postcode_min_population,
         parameters=_parameters(shown_args, targets)
-        + ([("person id", f"'{args.entity}' of the recipe ({args.entity_key})")] if args is not shown_args else [])
-        + _project.signoff_parameters(args),
+        + ([("person id", f"'{args.entity}' of the recipe ({args.entity_key})")] if args is not shown_args else []),
+        signoff=getattr(args, "project_signoff", None),
         model_risk=parse_model_risk_methods(args.model_risk) if args.model_risk else (),
         estimates=[parse_estimate(text) for text in args.estimate or []],
         entity_key=args.entity_key,

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from privdash.application.fixes import adapt_contract
+from privdash.application.project import SIGNOFF_FIELDS
 from privdash.application.report.definitions import (
     DEFINITIONS,
     PEOPLE_DEFINITION,
@@ -305,6 +306,7 @@ def build_report(
     estimates: Sequence[Estimate | str] = (),
     model_risk: Sequence[str] = (),
     entity_key: str | EntityKey = EntityKey.SET,
+    signoff: Mapping[str, str] | None = None,
 ) -> ReleaseReport:
     """Assemble the release report of ``data`` (the input) with the roles and types of ``contract``.
 
@@ -321,7 +323,8 @@ def build_report(
     (``{"district": GeoDataFrame, "area": GeoDataFrame}`` indexed by code, as the Postcodes page's layers).
     ``progress(percent, text)`` is called at each stage. ``estimates`` (with a fix): the steward's estimates,
     shown before and after the fix, weighted by the contract's weight column. ``model_risk``: the model-based risk
-    methods (sdcMicro ``modRisk``) fitted to the released table.
+    methods (sdcMicro ``modRisk``) fitted to the released table. ``signoff``: sign-off fields filled in beforehand
+    (a project's), printed in the sign-off block.
     """
     report_progress = progress or (lambda _percent, _text: None)
     policy = MissingPolicy.parse(missing)
@@ -455,6 +458,7 @@ def build_report(
         postcodes=postcodes,
         fix=summary,
         parameters=tuple(parameters),
+        signoff={name: str(value) for name, value in (signoff or {}).items() if value and name in SIGNOFF_FIELDS},
         people=_people_sentence(diagnosis) if entity is not None else None,
         left_out=tuple(left_out),
         definitions=DEFINITIONS + ((PEOPLE_DEFINITION,) if entity is not None else ()),

@@ -231,7 +231,7 @@ DEFINITIONS: tuple[Definition, ...] = (
     _d("Generalization", "Generalization publishes each QI at one level of its hierarchy"),
     _d(
         "Record suppression",
-        "Record suppression removes the records of classes under k, smallest first, within a suppression limit.",
+        "Record suppression removes the records of classes under k, smallest first, within the suppression limit.",
     ),
     _d(
         "Search",

@@ -298,6 +298,10 @@ class ReleaseReport:
         With a person id: the sentence saying that every count is of people (None without).
     left_out
         Sections that could not be made (e.g. postcode units with a person id), each with why.
+    signoff
+        The sign-off fields filled in beforehand (a project's: ``name``, ``role``, ``decision`` one of
+        :data:`privdash.application.project.DECISIONS`, ``conditions``, ``date``): printed in the sign-off block,
+        whose other lines stay empty for the officer.
     """
 
     title: str
@@ -325,6 +329,7 @@ class ReleaseReport:
     definitions: tuple[Definition, ...] = DEFINITIONS
     people: str | None = None
     left_out: tuple[str, ...] = ()
+    signoff: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def unit(self) -> str:

@@ -30,11 +30,13 @@ def report_for_state(
     state: ViewState,
     progress: Progress | None = None,
     estimates: Sequence[Estimate | str] = (),
+    signoff: Mapping[str, str] | None = None,
 ) -> ReleaseReport:
     """The release report of a dashboard view: its dataset, roles, missing-value policy, targets (l and t only with
     a sensitive attribute) and risk threshold, after the view's fix steps when it has any, with the steward's
     ``estimates`` before and after them. Postcode units get the census populations of the Postcodes page's
-    settings when the shared data holds them."""
+    settings when the shared data holds them. ``signoff``: the sign-off fields the steward filled in (the Data
+    page's project section), printed in the sign-off block."""
     from privdash.application.fixruns import FixRuns
     from privdash.application.postcodes import ReferenceDataMissing, settings_from_state
 
@@ -105,6 +107,7 @@ def report_for_state(
         estimates=estimates,
         # model-based risk fits rows' QI combinations: not defined with a person id (the report says why)
         model_risk=state.model_risk if contract.entity is None else (),
+        signoff=signoff,
     )
     if state.model_risk and contract.entity is not None:
         note = (

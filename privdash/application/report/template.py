@@ -448,23 +448,27 @@ TEMPLATE = """<!DOCTYPE html>
     against the targets {{ targets }}. privdash's verdict: <strong>{{ verdict.label }}</strong>.</p>
   <table class="signoff">
   {% if pdf %}
-    <tr><th>Name</th><td><div class="line"></div></td></tr>
-    <tr><th>Role</th><td><div class="line"></div></td></tr>
-    <tr><th>Decision</th><td><span class="box"></span>Approve release &nbsp; <span class="box"></span>Approve with
-      conditions &nbsp; <span class="box"></span>Reject</td></tr>
-    <tr><th>Conditions or reasons</th><td><div class="line"></div><div class="line"></div></td></tr>
-    <tr><th>Date</th><td><div class="line"></div></td></tr>
+    <tr><th>Name</th><td>{% if signoff.name %}{{ signoff.name }}{% else %}<div class="line"></div>{% endif %}</td></tr>
+    <tr><th>Role</th><td>{% if signoff.role %}{{ signoff.role }}{% else %}<div class="line"></div>{% endif %}</td></tr>
+    <tr><th>Decision</th><td>{% for value, label in decisions %}<span class="box">{% if signoff.decision == value
+      %}&#x2715;{% endif %}</span>{{ label }}{% if not loop.last %} &nbsp; {% endif %}{% endfor %}</td></tr>
+    <tr><th>Conditions or reasons</th><td>{% if signoff.conditions %}{{ signoff.conditions }}{% else
+      %}<div class="line"></div><div class="line"></div>{% endif %}</td></tr>
+    <tr><th>Date</th><td>{% if signoff.date %}{{ signoff.date }}{% else %}<div class="line"></div>{% endif %}</td></tr>
     <tr><th>Signature</th><td><div class="line"></div></td></tr>
   {% else %}
-    <tr><th><label for="signoff-name">Name</label></th><td><input type="text" id="signoff-name" name="name"></td></tr>
-    <tr><th><label for="signoff-role">Role</label></th><td><input type="text" id="signoff-role" name="role"></td></tr>
-    <tr><th>Decision</th><td>
-      <label><input type="radio" name="decision" value="approve"> Approve release</label>
-      <label><input type="radio" name="decision" value="conditions"> Approve with conditions</label>
-      <label><input type="radio" name="decision" value="reject"> Reject</label></td></tr>
+    <tr><th><label for="signoff-name">Name</label></th><td><input type="text" id="signoff-name" name="name"
+      value="{{ signoff.name or '' }}"></td></tr>
+    <tr><th><label for="signoff-role">Role</label></th><td><input type="text" id="signoff-role" name="role"
+      value="{{ signoff.role or '' }}"></td></tr>
+    <tr><th>Decision</th><td>{% for value, label in decisions %}
+      <label><input type="radio" name="decision" value="{{ value }}"{% if signoff.decision == value %} checked{% endif
+      %}> {{ label }}</label>{% endfor %}</td></tr>
     <tr><th><label for="signoff-conditions">Conditions or reasons</label></th>
-      <td><textarea id="signoff-conditions" name="conditions" rows="3"></textarea></td></tr>
-    <tr><th><label for="signoff-date">Date</label></th><td><input type="date" id="signoff-date" name="date"></td></tr>
+      <td><textarea id="signoff-conditions" name="conditions" rows="3">{{ signoff.conditions or ''
+      }}</textarea></td></tr>
+    <tr><th><label for="signoff-date">Date</label></th><td><input type="date" id="signoff-date" name="date"
+      value="{{ signoff.date or '' }}"></td></tr>
   {% endif %}
   </table>
 </section>

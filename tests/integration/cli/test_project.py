@@ -5,6 +5,7 @@ damaged project is exit 2."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pandas as pd
@@ -143,7 +144,16 @@ def test_report_carries_the_sign_off_fields(
     code, _, err = run(capsys, "report", str(table), "--project", str(project), "-o", str(out))
     assert code == 0, err
     html = out.read_text(encoding="utf-8")
-    assert "Ann Steward" in html and "sign-off decision (project)" in html
+    # Filled in the sign-off block: the name as the input's value, the project's decision checked, the rest empty.
+    assert 'name="name"\n      value="Ann Steward"' in html
+    assert 'value="approve" checked>' in html and 'value="reject">' in html
+    assert 'id="signoff-role" name="role"\n      value=""' in html
+    pdf = tmp_path / "report.pdf"
+    code, _, err = run(capsys, "report", str(table), "--project", str(project), "-o", str(pdf))
+    assert code == 0, err
+    text = subprocess.run(["pdftotext", "-layout", str(pdf), "-"], capture_output=True, text=True, check=True).stdout
+    signoff = text[text.rindex("Sign-off") :]
+    assert "Ann Steward" in signoff and "✕Approverelease" in signoff.replace(" ", "")
 
 
 @pytest.mark.parametrize("content", [b"{not json", b'{"format": "privdash-project", "version": 7}'])

@@ -82,6 +82,9 @@ def test_report_button_makes_both_files_of_the_view(server: tuple[str, Settings]
     # The Fix page's estimates: a pattern-matching state that matches no component on a view without estimates
     # (the browser sends an empty list for it).
     body["state"].append([])
+    # The sign-off fields the steward filled in on the Data page (the shell's copy, kept in this browser).
+    signoff = {"name": "Ann Steward", "role": "Data steward", "decision": "approve"}
+    body["state"].append({"id": "signoff-fields", "property": "data", "value": signoff})
     job = session.start(body)
     deadline = time.monotonic() + 90
     while not job.poll().done:
@@ -111,6 +114,8 @@ def test_report_button_makes_both_files_of_the_view(server: tuple[str, Settings]
     html = download(session, next(b for b in buttons if b["kind"] == "html"))
     text = base64.b64decode(html["content"]).decode("utf-8") if html.get("base64") else html["content"]
     assert expected in unescape(text) and "Least-lossy generalization: k ≥ 5" in unescape(text)
+    block = text[text.index('id="signoff"') :]
+    assert 'value="Ann Steward"' in block and 'value="Data steward"' in block and 'value="approve" checked>' in block
 
 
 def _buttons(tree: Any) -> list[dict[str, Any]]:

@@ -372,3 +372,25 @@ def test_model_risk_before_and_after_the_fix_or_why_not(people: pd.DataFrame, co
     assert not report.diagnosis.model_risk and "default" in report.fix.before.model_risk  # type: ignore[union-attr]
     page = text_of(render_html(report))
     assert "The model-based risk of the released table is not shown: Key variable 'sex' has one observed value" in page
+
+
+def test_the_sign_off_block_carries_the_fields_filled_in_beforehand(
+    people: pd.DataFrame, contract: DataContract
+) -> None:
+    """A project's sign-off fields fill the block (escaped); fields not given stay empty for the officer."""
+    signoff = {"name": "Ann <b>Steward</b>", "decision": "conditions", "identity": "not a sign-off field"}
+    report = build_report(
+        people, contract, PrivacyTargets(k=5), table_fingerprint("people.csv", people), signoff=signoff
+    )
+    assert dict(report.signoff) == {"name": "Ann <b>Steward</b>", "decision": "conditions"}
+    page = render_html(report)
+    block = page[page.index('id="signoff"') :]
+    assert 'value="Ann &lt;b&gt;Steward&lt;/b&gt;"' in block and "<b>Steward" not in block
+    assert 'value="conditions" checked>' in block and 'value="approve">' in block
+    assert 'name="role"\n      value=""' in block
+    printed = render_html(report, pdf=True)
+    printed_block = printed[printed.index('id="signoff"') :]
+    assert "Ann &lt;b&gt;Steward&lt;/b&gt;" in printed_block
+    assert printed_block.count("&#x2715;") == 1  # one decision box ticked
+    blank = render_html(build_report(people, contract, PrivacyTargets(k=5), table_fingerprint("p", people)))
+    assert " checked" not in blank[blank.index('id="signoff"') :]
