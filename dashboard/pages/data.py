@@ -76,8 +76,12 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
         "data-accept": ACCEPT,
     }
     limit_mb = services.settings.max_upload_bytes / 1e6
-    demo_value = state.dataset if state.dataset and state.dataset.startswith(("demo:", "source:")) else None
     choices = services.demo_choices()
+    # The select names the open built-in dataset; with an upload open it names none (a placeholder), so that it never
+    # shows a dataset that is not the one open. With nothing open it offers the first one.
+    demo_value = state.dataset if state.dataset and state.dataset.startswith(("demo:", "source:")) else None
+    if demo_value is None and not state.dataset and choices:
+        demo_value = choices[0]["value"]
     return card(
         "Open a dataset",
         dmc.Stack(
@@ -87,12 +91,13 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
                         dmc.Select(
                             id="demo-select",
                             data=choices,
-                            value=demo_value or (choices[0]["value"] if choices else None),
+                            value=demo_value,
+                            placeholder="Choose a built-in dataset",
                             label="Built-in dataset or server source" if services.sources else "Built-in dataset",
                             allowDeselect=False,
                             flex=1,
                         ),
-                        dmc.Button("Open", id="demo-open", variant="light"),
+                        dmc.Button("Open", id="demo-open", variant="light", disabled=demo_value is None),
                     ],
                     align="flex-end",
                     gap="xs",
@@ -376,6 +381,8 @@ def order_editor(state: ViewState) -> Any:
     columns = ordinal_columns(state)
     return card(
         "Ordinal order",
+        # Without an ordinal column, one line says how to get one instead of two empty editors.
+        dmc.Text(ORDER_EMPTY, size="sm", c="dimmed", id="order-empty", style=_shown(not columns)),
         dmc.Group(
             [
                 dmc.Select(
@@ -387,7 +394,9 @@ def order_editor(state: ViewState) -> Any:
                     w=240,
                     allowDeselect=False,
                 ),
-            ]
+            ],
+            id="order-picker",
+            style=_shown(bool(columns)),
         ),
         dmc.SimpleGrid(
             [
@@ -395,7 +404,8 @@ def order_editor(state: ViewState) -> Any:
                     id="order-grid",
                     columnDefs=[{"field": "value", "headerName": "Lowest first (drag to reorder)", "rowDrag": True}],
                     rowData=[],
-                    columnSize="responsiveSizeToFit",
+                    # A flex column fills the width whenever the grid is shown (sizing to fit a hidden grid warns).
+                    defaultColDef={"flex": 1},
                     # Painted off screen too (AG Grid's content-visibility: auto leaves prints and screenshots empty).
                     dashGridOptions={
                         "rowDragManaged": True,
@@ -421,10 +431,19 @@ def order_editor(state: ViewState) -> Any:
             ],
             cols=2,
             mt="sm",
+            id="order-editors",
+            style=_shown(bool(columns)),
         ),
         html.Div(id="order-message"),
         description="Ordinal columns are compared by this order (t-closeness, generalisation).",
     )
+
+
+ORDER_EMPTY = "No column has the Ordinal type: set a column's type to Ordinal in the Columns table to order its values."
+
+
+def _shown(visible: bool) -> dict[str, str]:
+    return {} if visible else {"display": "none"}
 
 
 def layout(services: Services, **query: Any) -> Any:
@@ -467,6 +486,8 @@ def layout(services: Services, **query: Any) -> Any:
                         href=services.links.href(state, "/risk"),
                         className="button-link",
                         underline="never",
+                        # The Risk page opens with the focus on its verdict (assets/focus.js), not on the page's top.
+                        **{"data-focus-next": "#verdict, #risk-error"},
                     )
                 ],
                 justify="flex-end",
@@ -650,6 +671,24 @@ def register(app: Dash, services: Services) -> None:
         return {"content": hs.contract_json(services, loaded, state), "filename": f"{stem}.contract.json"}
 
     register_hierarchies(app, services)
+
+    @app.callback(
+        Output("demo-open", "disabled"),
+        Input("demo-select", "value"),
+        prevent_initial_call=True,
+    )
+    def demo_chosen(dataset_id: str | None) -> bool:
+        return not dataset_id
+
+    @app.callback(
+        Output("order-empty", "style"),
+        Output("order-picker", "style"),
+        Output("order-editors", "style"),
+        Input("order-column", "data"),
+        prevent_initial_call=True,
+    )
+    def order_shown(columns: list[str] | None) -> tuple[Any, Any, Any]:
+        return _shown(not columns), _shown(bool(columns)), _shown(bool(columns))
 
     @app.callback(
         Output("order-grid", "rowData"),

@@ -245,6 +245,41 @@ def class_grid(table: ClassTable) -> Any:
 # --- QI combinations -----------------------------------------------------------------------------------------
 
 
+def combination_columns(k_threshold: int) -> list[dict[str, Any]]:
+    """The columns of the grid of every QI combination. Only the combination itself has a filter (of its text): a
+    filter button beside a right-aligned number's title sat next to the title of the column before it; the numbers
+    sort by a click on their titles."""
+    three_decimals = {"function": "d3.format('.3f')(params.value)"}
+    number = {"type": "numericColumn", "filter": False, "valueFormatter": {"function": "d3.format(',')(params.value)"}}
+    return [
+        {"field": "qis", "headerName": "Quasi-identifiers", "flex": 3, "minWidth": 200, "filter": True},
+        {"field": "size", "headerName": "QIs in the combination", **number},
+        {"field": "sample_uniques", "headerName": "Unique records", **number},
+        {"field": "records_below_k", "headerName": f"Records in classes < {k_threshold}", **number},
+        {
+            "field": "k",
+            "headerName": "Smallest class (k)",
+            "headerTooltip": "Size of the smallest class when the records are grouped on these QIs",
+            **number,
+        },
+        {"field": "classes", "headerName": "Classes", **number},
+        {
+            "field": "distinction",
+            "headerName": "Distinction",
+            "headerTooltip": "Classes per record (1: every record is in a class of its own)",
+            **number,
+            "valueFormatter": three_decimals,
+        },
+        {
+            "field": "separation",
+            "headerName": "Separation",
+            "headerTooltip": "Share of record pairs that these QIs tell apart",
+            **number,
+            "valueFormatter": three_decimals,
+        },
+    ]
+
+
 def combinations_view(risk: CombinationRisk, msus: MinimalSampleUniques | None) -> Any:
     """Which QI combinations make records unique: leave-one-out drops, the smallest unique combinations, and the
     table of every subset."""
@@ -277,29 +312,16 @@ def combinations_view(risk: CombinationRisk, msus: MinimalSampleUniques | None) 
             }
             for row in table_rows
         ],
-        columnDefs=[
-            {"field": "qis", "headerName": "quasi-identifiers", "flex": 2, "minWidth": 220},
-            {"field": "size", "headerName": "QIs", "width": 80},
-            {"field": "sample_uniques", "headerName": "unique records", "type": "numericColumn"},
-            {
-                "field": "records_below_k",
-                "headerName": f"records in classes < {risk.k_threshold}",
-                "type": "numericColumn",
-            },
-            {"field": "k", "type": "numericColumn", "width": 80},
-            {"field": "classes", "type": "numericColumn"},
-            {
-                "field": "distinction",
-                "type": "numericColumn",
-                "valueFormatter": {"function": "d3.format('.3f')(params.value)"},
-            },
-            {
-                "field": "separation",
-                "type": "numericColumn",
-                "valueFormatter": {"function": "d3.format('.3f')(params.value)"},
-            },
-        ],
-        defaultColDef={"sortable": True, "resizable": True, "filter": True},
+        columnDefs=combination_columns(risk.k_threshold),
+        # Flex columns share the card's width (none is cut off at the right); long titles wrap onto two lines.
+        defaultColDef={
+            "sortable": True,
+            "resizable": True,
+            "flex": 1,
+            "minWidth": 90,
+            "wrapHeaderText": True,
+            "autoHeaderHeight": True,
+        },
         dashGridOptions={"suppressContentVisibilityAuto": True},  # painted off screen too (see class_grid)
         style={"height": "320px"},
     )
