@@ -96,11 +96,14 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
                             label="Built-in dataset or server source" if services.sources else "Built-in dataset",
                             allowDeselect=False,
                             flex=1,
+                            # A whole title needs about 300 px: in a narrow column the button goes below it.
+                            miw=300,
                         ),
                         dmc.Button("Open", id="demo-open", variant="light", disabled=demo_value is None),
                     ],
                     align="flex-end",
                     gap="xs",
+                    wrap="wrap",
                 ),
                 dmc.Divider(label="or upload a file", labelPosition="center"),
                 html.Div(
@@ -684,11 +687,17 @@ def register(app: Dash, services: Services) -> None:
         Output("order-empty", "style"),
         Output("order-picker", "style"),
         Output("order-editors", "style"),
+        Output("order-column", "value"),
         Input("order-column", "data"),
+        State("order-column", "value"),
         prevent_initial_call=True,
     )
-    def order_shown(columns: list[str] | None) -> tuple[Any, Any, Any]:
-        return _shown(not columns), _shown(bool(columns)), _shown(bool(columns))
+    def order_shown(columns: list[str] | None, column: str | None) -> tuple[Any, Any, Any, Any]:
+        """The editors when there is an ordinal column (showing the first one when none is chosen), else the line
+        that says how to get one."""
+        columns = list(columns or [])
+        chosen = column if column in columns else (columns[0] if columns else None)
+        return _shown(not columns), _shown(bool(columns)), _shown(bool(columns)), chosen
 
     @app.callback(
         Output("order-grid", "rowData"),

@@ -477,6 +477,17 @@ def apply_card(state: ViewState, data_href: str = "/data") -> Any:
 # --- page ------------------------------------------------------------------------------------------------------
 
 
+#: Columns of the controls: on screens narrower than Mantine's ``xl`` (1,408 px) the population select takes half the
+#: width, so that the longest source's name ("England and Wales, 2011 Census (outward codes)") is shown whole.
+SPANS: dict[str, dict[str, int]] = {
+    "source": {"base": 12, "md": 6, "xl": 4},
+    "strategy": {"base": 12, "md": 6, "xl": 5},
+    "level": {"base": 12, "md": 4, "xl": 3},
+    "threshold": {"base": 12, "md": 5, "xl": 8},
+    "margin": {"base": 12, "md": 3, "xl": 4},
+}
+
+
 def controls(settings: GeoSettings) -> Any:
     """Population source, map level, strategy, threshold and amber margin."""
     return card(
@@ -491,7 +502,7 @@ def controls(settings: GeoSettings) -> Any:
                         value=settings.source,
                         allowDeselect=False,
                     ),
-                    span={"base": 12, "md": 4},
+                    span=SPANS["source"],
                 ),
                 dmc.GridCol(
                     dmc.Stack(
@@ -508,7 +519,7 @@ def controls(settings: GeoSettings) -> Any:
                         ],
                         gap=4,
                     ),
-                    span={"base": 12, "md": 5},
+                    span=SPANS["strategy"],
                 ),
                 dmc.GridCol(
                     dmc.Stack(
@@ -524,7 +535,7 @@ def controls(settings: GeoSettings) -> Any:
                         ],
                         gap=4,
                     ),
-                    span={"base": 12, "md": 3},
+                    span=SPANS["level"],
                 ),
                 dmc.GridCol(
                     dmc.Stack(
@@ -549,7 +560,7 @@ def controls(settings: GeoSettings) -> Any:
                         ],
                         gap=4,
                     ),
-                    span={"base": 12, "md": 8},
+                    span=SPANS["threshold"],
                 ),
                 dmc.GridCol(
                     dmc.NumberInput(
@@ -562,7 +573,7 @@ def controls(settings: GeoSettings) -> Any:
                         step=5,
                         w=200,
                     ),
-                    span={"base": 12, "md": 4},
+                    span=SPANS["margin"],
                 ),
             ],
             gutter="md",

@@ -214,7 +214,8 @@ def class_grid(table: ClassTable) -> Any:
         if field == "risk":
             spec.update(type="numericColumn", width=110, valueFormatter={"function": "d3.format('.1%')(params.value)"})
         if field.startswith(("l", "t")) and field[1:].isdigit():
-            spec.update(type="numericColumn", width=130)
+            # Wide enough for the title, which names the sensitive attribute: "l (transaction_amount)".
+            spec.update(type="numericColumn", width=max(130, 8 * len(title) + 48))
             if field.startswith("t"):
                 spec["valueFormatter"] = {"function": "params.value == null ? '' : d3.format('.3f')(params.value)"}
         if field == "fails":
@@ -252,8 +253,8 @@ def combination_columns(k_threshold: int) -> list[dict[str, Any]]:
     three_decimals = {"function": "d3.format('.3f')(params.value)"}
     number = {"type": "numericColumn", "filter": False, "valueFormatter": {"function": "d3.format(',')(params.value)"}}
     return [
-        {"field": "qis", "headerName": "Quasi-identifiers", "flex": 3, "minWidth": 200, "filter": True},
-        {"field": "size", "headerName": "QIs in the combination", **number},
+        {"field": "qis", "headerName": "Quasi-identifiers", "flex": 2, "minWidth": 180, "filter": True},
+        {"field": "size", "headerName": "Number of QIs", **number},
         {"field": "sample_uniques", "headerName": "Unique records", **number},
         {"field": "records_below_k", "headerName": f"Records in classes < {k_threshold}", **number},
         {
@@ -318,7 +319,7 @@ def combinations_view(risk: CombinationRisk, msus: MinimalSampleUniques | None) 
             "sortable": True,
             "resizable": True,
             "flex": 1,
-            "minWidth": 90,
+            "minWidth": 110,  # the longest word of a title ("Distinction") whole
             "wrapHeaderText": True,
             "autoHeaderHeight": True,
         },
