@@ -95,9 +95,8 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
                             placeholder="Choose a built-in dataset",
                             label="Built-in dataset or server source" if services.sources else "Built-in dataset",
                             allowDeselect=False,
-                            flex=1,
-                            # A whole title needs about 300 px: in a narrow column the button goes below it.
-                            miw=300,
+                            # The whole width of the card, the button below: a title needs about 320 px.
+                            w="100%",
                         ),
                         dmc.Button("Open", id="demo-open", variant="light", disabled=demo_value is None),
                     ],
@@ -466,9 +465,9 @@ def layout(services: Services, **query: Any) -> Any:
         body.append(state_store(state))
         return html.Div(body)
     right = card(None, dataset_summary(loaded), dmc.Space(h="sm"), preview_grid(loaded))
-    body.append(
-        dmc.Grid([dmc.GridCol(left, span={"base": 12, "md": 4}), dmc.GridCol(right, span={"base": 12, "md": 8})])
-    )
+    # Below Mantine's xl (1,408 px) the left column takes 5 twelfths: room for a whole title in the dataset select.
+    spans = {"base": 12, "md": 5, "xl": 4}, {"base": 12, "md": 7, "xl": 8}
+    body.append(dmc.Grid([dmc.GridCol(left, span=spans[0]), dmc.GridCol(right, span=spans[1])]))
     body.append(
         card(
             "Columns",

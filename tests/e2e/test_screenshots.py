@@ -3,9 +3,9 @@
 
 Clipped text: a visible label, heading, card title, badge, table or grid header, button or select whose content is
 wider than its box (``scrollWidth > clientWidth + 1``: cut off or ended with "..."), or a word of one broken over two
-lines (a badge or a narrow column pushing "k-anonymity" onto "k-" and "anonymity"). A grid that is meant to fit its
-card (:data:`GRIDS_THAT_FIT`) must not scroll sideways (its rightmost columns would be cut off), and no page may make
-AG Grid warn (warning #29: a grid sized while hidden, at zero width).
+lines (a badge or a narrow column pushing "k-anonymity" onto "k-" and "anonymity"). No card's content may be wider
+than the card, a grid that is meant to fit its card (:data:`GRIDS_THAT_FIT`) must not scroll sideways (its rightmost
+columns would be cut off), and no page may make AG Grid warn (warning #29: a grid sized while hidden, at zero width).
 
 Only the pages in :data:`PAGES_CHECKED` are asserted; the others are opened, photographed and their offenders
 printed (run with ``-s``), so that a page being reworked can join the list once it is clean.
@@ -75,6 +75,13 @@ OFFENDERS = """(grids) => {
                                 word: match[0], clientWidth: e.clientWidth});
                 }
             }
+        }
+    }
+    for (const e of document.querySelectorAll(".mantine-Card-root")) {
+        if (shown(e) && e.scrollWidth > e.clientWidth + 1) {
+            const title = e.querySelector(".card-title");
+            found.push({kind: "content wider than its card", element: name(e),
+                        text: title ? title.innerText : "", scrollWidth: e.scrollWidth, clientWidth: e.clientWidth});
         }
     }
     for (const id of grids) {
