@@ -78,9 +78,11 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
     limit_mb = services.settings.max_upload_bytes / 1e6
     choices = services.demo_choices()
     # The select names the open built-in dataset; with an upload open it names none (a placeholder), so that it never
-    # shows a dataset that is not the one open. With nothing open it offers the first one.
-    demo_value = state.dataset if state.dataset and state.dataset.startswith(("demo:", "source:")) else None
-    if demo_value is None and not state.dataset and choices:
+    # shows a dataset that is not the one open. With no built-in dataset open (none, or one that is gone) it offers
+    # the first one.
+    built_in = bool(state.dataset and state.dataset.startswith(("demo:", "source:")))
+    demo_value = state.dataset if state.dataset in {choice["value"] for choice in choices} else None
+    if demo_value is None and (built_in or not state.dataset) and choices:
         demo_value = choices[0]["value"]
     return card(
         "Open a dataset",

@@ -207,3 +207,6 @@ def test_an_open_upload_is_not_shown_as_a_built_in_dataset_and_no_ordinal_column
     assert find(demo, "demo-select").value == "demo:people" and find(demo, "demo-open").disabled is False
     assert find(demo, "order-empty").style == {"display": "none"} and find(demo, "order-editors").style == {}
     assert find(demo, "order-column").value == "clothing_size"
+    # A built-in dataset that is gone: the select offers the first one instead of a name that is not in its list.
+    gone = page.layout(services, s=ViewState(dataset="demo:nothing").encode())
+    assert find(gone, "demo-select").value == "demo:people" and find(gone, "demo-open").disabled is False
