@@ -77,8 +77,14 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
         "data-accept": ACCEPT,
     }
     limit_mb = services.settings.max_upload_bytes / 1e6
-    demo_value = state.dataset if state.dataset and state.dataset.startswith(("demo:", "source:")) else None
     choices = services.demo_choices()
+    # The select names the open built-in dataset; with an upload open it names none (a placeholder), so that it never
+    # shows a dataset that is not the one open. With no built-in dataset open (none, or one that is gone) it offers
+    # the first one.
+    built_in = bool(state.dataset and state.dataset.startswith(("demo:", "source:")))
+    demo_value = state.dataset if state.dataset in {choice["value"] for choice in choices} else None
+    if demo_value is None and (built_in or not state.dataset) and choices:
+        demo_value = choices[0]["value"]
     return card(
         "Open a dataset",
         dmc.Stack(
@@ -88,15 +94,18 @@ def source_card(services: Services, state: ViewState, owned: Sequence[Any] = ())
                         dmc.Select(
                             id="demo-select",
                             data=choices,
-                            value=demo_value or (choices[0]["value"] if choices else None),
+                            value=demo_value,
+                            placeholder="Choose a built-in dataset",
                             label="Built-in dataset or server source" if services.sources else "Built-in dataset",
                             allowDeselect=False,
-                            flex=1,
+                            # The whole width of the card, the button below: a title needs about 320 px.
+                            w="100%",
                         ),
-                        dmc.Button("Open", id="demo-open", variant="light"),
+                        dmc.Button("Open", id="demo-open", variant="light", disabled=demo_value is None),
                     ],
                     align="flex-end",
                     gap="xs",
+                    wrap="wrap",
                 ),
                 dmc.Divider(label="or upload a file", labelPosition="center"),
                 html.Div(
@@ -391,6 +400,8 @@ def order_editor(state: ViewState) -> Any:
     columns = ordinal_columns(state)
     return card(
         "Ordinal order",
+        # Without an ordinal column, one line says how to get one instead of two empty editors.
+        dmc.Text(ORDER_EMPTY, size="sm", c="dimmed", id="order-empty", style=_shown(not columns)),
         dmc.Group(
             [
                 dmc.Select(
@@ -402,7 +413,9 @@ def order_editor(state: ViewState) -> Any:
                     w=240,
                     allowDeselect=False,
                 ),
-            ]
+            ],
+            id="order-picker",
+            style=_shown(bool(columns)),
         ),
         dmc.SimpleGrid(
             [
@@ -410,7 +423,8 @@ def order_editor(state: ViewState) -> Any:
                     id="order-grid",
                     columnDefs=[{"field": "value", "headerName": "Lowest first (drag to reorder)", "rowDrag": True}],
                     rowData=[],
-                    columnSize="responsiveSizeToFit",
+                    # A flex column fills the width whenever the grid is shown (sizing to fit a hidden grid warns).
+                    defaultColDef={"flex": 1},
                     # Painted off screen too (AG Grid's content-visibility: auto leaves prints and screenshots empty).
                     dashGridOptions={
                         "rowDragManaged": True,
@@ -436,10 +450,19 @@ def order_editor(state: ViewState) -> Any:
             ],
             cols=2,
             mt="sm",
+            id="order-editors",
+            style=_shown(bool(columns)),
         ),
         html.Div(id="order-message"),
         description="Ordinal columns are compared by this order (t-closeness, generalisation).",
     )
+
+
+ORDER_EMPTY = "No column has the Ordinal type: set a column's type to Ordinal in the Columns table to order its values."
+
+
+def _shown(visible: bool) -> dict[str, str]:
+    return {} if visible else {"display": "none"}
 
 
 def layout(services: Services, **query: Any) -> Any:
@@ -460,9 +483,9 @@ def layout(services: Services, **query: Any) -> Any:
         body.append(state_store(state))
         return html.Div(body)
     right = card(None, dataset_summary(loaded), dmc.Space(h="sm"), preview_grid(loaded))
-    body.append(
-        dmc.Grid([dmc.GridCol(left, span={"base": 12, "md": 4}), dmc.GridCol(right, span={"base": 12, "md": 8})])
-    )
+    # Below Mantine's xl (1,408 px) the left column takes 5 twelfths: room for a whole title in the dataset select.
+    spans = {"base": 12, "md": 5, "xl": 4}, {"base": 12, "md": 7, "xl": 8}
+    body.append(dmc.Grid([dmc.GridCol(left, span=spans[0]), dmc.GridCol(right, span=spans[1])]))
     body.append(
         card(
             "Columns",
@@ -483,6 +506,8 @@ def layout(services: Services, **query: Any) -> Any:
                         href=services.links.href(state, "/risk"),
                         className="button-link",
                         underline="never",
+                        # The Risk page opens with the focus on its verdict (assets/focus.js), not on the page's top.
+                        **{"data-focus-next": "#verdict, #risk-error"},
                     )
                 ],
                 justify="flex-end",
@@ -668,6 +693,30 @@ def register(app: Dash, services: Services) -> None:
 
     register_hierarchies(app, services)
     project_section.register(app, services)
+
+    @app.callback(
+        Output("demo-open", "disabled"),
+        Input("demo-select", "value"),
+        prevent_initial_call=True,
+    )
+    def demo_chosen(dataset_id: str | None) -> bool:
+        return not dataset_id
+
+    @app.callback(
+        Output("order-empty", "style"),
+        Output("order-picker", "style"),
+        Output("order-editors", "style"),
+        Output("order-column", "value"),
+        Input("order-column", "data"),
+        State("order-column", "value"),
+        prevent_initial_call=True,
+    )
+    def order_shown(columns: list[str] | None, column: str | None) -> tuple[Any, Any, Any, Any]:
+        """The editors when there is an ordinal column (showing the first one when none is chosen), else the line
+        that says how to get one."""
+        columns = list(columns or [])
+        chosen = column if column in columns else (columns[0] if columns else None)
+        return _shown(not columns), _shown(bool(columns)), _shown(bool(columns)), chosen
 
     @app.callback(
         Output("order-grid", "rowData"),

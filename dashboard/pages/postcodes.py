@@ -295,8 +295,9 @@ def _grid(grid_id: str, columns: list[dict[str, Any]], rows: list[dict[str, Any]
         id=grid_id,
         columnDefs=columns,
         rowData=rows,
-        defaultColDef={"resizable": True, "sortable": True},
-        columnSize="responsiveSizeToFit",
+        # Flex columns fill the width whenever the grid has one: the tab that is not shown holds its grid at zero
+        # width, where sizing the columns to fit would warn (AG Grid warning #29) and size them to nothing.
+        defaultColDef={"resizable": True, "sortable": True, "flex": 1, "minWidth": 110},
         # The empty-table message as locale text: AG Grid would evaluate an overlay template, which dash-ag-grid
         # blocks as unsafe (the user would see "No Rows To Show"); painted off screen too (prints, shared views).
         dashGridOptions={
@@ -424,12 +425,30 @@ def apply_view(outcome: ApplyResult) -> Any:
     )
 
 
-def apply_card(state: ViewState) -> Any:
-    """The "apply to the dataset" card, when the open dataset has a postcode column; else an empty placeholder."""
+def apply_card(state: ViewState, data_href: str = "/data") -> Any:
+    """The "apply to the dataset" card. Without a postcode column (or without a dataset) it says why there is nothing
+    to apply and links to the Data page (``data_href``, the open view's link to it), where a column's type is set."""
     columns = postcode_columns(state)
     output = html.Div(id="apply-results")
     if not columns:
-        return html.Div(output, style={"display": "none"})
+        why = (
+            "No column of the open dataset has the Postcode type, so there is nothing to recode."
+            if state.dataset
+            else "No dataset is open, so there is nothing to recode."
+        )
+        action = (
+            "Set a column's type to Postcode on the Data page" if state.dataset else "Open a dataset on the Data page"
+        )
+        return card(
+            "Apply to the dataset",
+            dmc.Text(
+                [f"{why} ", dmc.Anchor(action, href=data_href, id="apply-to-data"), ", then come back here."],
+                size="sm",
+                id="apply-unavailable",
+            ),
+            html.Div(output, style={"display": "none"}),
+            mt="md",
+        )
     return card(
         "Apply to the dataset",
         dmc.Group(
@@ -458,6 +477,17 @@ def apply_card(state: ViewState) -> Any:
 # --- page ------------------------------------------------------------------------------------------------------
 
 
+#: Columns of the controls: on screens narrower than Mantine's ``xl`` (1,408 px) the population select takes half the
+#: width, so that the longest source's name ("England and Wales, 2011 Census (outward codes)") is shown whole.
+SPANS: dict[str, dict[str, int]] = {
+    "source": {"base": 12, "md": 6, "xl": 4},
+    "strategy": {"base": 12, "md": 6, "xl": 5},
+    "level": {"base": 12, "md": 4, "xl": 3},
+    "threshold": {"base": 12, "md": 5, "xl": 8},
+    "margin": {"base": 12, "md": 3, "xl": 4},
+}
+
+
 def controls(settings: GeoSettings) -> Any:
     """Population source, map level, strategy, threshold and amber margin."""
     return card(
@@ -472,7 +502,7 @@ def controls(settings: GeoSettings) -> Any:
                         value=settings.source,
                         allowDeselect=False,
                     ),
-                    span={"base": 12, "md": 4},
+                    span=SPANS["source"],
                 ),
                 dmc.GridCol(
                     dmc.Stack(
@@ -489,7 +519,7 @@ def controls(settings: GeoSettings) -> Any:
                         ],
                         gap=4,
                     ),
-                    span={"base": 12, "md": 5},
+                    span=SPANS["strategy"],
                 ),
                 dmc.GridCol(
                     dmc.Stack(
@@ -505,7 +535,7 @@ def controls(settings: GeoSettings) -> Any:
                         ],
                         gap=4,
                     ),
-                    span={"base": 12, "md": 3},
+                    span=SPANS["level"],
                 ),
                 dmc.GridCol(
                     dmc.Stack(
@@ -530,7 +560,7 @@ def controls(settings: GeoSettings) -> Any:
                         ],
                         gap=4,
                     ),
-                    span={"base": 12, "md": 8},
+                    span=SPANS["threshold"],
                 ),
                 dmc.GridCol(
                     dmc.NumberInput(
@@ -543,7 +573,7 @@ def controls(settings: GeoSettings) -> Any:
                         step=5,
                         w=200,
                     ),
-                    span={"base": 12, "md": 4},
+                    span=SPANS["margin"],
                 ),
             ],
             gutter="md",
@@ -698,7 +728,7 @@ def layout(services: Services, **query: Any) -> Any:
             id="pc-error",
         ),
         dcc.Loading(results_layout(services.cache, view), delay_show=400, type="dot"),
-        apply_card(state),
+        apply_card(state, services.links.href(state, "/data") if state.dataset else "/data"),
         state_store(state.updated(geo=settings.to_dict()) if geo_problem else state),
     ]
     return html.Div(body)

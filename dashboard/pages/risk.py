@@ -214,7 +214,8 @@ def class_grid(table: ClassTable) -> Any:
         if field == "risk":
             spec.update(type="numericColumn", width=110, valueFormatter={"function": "d3.format('.1%')(params.value)"})
         if field.startswith(("l", "t")) and field[1:].isdigit():
-            spec.update(type="numericColumn", width=130)
+            # Wide enough for the title, which names the sensitive attribute: "l (transaction_amount)".
+            spec.update(type="numericColumn", width=max(130, 8 * len(title) + 48))
             if field.startswith("t"):
                 spec["valueFormatter"] = {"function": "params.value == null ? '' : d3.format('.3f')(params.value)"}
         if field == "fails":
@@ -243,6 +244,41 @@ def class_grid(table: ClassTable) -> Any:
 
 
 # --- QI combinations -----------------------------------------------------------------------------------------
+
+
+def combination_columns(k_threshold: int) -> list[dict[str, Any]]:
+    """The columns of the grid of every QI combination. Only the combination itself has a filter (of its text): a
+    filter button beside a right-aligned number's title sat next to the title of the column before it; the numbers
+    sort by a click on their titles."""
+    three_decimals = {"function": "d3.format('.3f')(params.value)"}
+    number = {"type": "numericColumn", "filter": False, "valueFormatter": {"function": "d3.format(',')(params.value)"}}
+    return [
+        {"field": "qis", "headerName": "Quasi-identifiers", "flex": 2, "minWidth": 180, "filter": True},
+        {"field": "size", "headerName": "Number of QIs", **number},
+        {"field": "sample_uniques", "headerName": "Unique records", **number},
+        {"field": "records_below_k", "headerName": f"Records in classes < {k_threshold}", **number},
+        {
+            "field": "k",
+            "headerName": "Smallest class (k)",
+            "headerTooltip": "Size of the smallest class when the records are grouped on these QIs",
+            **number,
+        },
+        {"field": "classes", "headerName": "Classes", **number},
+        {
+            "field": "distinction",
+            "headerName": "Distinction",
+            "headerTooltip": "Classes per record (1: every record is in a class of its own)",
+            **number,
+            "valueFormatter": three_decimals,
+        },
+        {
+            "field": "separation",
+            "headerName": "Separation",
+            "headerTooltip": "Share of record pairs that these QIs tell apart",
+            **number,
+            "valueFormatter": three_decimals,
+        },
+    ]
 
 
 def combinations_view(risk: CombinationRisk, msus: MinimalSampleUniques | None) -> Any:
@@ -277,29 +313,16 @@ def combinations_view(risk: CombinationRisk, msus: MinimalSampleUniques | None) 
             }
             for row in table_rows
         ],
-        columnDefs=[
-            {"field": "qis", "headerName": "quasi-identifiers", "flex": 2, "minWidth": 220},
-            {"field": "size", "headerName": "QIs", "width": 80},
-            {"field": "sample_uniques", "headerName": "unique records", "type": "numericColumn"},
-            {
-                "field": "records_below_k",
-                "headerName": f"records in classes < {risk.k_threshold}",
-                "type": "numericColumn",
-            },
-            {"field": "k", "type": "numericColumn", "width": 80},
-            {"field": "classes", "type": "numericColumn"},
-            {
-                "field": "distinction",
-                "type": "numericColumn",
-                "valueFormatter": {"function": "d3.format('.3f')(params.value)"},
-            },
-            {
-                "field": "separation",
-                "type": "numericColumn",
-                "valueFormatter": {"function": "d3.format('.3f')(params.value)"},
-            },
-        ],
-        defaultColDef={"sortable": True, "resizable": True, "filter": True},
+        columnDefs=combination_columns(risk.k_threshold),
+        # Flex columns share the card's width (none is cut off at the right); long titles wrap onto two lines.
+        defaultColDef={
+            "sortable": True,
+            "resizable": True,
+            "flex": 1,
+            "minWidth": 110,  # the longest word of a title ("Distinction") whole
+            "wrapHeaderText": True,
+            "autoHeaderHeight": True,
+        },
         dashGridOptions={"suppressContentVisibilityAuto": True},  # painted off screen too (see class_grid)
         style={"height": "320px"},
     )

@@ -1,5 +1,6 @@
-"""Keyboard only: from an uploaded file to the share link with Tab, Enter, arrow keys and Escape; a built-in dataset
-opened from its list; data grids that are one stop of the Tab key; the postcode threshold slider.
+"""Keyboard only: from an uploaded file to the share link with Tab, Enter, arrow keys and Escape; the Risk page's
+verdict takes the focus after "Check the risk"; a built-in dataset opened from its list; data grids that are one
+stop of the Tab key; the postcode threshold slider.
 
 Every stop of the Tab key on the way must show a focus ring: a solid outline of 2 px or more whose colour has a
 contrast of 3:1 or more against the background it is drawn on (WCAG 2.4.7 and 1.4.11), checked here with the WCAG
@@ -89,7 +90,8 @@ def tab_to(page: Page, selector: str, limit: int, key: str = "Tab") -> list[str]
 
 def settled(page: Page) -> None:
     expect(page.locator('[data-dash-is-loading="true"]')).to_have_count(0, timeout=TIMEOUT)
-    expect(page.locator(".ag-delay-render")).to_have_count(0, timeout=TIMEOUT)
+    # A grid that is not on show (a closed tab, an empty panel) is drawn when it is shown.
+    expect(page.locator(".ag-delay-render:visible")).to_have_count(0, timeout=TIMEOUT)
 
 
 def checked_role(page: Page, column: str) -> str:
@@ -169,6 +171,33 @@ def test_upload_to_share_link_with_the_keyboard_only(page: Page, live_server: st
     expect(page.get_by_role("dialog")).to_have_count(0, timeout=TIMEOUT)
     expect(share).to_be_focused()
     expect(share).to_have_attribute("aria-expanded", "false", timeout=TIMEOUT)
+
+
+def test_check_the_risk_puts_the_focus_on_the_verdict(page: Page, live_server: str) -> None:
+    """After "Check the risk" the focus is on the Risk page's verdict (it stayed on the page itself, and Share was
+    24 presses of Tab away): the keyboard goes on from the result."""
+    page.set_viewport_size(VIEWPORT)
+    page.goto(f"{live_server}/data")
+    expect(page.locator("#to-risk")).to_be_visible(timeout=TIMEOUT)
+    settled(page)
+    page.locator("#to-risk").focus()  # (the way there by Tab is walked in the test above)
+    page.keyboard.press("Enter")
+    verdict = page.locator("#verdict")
+    expect(verdict).to_be_focused(timeout=TIMEOUT)
+    expect(verdict).to_have_attribute("tabindex", "-1")  # focusable by the page, no extra stop of the Tab key
+    assert_focus_visible(page)
+    settled(page)
+    expect(verdict).to_be_focused()  # the page's own updates did not take it away
+    # Tab goes on to the first control after the verdict; Shift+Tab goes back through the page's controls.
+    page.keyboard.press("Tab")
+    after = "e => !!(e.compareDocumentPosition(document.activeElement) & Node.DOCUMENT_POSITION_FOLLOWING)"
+    assert verdict.evaluate(after)
+    assert_focus_visible(page)
+    # Opened from an address, the page leaves the focus alone (nobody asked for the verdict).
+    page.goto(page.url)
+    expect(page.locator("#verdict")).to_be_visible(timeout=TIMEOUT)
+    settled(page)
+    assert page.evaluate("document.activeElement === document.body")
 
 
 def test_open_a_dataset_and_leave_each_grid_with_one_tab(page: Page, live_server: str) -> None:

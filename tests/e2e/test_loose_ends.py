@@ -8,6 +8,12 @@
 * The Risk page paints its grids off screen too (screenshots, prints), keeps its histogram labels whole and every
   pass / fail badge on the line of its label.
 * The Postcodes page with ZIP3 data: its titles speak of ZIP3 areas, its toggle works, the empty table says so.
+* After an upload the Data page's built-in select names no dataset, and an Ordinal order panel without an ordinal
+  column says how to get one instead of showing empty grids.
+* The Risk page's grid of QI combinations: readable titles, one filter (the combination's), every column in the card;
+  no grid is sized while hidden (AG Grid warning #29).
+* The Postcodes page on a dataset without a postcode column says why nothing can be applied and links to the Data
+  page.
 
 Expected numbers come from the core or pandas, not from the page's code.
 """
@@ -163,3 +169,79 @@ def test_zip3_titles_toggle_and_empty_table(page: Page, live_server: str, data_d
     smallest = result.populations.sort_values(kind="stable").index[: len(bars)]
     assert bars == [str(code) for code in smallest]  # the published units, smallest first
     assert blocked == []
+
+
+def test_upload_clears_the_built_in_select_and_the_empty_order_panel_says_why(
+    page: Page, live_server: str, data_dir: Path
+) -> None:
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{live_server}/data")
+    with page.expect_file_chooser() as chooser:
+        page.click("#upload-zone")
+    chooser.value.set_files(str(data_dir / "arx_adult" / "adult_subset.csv"))
+    expect(page.locator("#dataset-title")).to_have_text("adult_subset.csv", timeout=TIMEOUT)
+    # The select names no built-in dataset while the upload is open (it showed the demo's title), and Open waits
+    # for a choice.
+    select = page.locator("#demo-select")
+    expect(select).to_have_value("")
+    expect(select).to_have_attribute("placeholder", "Choose a built-in dataset")
+    expect(page.locator("#demo-open")).to_be_disabled()
+    # No ordinal column: one line says how to get one, instead of empty grids saying "No Rows To Show".
+    expect(page.locator("#order-empty")).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("#order-grid")).to_be_hidden()
+    expect(page.locator(".ag-overlay-no-rows-center:visible")).to_have_count(0)
+    # A column made ordinal brings the editor, with the column's values to order.
+    page.get_by_role("textbox", name="Type of education").click()
+    page.get_by_role("option", name="Ordinal").click()
+    expect(page.locator("#order-grid .ag-row").first).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("#order-empty")).to_be_hidden()
+    # Choosing a built-in dataset makes Open available again.
+    select.click()
+    page.get_by_role("option", name=demo_datasets()["five"].title).click()
+    expect(page.locator("#demo-open")).to_be_enabled(timeout=TIMEOUT)
+
+
+def test_combination_grid_titles_fit_and_no_grid_warns(page: Page, live_server: str, live_settings: Settings) -> None:
+    warnings: list[str] = []
+    page.on("console", lambda message: warnings.append(message.text) if "AG Grid" in message.text else None)
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{live_server}{demo_state(live_settings, QIS, []).href('/risk')}")
+    grid = page.locator("#combination-grid")
+    grid.locator(".ag-row").first.wait_for(timeout=TIMEOUT)
+    titles = grid.locator(".ag-header-cell-text").all_inner_texts()
+    assert titles[:5] == [
+        "Quasi-identifiers",
+        "Number of QIs",
+        "Unique records",
+        "Records in classes < 5",
+        "Smallest class (k)",
+    ]
+    # One filter button, at the right of the combination's own title; none sits between two numbers' titles.
+    expect(grid.locator(".ag-header-cell:visible .ag-header-cell-filter-button:visible")).to_have_count(1)
+    # Every column is in the card: nothing to scroll sideways to.
+    viewport = grid.locator(".ag-center-cols-viewport")
+    assert viewport.evaluate("e => e.scrollWidth <= e.clientWidth + 1")
+    assert titles[-1] == "Separation" and grid.get_by_text("Separation").is_visible()
+    # The Postcodes page holds a grid in a tab that is not shown: it must not be sized at zero width (warning #29).
+    page.goto(f"{live_server}{demo_state(live_settings, QIS, []).href('/postcodes')}")
+    expect(page.locator("#pc-map .maplibregl-canvas")).to_be_visible(timeout=TIMEOUT)
+    expect(page.locator("#failing-grid .ag-header-cell-text").first).to_be_visible(timeout=TIMEOUT)
+    page.get_by_role("tab", name="Source units that fail on their own").click()
+    expect(page.locator("#source-failing-grid .ag-header-cell-text").first).to_be_visible(timeout=TIMEOUT)
+    width = page.locator("#source-failing-grid .ag-header-cell").first.evaluate("e => e.offsetWidth")
+    assert width > 100  # sized when shown
+    assert warnings == []
+
+
+def test_postcodes_without_a_postcode_column_says_why_there_is_nothing_to_apply(
+    page: Page, live_server: str, live_settings: Settings
+) -> None:
+    services = Services(live_settings)
+    state = services.initial_state(services.dataset("demo:five"), ViewState())
+    page.set_viewport_size({"width": 1440, "height": 900})
+    page.goto(f"{live_server}{state.href('/postcodes')}")
+    message = page.locator("#apply-unavailable")
+    expect(message).to_contain_text("No column of the open dataset has the Postcode type", timeout=TIMEOUT)
+    expect(page.locator("#apply-button")).to_have_count(0)
+    page.locator("#apply-to-data").click()
+    expect(page.locator("#dataset-title")).to_have_text(demo_datasets()["five"].title, timeout=TIMEOUT)

@@ -6,6 +6,7 @@ import base64
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -176,3 +177,36 @@ def test_the_upload_list_offers_to_delete_each_upload(services: Services) -> Non
     assert text.index("second.csv") < text.index("first.csv")  # newest first
     for info in (first, second):
         assert f'"id": {{"type": "delete-upload", "dataset": "{info.id}"}}' in text
+
+
+def find(component: object, component_id: str) -> Any:
+    """The component with ``component_id`` inside a layout tree (None when there is none)."""
+    if getattr(component, "id", None) == component_id:
+        return component
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, list | tuple) else [children]:
+        if child is not None and not isinstance(child, str | int | float):
+            found = find(child, component_id)
+            if found is not None:
+                return found
+    return None
+
+
+def test_an_open_upload_is_not_shown_as_a_built_in_dataset_and_no_ordinal_column_is_said(services: Services) -> None:
+    info = services.ingest(b"age,sex\n30,F\n41,M\n52,F\n", filename="people.csv", session="s" * 40)
+    layout = page.layout(services, s=ViewState(dataset=info.id).encode())
+    select = find(layout, "demo-select")
+    assert select.value is None and select.placeholder == "Choose a built-in dataset"
+    assert find(layout, "demo-open").disabled is True
+    # No ordinal column: one line says how to get one; the editors are hidden until there is one.
+    assert find(layout, "order-empty").style == {} and "Ordinal type" in find(layout, "order-empty").children
+    assert find(layout, "order-picker").style == {"display": "none"}
+    assert find(layout, "order-editors").style == {"display": "none"}
+    # The demo open: the select names it, and its ordinal column is in the editor.
+    demo = page.layout(services, s=ViewState(dataset="demo:people").encode())
+    assert find(demo, "demo-select").value == "demo:people" and find(demo, "demo-open").disabled is False
+    assert find(demo, "order-empty").style == {"display": "none"} and find(demo, "order-editors").style == {}
+    assert find(demo, "order-column").value == "clothing_size"
+    # A built-in dataset that is gone: the select offers the first one instead of a name that is not in its list.
+    gone = page.layout(services, s=ViewState(dataset="demo:nothing").encode())
+    assert find(gone, "demo-select").value == "demo:people" and find(gone, "demo-open").disabled is False

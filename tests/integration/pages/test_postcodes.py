@@ -188,3 +188,23 @@ def test_apply_view_compares_before_and_after(services: Services) -> None:
     assert f"{outcome.summary['changed']:,} of {outcome.summary['rows']:,} values changed" in summary
     card = page.apply_card(state)
     assert find(card, "apply-column").data == ["postcode"]  # type: ignore[attr-defined]
+
+
+def test_apply_card_without_a_postcode_column_says_why_and_links_to_the_data_page(services: Services) -> None:
+    # The five test-takers have no postcode: the card stays, says why, and points to where a column's type is set.
+    state = services.initial_state(services.dataset("demo:five"))
+    assert not any(kind.value == "POSTCODE" for kind in state.types.values())
+    href = services.links.href(state, "/data")
+    card = page.apply_card(state, href)
+    message = find(card, "apply-unavailable")
+    assert message is not None and "No column of the open dataset has the Postcode type" in str(message)
+    link = find(card, "apply-to-data")
+    assert link is not None and link.href == href  # type: ignore[attr-defined]
+    assert find(card, "apply-button") is None and find(card, "apply-results") is not None
+    # Without a dataset the card says so and opens the Data page.
+    empty = page.apply_card(ViewState())
+    assert "No dataset is open" in str(find(empty, "apply-unavailable"))
+    assert find(empty, "apply-to-data").href == "/data"  # type: ignore[union-attr]
+    # The page itself shows the card for the open dataset.
+    text = str(page.layout(services, s=state.encode()))
+    assert "apply-unavailable" in text and "Set a column's type to Postcode on the Data page" in text
