@@ -640,7 +640,8 @@ def utility_card(run: FixRun, state: ViewState) -> Any:
                     dmc.Stack(
                         [dmc.Text("Information loss", size="sm", fw=500), loss_table(run), changed_table(run)], gap=6
                     ),
-                    span={"base": 12, "lg": 5},
+                    # Side by side only where the card is wide enough for the four columns of the loss table.
+                    span={"base": 12, "xl": 6},
                 ),
                 dmc.GridCol(
                     dmc.Stack(
@@ -668,7 +669,7 @@ def utility_card(run: FixRun, state: ViewState) -> Any:
                         ],
                         gap=4,
                     ),
-                    span={"base": 12, "lg": 7},
+                    span={"base": 12, "xl": 6},
                 ),
             ]
         ),
@@ -964,7 +965,8 @@ def layout(services: Services, **query: Any) -> Any:
             [
                 dmc.GridCol(
                     controls(loaded, state, services.settings.pseudonym_key, stored_hierarchies(services, state)),
-                    span={"base": 12, "lg": 3},
+                    # A third of the page up to 1,408 px, so that the technique names fit the select.
+                    span={"base": 12, "lg": 4, "xl": 3},
                 ),
                 dmc.GridCol(
                     [
@@ -976,7 +978,7 @@ def layout(services: Services, **query: Any) -> Any:
                         ),
                         html.Div(None if ready else waiting_text(), id="fix-slow-results"),
                     ],
-                    span={"base": 12, "lg": 9},
+                    span={"base": 12, "lg": 8, "xl": 9},
                 ),
             ],
             gutter="md",
