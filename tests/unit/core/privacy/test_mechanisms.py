@@ -107,7 +107,9 @@ def test_bad_budgets(epsilon: object, delta: object) -> None:
 
 def test_budget_parsing_and_split() -> None:
     assert PrivacyBudget.parse("2,1e-6") == PrivacyBudget(2.0, 1e-6)
-    assert PrivacyBudget.parse(" 1 ") == PrivacyBudget(1.0, 0.0)
+    assert PrivacyBudget.parse(" 1 ") == PrivacyBudget(1.0, 1e-6)  # a total budget: the one default δ
+    assert PrivacyBudget.parse("1", delta=0.0) == PrivacyBudget(1.0, 0.0)
+    assert PrivacyBudget.parse("1,0") == PrivacyBudget(1.0, 0.0)
     assert PrivacyBudget(1.0, 1e-6).split(2) == PrivacyBudget(0.5, 5e-7)
     for text in ("", "1,2,3", "a", "1,"):
         with pytest.raises(ParameterError, match="budget"):
