@@ -32,7 +32,9 @@ __all__ = ["BATCH_ROWS", "dictionary_encoded_text", "parquet_codes_aggregate"]
 
 #: Rows read per batch: 8 columns of int32 codes and the int64 key take about 64 MiB a thread.
 BATCH_ROWS = 1 << 20
-#: Keys are counted with ``bincount`` while the key space is at most this (and at most twice the batch's rows);
+#: Rows mapped onto the global codes and counted at a time, and rows of row groups read by one thread.
+SPAN_ROWS = 1 << 22
+#: Keys are counted with ``bincount`` while the key space is at most this (and at most 4 times the rows);
 #: beyond it by sorting the keys.
 _BINCOUNT_KEYS = 1 << 24
 #: The largest key space of a mixed-radix int64 key; beyond it the key is made dense (``numpy.unique``) first.
@@ -88,28 +90,42 @@ def parquet_codes_aggregate(
     if not names or not dictionary_encoded_text(path, names):
         return None
     metadata = pq.read_metadata(path)
-    workers = max(1, min(threads or os.cpu_count() or 1, metadata.num_row_groups, 4))
+    spans: list[list[int]] = [[]]
+    rows = 0
+    for group in range(metadata.num_row_groups):
+        if rows >= SPAN_ROWS:
+            spans.append([])
+            rows = 0
+        spans[-1].append(group)
+        rows += metadata.row_group(group).num_rows
+    workers = max(1, min(threads or os.cpu_count() or 1, len(spans), 4))
     dictionaries = [_GlobalDictionary() for _ in names]
     local = threading.local()
 
-    def count_group(group: int) -> list[tuple[list[np.ndarray], np.ndarray]]:
+    def count_span(
+        groups: list[int],
+    ) -> tuple[dict[tuple[int, ...], np.ndarray], list[tuple[list[np.ndarray], np.ndarray]]]:
         handle = getattr(local, "file", None)
         if handle is None:
             handle = local.file = pq.ParquetFile(path, read_dictionary=names)
-        return [
-            _count_batch(batch, dictionaries)
+        counter = _SpanCounter(dictionaries)
+        for group in groups:
             for batch in handle.iter_batches(
                 batch_size=BATCH_ROWS, row_groups=[group], columns=names, use_threads=False
-            )
-        ]
+            ):
+                counter.add(batch)
+        return counter.result()
 
     merged = _Partials(len(names))
     if workers == 1:
-        for group in range(metadata.num_row_groups):
-            merged.add(count_group(group), dictionaries)
+        results: Any = map(count_span, spans)
+        for dense, parts in results:
+            merged.add_dense(dense)
+            merged.add(parts, dictionaries)
     else:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            for parts in pool.map(count_group, range(metadata.num_row_groups)):
+            for dense, parts in pool.map(count_span, spans):
+                merged.add_dense(dense)
                 merged.add(parts, dictionaries)
     codes, counts = merged.result(dictionaries)
     return _frame(names, codes, counts, dictionaries)
@@ -170,23 +186,126 @@ def _local_codes(column: Any) -> list[tuple[np.ndarray, Any]]:
     return parts
 
 
-def _count_batch(batch: Any, dictionaries: list[_GlobalDictionary]) -> tuple[list[np.ndarray], np.ndarray]:
-    """The distinct combinations of a batch's global codes, one array a column, and their counts: the batch's own
-    codes are counted, and only its distinct combinations are mapped onto the global codes."""
-    columns = [_local_codes(batch.column(i)) for i in range(len(dictionaries))]
-    if any(len(parts) > 1 for parts in columns):  # a dictionary that changes within the batch: map every row
-        codes = [
-            np.concatenate([dictionary.mapping(local_dictionary)[local] for local, local_dictionary in parts])
-            for parts, dictionary in zip(columns, dictionaries, strict=True)
+class _SpanCounter:
+    """The combinations of the batches of a span of row groups and their counts.
+
+    While the global key space (the global dictionaries' sizes multiplied) is small enough for ``bincount``, each
+    row's global key is computed without mapping each code: the columns are cut into blocks whose local key space
+    (the batch's dictionaries' sizes multiplied) is at most :data:`_BLOCK_KEYS`; a row's local key in a block
+    indexes a small table of that block's share of the global key (built from the dictionaries' mappings), and the
+    shares add up. The keys of up to :data:`SPAN_ROWS` rows are then counted by one ``bincount``. Beyond, each code
+    is mapped onto its global code and the rows are grouped by sorting."""
+
+    def __init__(self, dictionaries: list[_GlobalDictionary]) -> None:
+        self.dictionaries = dictionaries
+        self.parts: list[tuple[list[np.ndarray], np.ndarray]] = []
+        self.buffered: list[list[np.ndarray]] = []
+        self.keys: list[np.ndarray] = []
+        self.sizes: list[int] = []
+        #: Counts by global key, by the global dictionaries' sizes the keys were computed with.
+        self.dense: dict[tuple[int, ...], np.ndarray] = {}
+        self.rows = 0
+
+    def add(self, batch: Any) -> None:
+        columns = [_local_codes(batch.column(i)) for i in range(len(self.dictionaries))]
+        mappings = [
+            [dictionary.mapping(local_dictionary) for _, local_dictionary in parts]
+            for parts, dictionary in zip(columns, self.dictionaries, strict=True)
         ]
-        return _group(codes, [dictionary.size for dictionary in dictionaries], np.ones(0, dtype=np.int64))
-    local = [parts[0][0] for parts in columns]
-    distinct, counts = _group(local, [len(parts[0][1]) + 1 for parts in columns], np.ones(0, dtype=np.int64))
-    codes = [
-        dictionary.mapping(parts[0][1])[codes]
-        for codes, parts, dictionary in zip(distinct, columns, dictionaries, strict=True)
-    ]
-    return codes, counts
+        sizes = [dictionary.size for dictionary in self.dictionaries]
+        if all(len(parts) == 1 for parts in columns) and _bincount_fits(sizes, SPAN_ROWS):
+            if sizes != self.sizes:
+                self._flush()
+                self.sizes = sizes
+            self.keys.append(_global_keys([parts[0][0] for parts in columns], [m[0] for m in mappings], sizes))
+        else:
+            self.buffered.append(
+                [
+                    np.concatenate([mapped[local] for (local, _), mapped in zip(parts, maps, strict=True)])
+                    for parts, maps in zip(columns, mappings, strict=True)
+                ]
+            )
+        self.rows += batch.num_rows
+        if self.rows >= SPAN_ROWS:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self.keys:
+            space = int(np.prod(self.sizes, dtype=np.float64))
+            counts = np.bincount(np.concatenate(self.keys), minlength=space)
+            self.keys = []
+            signature = tuple(self.sizes)
+            if signature in self.dense:
+                self.dense[signature] += counts
+            else:
+                self.dense[signature] = counts
+        if self.buffered:
+            codes = [np.concatenate([batch[j] for batch in self.buffered]) for j in range(len(self.dictionaries))]
+            self.buffered = []
+            self.parts.append(_group(codes, [dictionary.size for dictionary in self.dictionaries], _NO_WEIGHTS))
+        self.rows = 0
+
+    def result(self) -> tuple[dict[tuple[int, ...], np.ndarray], list[tuple[list[np.ndarray], np.ndarray]]]:
+        """The counts by global key (by the sizes of the key) and the other batches' combinations and counts."""
+        self._flush()
+        return self.dense, self.parts
+
+
+#: The largest local key space of a block of columns (:class:`_SpanCounter`).
+_BLOCK_KEYS = 1 << 14
+
+
+def _global_keys(local: list[np.ndarray], mappings: list[np.ndarray], sizes: list[int]) -> np.ndarray:
+    """The mixed-radix keys of the global codes (below ``sizes``) of rows of local codes (``mappings[j][code]`` is
+    the global code of column ``j``'s local code), a block of columns at a time (see :class:`_SpanCounter`)."""
+    strides = [1] * len(sizes)
+    for j in range(len(sizes) - 2, -1, -1):
+        strides[j] = strides[j + 1] * sizes[j + 1]
+    kind = np.int32 if strides[0] * sizes[0] < 2**31 else np.int64
+    key: Any = None
+    j = 0
+    while j < len(local):
+        # A block: columns j..k-1, local key (l_j * s_j+1 + l_j+1) ..., table of their global shares.
+        table = mappings[j].astype(kind) * kind(strides[j])
+        block: Any = local[j].astype(kind)
+        k = j + 1
+        while k < len(local) and len(table) * len(mappings[k]) <= _BLOCK_KEYS:
+            table = np.add.outer(table, mappings[k].astype(kind) * kind(strides[k])).ravel()
+            block *= kind(len(mappings[k]))
+            block += local[k]
+            k += 1
+        shares = table[block]
+        if key is None:
+            key = shares
+        else:
+            key += shares
+        j = k
+    return np.asarray(key)
+
+
+def _decode(keys: np.ndarray, sizes: list[int]) -> list[np.ndarray]:
+    """The codes (int32) of mixed-radix ``keys`` over ``sizes``, one array a column."""
+    rest = keys
+    decoded: list[np.ndarray] = []
+    for size in reversed(sizes[1:]):
+        rest, code = np.divmod(rest, size)
+        decoded.append(code.astype(np.int32))
+    decoded.append(rest.astype(np.int32))
+    return decoded[::-1]
+
+
+_NO_WEIGHTS = np.ones(0, dtype=np.int64)
+
+
+def _bincount_fits(sizes: list[int], rows: int) -> bool:
+    """Whether the mixed-radix keys of ``rows`` rows of codes below ``sizes`` are counted by ``bincount``: a key
+    space of at most :data:`_BINCOUNT_KEYS` and four times the rows."""
+    space = 1
+    for size in sizes:
+        space *= size
+        if space > _BINCOUNT_KEYS:
+            return False
+    return space <= max(4 * rows, 1 << 16)
 
 
 def _group(codes: list[np.ndarray], sizes: list[int], weights: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
@@ -208,17 +327,10 @@ def _group(codes: list[np.ndarray], sizes: list[int], weights: np.ndarray) -> tu
         key *= kind(size) if narrow else size
         key += column
         space *= size
-    if dense and space <= _BINCOUNT_KEYS and space <= max(2 * rows, 1 << 16):
+    if dense and _bincount_fits(sizes, rows):
         counts = np.bincount(key, weights=weights if len(weights) else None, minlength=space)
         found = np.flatnonzero(counts)
-        totals = counts[found].astype(np.int64)
-        rest = found
-        decoded: list[np.ndarray] = []
-        for size in reversed(sizes[1:]):
-            rest, code = np.divmod(rest, size)
-            decoded.append(code.astype(np.int32))
-        decoded.append(rest.astype(np.int32))
-        return decoded[::-1], totals
+        return _decode(found, sizes), counts[found].astype(np.int64)
     inverse, unique = pd.factorize(key)
     first = np.empty(len(unique), dtype=np.int64)
     first[inverse[::-1]] = np.arange(rows - 1, -1, -1)  # the first row of each combination
@@ -235,6 +347,7 @@ class _Partials:
         self.parts: list[tuple[list[np.ndarray], np.ndarray]] = []
         self.rows = 0
         self.merged_rows = 0
+        self.dense: dict[tuple[int, ...], np.ndarray] = {}
 
     def add(self, parts: list[tuple[list[np.ndarray], np.ndarray]], dictionaries: list[_GlobalDictionary]) -> None:
         for part in parts:
@@ -244,7 +357,19 @@ class _Partials:
             self.parts = [self.result(dictionaries)]
             self.rows = self.merged_rows = len(self.parts[0][1])
 
+    def add_dense(self, dense: dict[tuple[int, ...], np.ndarray]) -> None:
+        """Add counts by global key (by the sizes of the key)."""
+        for signature, counts in dense.items():
+            if signature in self.dense:
+                self.dense[signature] += counts
+            else:
+                self.dense[signature] = counts
+
     def result(self, dictionaries: list[_GlobalDictionary]) -> tuple[list[np.ndarray], np.ndarray]:
+        for signature, counts in self.dense.items():
+            found = np.flatnonzero(counts)
+            self.parts.append((_decode(found, list(signature)), counts[found].astype(np.int64)))
+        self.dense = {}
         if len(self.parts) == 1:
             return self.parts[0]
         codes = [np.concatenate([part[0][j] for part in self.parts]) for j in range(self.width)]
