@@ -213,10 +213,13 @@ class _SpanCounter:
             for parts, dictionary in zip(columns, self.dictionaries, strict=True)
         ]
         sizes = [dictionary.size for dictionary in self.dictionaries]
-        if all(len(parts) == 1 for parts in columns) and _bincount_fits(sizes, SPAN_ROWS):
-            if sizes != self.sizes:
-                self._flush()
-                self.sizes = sizes
+        # Keys are computed with the sizes of the dictionaries: while they grow (new values in this batch), the
+        # batch's codes are mapped and kept, and the keys so far are counted with the sizes they were made with.
+        stable = sizes == self.sizes
+        if not stable:
+            self._count_keys()
+            self.sizes = sizes
+        if stable and all(len(parts) == 1 for parts in columns) and _bincount_fits(sizes, SPAN_ROWS):
             self.keys.append(_global_keys([parts[0][0] for parts in columns], [m[0] for m in mappings], sizes))
         else:
             self.buffered.append(
@@ -229,16 +232,15 @@ class _SpanCounter:
         if self.rows >= SPAN_ROWS:
             self._flush()
 
-    def _flush(self) -> None:
+    def _count_keys(self) -> None:
         if self.keys:
             space = int(np.prod(self.sizes, dtype=np.float64))
             counts = np.bincount(np.concatenate(self.keys), minlength=space)
             self.keys = []
-            signature = tuple(self.sizes)
-            if signature in self.dense:
-                self.dense[signature] += counts
-            else:
-                self.dense[signature] = counts
+            _add_dense(self.dense, tuple(self.sizes), counts, self.parts)
+
+    def _flush(self) -> None:
+        self._count_keys()
         if self.buffered:
             codes = [np.concatenate([batch[j] for batch in self.buffered]) for j in range(len(self.dictionaries))]
             self.buffered = []
@@ -249,6 +251,24 @@ class _SpanCounter:
         """The counts by global key (by the sizes of the key) and the other batches' combinations and counts."""
         self._flush()
         return self.dense, self.parts
+
+
+def _add_dense(
+    dense: dict[tuple[int, ...], np.ndarray],
+    signature: tuple[int, ...],
+    counts: np.ndarray,
+    parts: list[tuple[list[np.ndarray], np.ndarray]],
+) -> None:
+    """Add counts by global key (keys made with the sizes ``signature``) to ``dense``, which keeps the counts of one
+    signature: those of another are turned into combinations and counts, into ``parts``."""
+    if signature in dense:
+        dense[signature] += counts
+        return
+    for other, other_counts in dense.items():
+        found = np.flatnonzero(other_counts)
+        parts.append((_decode(found, list(other)), other_counts[found].astype(np.int64)))
+    dense.clear()
+    dense[signature] = counts
 
 
 #: The largest local key space of a block of columns (:class:`_SpanCounter`).
@@ -360,10 +380,7 @@ class _Partials:
     def add_dense(self, dense: dict[tuple[int, ...], np.ndarray]) -> None:
         """Add counts by global key (by the sizes of the key)."""
         for signature, counts in dense.items():
-            if signature in self.dense:
-                self.dense[signature] += counts
-            else:
-                self.dense[signature] = counts
+            _add_dense(self.dense, signature, counts, self.parts)
 
     def result(self, dictionaries: list[_GlobalDictionary]) -> tuple[list[np.ndarray], np.ndarray]:
         for signature, counts in self.dense.items():

@@ -163,3 +163,16 @@ def test_diagnosis_from_codes_equals_pandas(tmp_path: Path, auto_picks_duckdb: l
     left, right = memory.to_dict(), mixed.to_dict()
     left.pop("engine"), right.pop("engine")
     assert same(left, right)
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_spans_counted_in_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
+    # Small spans: several spans per thread, dictionaries that grow between and within spans.
+    from privdash.engines import parquet_codes
+
+    monkeypatch.setattr(parquet_codes, "SPAN_ROWS", 1500)
+    path = write(table(12_000, seed=5), tmp_path / "t.parquet")
+    codes = parquet_codes_aggregate(path, QIS, threads=threads)
+    assert codes is not None
+    duck = aggregate_table(path, QIS, engine="duckdb").frame
+    assert sorted_rows(codes, QIS) == sorted_rows(duck, QIS)
