@@ -281,12 +281,12 @@ def _global_keys(local: list[np.ndarray], mappings: list[np.ndarray], sizes: lis
     strides = [1] * len(sizes)
     for j in range(len(sizes) - 2, -1, -1):
         strides[j] = strides[j + 1] * sizes[j + 1]
-    kind = np.int32 if strides[0] * sizes[0] < 2**31 else np.int64
+    kind: Any = np.int32 if strides[0] * sizes[0] < 2**31 else np.int64
     key: Any = None
     j = 0
     while j < len(local):
         # A block: columns j..k-1, local key (l_j * s_j+1 + l_j+1) ..., table of their global shares.
-        table = mappings[j].astype(kind) * kind(strides[j])
+        table: Any = mappings[j].astype(kind) * kind(strides[j])
         block: Any = local[j].astype(kind)
         k = j + 1
         while k < len(local) and len(table) * len(mappings[k]) <= _BLOCK_KEYS:
