@@ -220,7 +220,12 @@ class _SpanCounter:
             self._count_keys()
             self.sizes = sizes
         if stable and all(len(parts) == 1 for parts in columns) and _bincount_fits(sizes, SPAN_ROWS):
-            self.keys.append(_global_keys([parts[0][0] for parts in columns], [m[0] for m in mappings], sizes))
+            keys = _global_keys([parts[0][0] for parts in columns], [m[0] for m in mappings], sizes)
+            space = int(np.prod(sizes, dtype=np.float64))
+            if space <= batch.num_rows:  # a key space smaller than the batch: counted at once
+                _add_dense(self.dense, tuple(sizes), np.bincount(keys, minlength=space), self.parts)
+            else:
+                self.keys.append(keys)
         else:
             self.buffered.append(
                 [
