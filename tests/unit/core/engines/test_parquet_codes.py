@@ -87,6 +87,7 @@ def test_codes_equal_duckdb_with_per_row_group_dictionaries(tmp_path: Path, auto
     codes = aggregate_table(path, QIS)
     assert auto_picks_duckdb == []  # counted from the codes
     duck = aggregate_table(path, QIS, engine="duckdb")
+    assert auto_picks_duckdb == [1]  # an engine asked for by name is the one that counts
     assert codes.rows == duck.rows == 6000
     assert list(codes.frame.dtypes) == list(duck.frame.dtypes)
     assert sorted_rows(codes.frame, QIS) == sorted_rows(duck.frame, QIS)
@@ -176,3 +177,29 @@ def test_spans_counted_in_threads(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert codes is not None
     duck = aggregate_table(path, QIS, engine="duckdb").frame
     assert sorted_rows(codes, QIS) == sorted_rows(duck, QIS)
+
+
+def test_the_cli_counts_a_large_parquet_file_from_its_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    from privdash import cli
+
+    rows = 260_000  # x 16 columns: over the 4M cells that make auto choose DuckDB
+    rng = np.random.default_rng(1)
+    frame = pd.DataFrame({f"c{i}": rng.choice(["x", "y", "z", None], rows) for i in range(16)})
+    path = tmp_path / "big.parquet"
+    frame.to_parquet(path, index=False)
+    argv = ["diagnose", str(path), "--qi", "c0,c1,c2,c3", "--json"]
+    assert cli.main([*argv, "--engine", "pandas"]) == 0
+    memory = json.loads(capsys.readouterr().out)
+
+    def refused(*args: Any, **kwargs: Any) -> pd.DataFrame:
+        raise AssertionError("counted by DuckDB")
+
+    monkeypatch.setattr(aggregate_module, "_duckdb_aggregate", refused)
+    assert cli.main(argv) == 0
+    codes = json.loads(capsys.readouterr().out)
+    assert codes.pop("engine") == "duckdb" and memory.pop("engine") == "pandas"
+    assert codes["classes"] == 256 and same(codes, memory)
