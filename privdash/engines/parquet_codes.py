@@ -84,6 +84,7 @@ def parquet_codes_aggregate(
     """``SELECT columns..., COUNT(*) GROUP BY ALL`` over one Parquet file counted from its dictionary codes (see
     the module docstring); ``None`` when a column is not dictionary-encoded text (:func:`dictionary_encoded_text`),
     and the caller counts another way."""
+    import pyarrow as pa
     import pyarrow.parquet as pq
 
     names = [str(name) for name in columns]
@@ -117,16 +118,19 @@ def parquet_codes_aggregate(
         return counter.result()
 
     merged = _Partials(len(names))
-    if workers == 1:
-        results: Any = map(count_span, spans)
-        for dense, parts in results:
-            merged.add_dense(dense)
-            merged.add(parts, dictionaries)
-    else:
-        with ThreadPoolExecutor(max_workers=workers) as pool:
-            for dense, parts in pool.map(count_span, spans):
+    try:
+        if workers == 1:
+            results: Any = map(count_span, spans)
+            for dense, parts in results:
                 merged.add_dense(dense)
                 merged.add(parts, dictionaries)
+        else:
+            with ThreadPoolExecutor(max_workers=workers) as pool:
+                for dense, parts in pool.map(count_span, spans):
+                    merged.add_dense(dense)
+                    merged.add(parts, dictionaries)
+    except (pa.ArrowException, OSError):
+        return None  # a file that cannot be read as its footer says: DuckDB reads it, or says what is wrong
     codes, counts = merged.result(dictionaries)
     return _frame(names, codes, counts, dictionaries)
 

@@ -203,3 +203,12 @@ def test_the_cli_counts_a_large_parquet_file_from_its_codes(
     codes = json.loads(capsys.readouterr().out)
     assert codes.pop("engine") == "duckdb" and memory.pop("engine") == "pandas"
     assert codes["classes"] == 256 and same(codes, memory)
+
+
+def test_a_damaged_file_is_left_to_duckdb(tmp_path: Path) -> None:
+    path = write(table(), tmp_path / "t.parquet")
+    data = bytearray(path.read_bytes())
+    data[200:3000] = b"\x07" * 2800  # pages damaged, footer intact
+    path.write_bytes(bytes(data))
+    assert dictionary_encoded_text(path, QIS)
+    assert parquet_codes_aggregate(path, QIS) is None
