@@ -4,9 +4,12 @@ Parquet files written by Spark, pandas (pyarrow) and DuckDB store text columns d
 chunk holds a dictionary of its distinct values and, per row, an index into it. :func:`parquet_codes_aggregate`
 reads those indices (``read_dictionary``: Arrow ``DictionaryArray`` values, no string built per row) batch by batch,
 maps each batch's dictionary onto a global dictionary of the column (built as the batches arrive; a batch's mapping
-is a small array indexed by its local codes), combines the columns' codes into one mixed-radix ``int64`` key,
-counts the keys (``numpy.bincount`` when the key space is small, a sort otherwise) and adds the batches' counts.
-Batches are counted in a pool of threads (Arrow decodes and NumPy counts without holding the GIL).
+is a small array indexed by its local codes) and combines the columns' global codes into one mixed-radix integer
+key. While the global key space is small enough for ``numpy.bincount`` (at most 16M keys), the keys are counted into
+one array of counts (see :class:`_SpanCounter`: the codes are mapped a block of columns at a time through small
+tables); beyond it, the rows' global codes are grouped with a hash table (``pandas.factorize``) and the groups'
+counts added. Spans of row groups (:data:`SPAN_ROWS` rows) are counted in a pool of threads (Arrow decodes and NumPy
+counts without holding the GIL).
 
 The result is the DuckDB engine's aggregate to the last digit: one row per distinct combination, each text column
 as pandas' Arrow-backed ``str`` (a missing value, Parquet's null, is a value of its own), and the count as
@@ -30,14 +33,14 @@ from privdash.engines.common import COUNT, pandas_index_columns
 
 __all__ = ["BATCH_ROWS", "dictionary_encoded_text", "parquet_codes_aggregate"]
 
-#: Rows read per batch: 8 columns of int32 codes and the int64 key take about 64 MiB a thread.
+#: Rows read per batch at most (a row group is read in batches of this many rows).
 BATCH_ROWS = 1 << 20
 #: Rows mapped onto the global codes and counted at a time, and rows of row groups read by one thread.
 SPAN_ROWS = 1 << 22
 #: Keys are counted with ``bincount`` while the key space is at most this (and at most 4 times the rows);
-#: beyond it by sorting the keys.
+#: beyond it with a hash table.
 _BINCOUNT_KEYS = 1 << 24
-#: The largest key space of a mixed-radix int64 key; beyond it the key is made dense (``numpy.unique``) first.
+#: The largest key space of a mixed-radix int64 key; beyond it the key is made dense (``pandas.factorize``) first.
 _KEY_LIMIT = 1 << 62
 
 
@@ -198,7 +201,7 @@ class _SpanCounter:
     (the batch's dictionaries' sizes multiplied) is at most :data:`_BLOCK_KEYS`; a row's local key in a block
     indexes a small table of that block's share of the global key (built from the dictionaries' mappings), and the
     shares add up. The keys of up to :data:`SPAN_ROWS` rows are then counted by one ``bincount``. Beyond, each code
-    is mapped onto its global code and the rows are grouped by sorting."""
+    is mapped onto its global code and the rows are grouped with a hash table."""
 
     def __init__(self, dictionaries: list[_GlobalDictionary]) -> None:
         self.dictionaries = dictionaries

@@ -96,7 +96,7 @@ def test_codes_equal_duckdb_with_per_row_group_dictionaries(tmp_path: Path, auto
     assert sorted(codes.frame[COUNT]) == sorted(pandas_counts)
 
 
-def test_big_key_space_is_counted_by_sorting(tmp_path: Path) -> None:
+def test_big_key_space_is_counted_with_a_hash_table(tmp_path: Path) -> None:
     # Unique values: 6000^2 possible keys, beyond bincount.
     frame = pd.DataFrame({"a": [f"a{i}" for i in range(6000)], "b": [f"b{i % 3001}" for i in range(6000)]})
     frame.loc[::7, "b"] = None
