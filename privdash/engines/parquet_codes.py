@@ -31,7 +31,7 @@ import pandas as pd
 
 from privdash.engines.common import COUNT, pandas_index_columns
 
-__all__ = ["BATCH_ROWS", "dictionary_encoded_text", "parquet_codes_aggregate"]
+__all__ = ["BATCH_ROWS", "MAX_VALUES", "SPAN_ROWS", "dictionary_encoded_text", "parquet_codes_aggregate"]
 
 #: Rows read per batch at most (a row group is read in batches of this many rows).
 BATCH_ROWS = 1 << 20
@@ -42,6 +42,14 @@ SPAN_ROWS = 1 << 22
 _BINCOUNT_KEYS = 1 << 24
 #: The largest key space of a mixed-radix int64 key; beyond it the key is made dense (``pandas.factorize``) first.
 _KEY_LIMIT = 1 << 62
+#: The most distinct values of a column counted from its codes: beyond, its values are nearly all distinct (an
+#: identifier, free text), the global dictionary (a Python ``dict``) costs more than DuckDB's GROUP BY, and the
+#: file is left to DuckDB.
+MAX_VALUES = 2_000_000
+
+
+class _TooManyValues(Exception):
+    """A column has more than :data:`MAX_VALUES` distinct values."""
 
 
 def dictionary_encoded_text(path: str | os.PathLike[str], columns: Sequence[str]) -> bool:
@@ -134,6 +142,8 @@ def parquet_codes_aggregate(
                     merged.add(parts, dictionaries)
     except (pa.ArrowException, OSError):
         return None  # a file that cannot be read as its footer says: DuckDB reads it, or says what is wrong
+    except _TooManyValues:
+        return None
     codes, counts = merged.result(dictionaries)
     return _frame(names, codes, counts, dictionaries)
 
@@ -171,6 +181,8 @@ class _GlobalDictionary:
                     code = self._codes[value] = len(self.values)
                 mapped[i] = code
             mapped[-1] = 0
+            if len(self.values) > MAX_VALUES:
+                raise _TooManyValues
             # The dictionary is kept alive with its mapping, so that its buffers' addresses are not reused.
             if len(self._cache) >= 64:
                 self._cache.clear()

@@ -212,3 +212,12 @@ def test_a_damaged_file_is_left_to_duckdb(tmp_path: Path) -> None:
     path.write_bytes(bytes(data))
     assert dictionary_encoded_text(path, QIS)
     assert parquet_codes_aggregate(path, QIS) is None
+
+
+def test_a_column_of_too_many_values_is_left_to_duckdb(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from privdash.engines import parquet_codes
+
+    path = write(table(), tmp_path / "t.parquet")
+    monkeypatch.setattr(parquet_codes, "MAX_VALUES", 20)  # region has 30 values, job 5
+    assert parquet_codes_aggregate(path, ["sex", "job"]) is not None
+    assert parquet_codes_aggregate(path, ["sex", "region"]) is None
