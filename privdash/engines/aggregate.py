@@ -9,7 +9,8 @@ records that have it (``GROUP BY ALL``), from
 
 With ``engine="auto"``, a Parquet file whose requested columns are all text stored dictionary-encoded (as Spark,
 pandas and DuckDB write them) is counted from its dictionary codes (:mod:`privdash.engines.parquet_codes`),
-with DuckDB's numbers in less than half its time when the classes are many; the aggregate's engine is then
+with DuckDB's numbers in less than half its time when the classes are many (from 100,000 possible classes by the
+first row group's dictionaries; below, DuckDB's hash aggregate is cheaper); the aggregate's engine is then
 ``duckdb``.
 
 Same numbers on every engine
@@ -185,15 +186,20 @@ def aggregate_table(
 def _parquet_codes(source: Any, names: list[str]) -> pd.DataFrame | None:
     """The aggregate of one Parquet file whose columns ``names`` are all dictionary-encoded text, counted from its
     dictionary codes (:mod:`privdash.engines.parquet_codes`: the DuckDB engine's numbers, faster with many classes);
-    ``None`` for any other source."""
+    ``None`` for any other source, and when the first row group's dictionaries allow fewer than
+    :data:`~privdash.engines.parquet_codes.MIN_POSSIBLE_CLASSES` classes."""
     if not isinstance(source, str | os.PathLike) or glob.has_magic(os.fspath(source)):
         return None
     path = Path(source)
     if not path.is_file() or _kind(path) != "parquet":
         return None
-    from privdash.engines.parquet_codes import parquet_codes_aggregate
+    from privdash.engines import parquet_codes
 
-    return parquet_codes_aggregate(path, names)
+    if not parquet_codes.dictionary_encoded_text(path, names):
+        return None
+    if parquet_codes.possible_classes(path, names) < parquet_codes.MIN_POSSIBLE_CLASSES:
+        return None  # few classes: DuckDB's hash aggregate is the cheaper count
+    return parquet_codes.parquet_codes_aggregate(path, names)
 
 
 def _source_label(source: Any) -> str:

@@ -19,8 +19,9 @@ import pytest
 
 from privdash.data.tables import read_table
 from privdash.engines import aggregate as aggregate_module
+from privdash.engines import parquet_codes
 from privdash.engines.aggregate import COUNT, Engine, aggregate_table
-from privdash.engines.parquet_codes import dictionary_encoded_text, parquet_codes_aggregate
+from privdash.engines.parquet_codes import dictionary_encoded_text, parquet_codes_aggregate, possible_classes
 from privdash.measure.diagnose import diagnose
 
 QIS = ["sex", "region", "job", "age_band"]
@@ -70,6 +71,7 @@ def auto_picks_duckdb(monkeypatch: pytest.MonkeyPatch) -> list[int]:
         lambda engine, source: Engine.DUCKDB if Engine.parse(engine) == Engine.AUTO else resolve(engine, source),
     )
     monkeypatch.setattr(aggregate_module, "_duckdb_aggregate", counted)
+    monkeypatch.setattr(parquet_codes, "MIN_POSSIBLE_CLASSES", 0)  # these small files have few classes
     return calls
 
 
@@ -199,6 +201,7 @@ def test_the_cli_counts_a_large_parquet_file_from_its_codes(
         raise AssertionError("counted by DuckDB")
 
     monkeypatch.setattr(aggregate_module, "_duckdb_aggregate", refused)
+    monkeypatch.setattr(parquet_codes, "MIN_POSSIBLE_CLASSES", 0)  # 4^4 possible classes: few, but counted here
     assert cli.main(argv) == 0
     codes = json.loads(capsys.readouterr().out)
     assert codes.pop("engine") == "duckdb" and memory.pop("engine") == "pandas"
@@ -221,3 +224,36 @@ def test_a_column_of_too_many_values_is_left_to_duckdb(tmp_path: Path, monkeypat
     monkeypatch.setattr(parquet_codes, "MAX_VALUES", 20)  # region has 30 values, job 5
     assert parquet_codes_aggregate(path, ["sex", "job"]) is not None
     assert parquet_codes_aggregate(path, ["sex", "region"]) is None
+
+
+def test_few_possible_classes_are_left_to_duckdb_and_many_are_counted_from_the_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The choice reads the first row group's dictionaries: 2 x 3 values (+ missing) are few classes, 60^3 many."""
+    calls: list[int] = []
+    resolve = aggregate_module.resolve_engine
+    duckdb_aggregate = aggregate_module._duckdb_aggregate
+    monkeypatch.setattr(
+        aggregate_module,
+        "resolve_engine",
+        lambda engine, source: Engine.DUCKDB if Engine.parse(engine) == Engine.AUTO else resolve(engine, source),
+    )
+    monkeypatch.setattr(
+        aggregate_module, "_duckdb_aggregate", lambda *a, **k: calls.append(1) or duckdb_aggregate(*a, **k)
+    )
+    rng = np.random.default_rng(5)
+    few = write(
+        pd.DataFrame({"a": rng.choice(["x", "y"], 1400), "b": rng.choice(["p", "q", "r"], 1400)}),
+        tmp_path / "few.parquet",
+    )
+    assert possible_classes(few, ["a", "b"]) == 3 * 4
+    values = np.array([f"v{i}" for i in range(60)], dtype=object)
+    many_frame = pd.DataFrame({name: values[rng.permutation(np.arange(1400) % 60)] for name in "abc"})
+    many = write(many_frame, tmp_path / "many.parquet")
+    assert possible_classes(many, list("abc")) == 61**3 > parquet_codes.MIN_POSSIBLE_CLASSES
+    aggregate_table(few, ["a", "b"], engine="auto")
+    assert calls == [1]
+    counted = aggregate_table(many, list("abc"), engine="auto")
+    assert calls == [1]  # counted from the codes
+    expected = aggregate_table(many, list("abc"), engine="pandas")
+    assert sorted_rows(counted.frame, list("abc")) == sorted_rows(expected.frame, list("abc"))
