@@ -78,7 +78,8 @@ def _run(args: argparse.Namespace) -> int:
         combinations=args.combinations,
         model_risk=split_columns(args.model_risk),
         model_interactions=_interactions(args.model_interactions),
-        engine=engine,
+        # auto stays auto: a Parquet file of dictionary-encoded text is then counted from its codes.
+        engine=Engine.AUTO if Engine.parse(args.engine) == Engine.AUTO else engine,
         memory_limit=args.memory_limit,
         temp_directory=args.temp_dir,
         spark_master=args.master,

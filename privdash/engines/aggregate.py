@@ -7,6 +7,12 @@ records that have it (``GROUP BY ALL``), from
 * a CSV / TSV file (DuckDB streams it; pandas reads it with :func:`~privdash.data.tables.read_table`);
 * a Parquet file, or a glob or list of Parquet files with the same schema (a dataset as a data lake keeps it).
 
+With ``engine="auto"``, a Parquet file whose requested columns are all text stored dictionary-encoded (as Spark,
+pandas and DuckDB write them) is counted from its dictionary codes (:mod:`privdash.engines.parquet_codes`),
+with DuckDB's numbers in less than half its time when the classes are many (from 100,000 possible classes by the
+first row group's dictionaries; below, DuckDB's hash aggregate is cheaper); the aggregate's engine is then
+``duckdb``.
+
 Same numbers on every engine
 ----------------------------
 DuckDB reads CSV columns as text (``all_varchar``) and groups by the text, with the spaces around each value
@@ -155,7 +161,11 @@ def aggregate_table(
         frame = source if isinstance(source, pd.DataFrame) else _read_with_pandas(source)
         result = _pandas_aggregate(frame, names)
     elif chosen == Engine.DUCKDB:
-        result = _duckdb_aggregate(source, names, memory_limit=memory_limit, temp_directory=temp_directory)
+        codes = _parquet_codes(source, names) if Engine.parse(engine) == Engine.AUTO else None
+        if codes is not None:
+            result = codes
+        else:
+            result = _duckdb_aggregate(source, names, memory_limit=memory_limit, temp_directory=temp_directory)
     elif chosen == Engine.SPARK:
         from privdash.engines.spark import spark_aggregate
 
@@ -171,6 +181,25 @@ def aggregate_table(
             "target can be met by no records."
         )
     return Aggregate(result, tuple(names), rows, chosen, time.perf_counter() - started)
+
+
+def _parquet_codes(source: Any, names: list[str]) -> pd.DataFrame | None:
+    """The aggregate of one Parquet file whose columns ``names`` are all dictionary-encoded text, counted from its
+    dictionary codes (:mod:`privdash.engines.parquet_codes`: the DuckDB engine's numbers, faster with many classes);
+    ``None`` for any other source, and when the first row group's dictionaries allow fewer than
+    :data:`~privdash.engines.parquet_codes.MIN_POSSIBLE_CLASSES` classes."""
+    if not isinstance(source, str | os.PathLike) or glob.has_magic(os.fspath(source)):
+        return None
+    path = Path(source)
+    if not path.is_file() or _kind(path) != "parquet":
+        return None
+    from privdash.engines import parquet_codes
+
+    if not parquet_codes.dictionary_encoded_text(path, names):
+        return None
+    if parquet_codes.possible_classes(path, names) < parquet_codes.MIN_POSSIBLE_CLASSES:
+        return None  # few classes: DuckDB's hash aggregate is the cheaper count
+    return parquet_codes.parquet_codes_aggregate(path, names)
 
 
 def _source_label(source: Any) -> str:
