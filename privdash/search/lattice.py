@@ -36,7 +36,10 @@ not below the best value found prunes itself and all its successors (their bound
 suppression: classes only merge under generalization, and a merged class satisfies them whenever one of its parts
 does, so the violating records of a node include those of every successor (ARX: monotonic with generalization and
 suppression). Then a node failing them (beyond the limit) marks all its predecessors as failing, and a node meeting
-them all its successors as meeting them; the binary search of Flash on a chain to the top finds the boundary.
+them all its successors as meeting them; the binary search of Flash on a chain to the top finds the boundary. The
+chain raises, step by step, the QI whose next level is the lowest share of its whole range of the bound, so it runs
+through the nodes of low bound, those still to check, where a failing node marks the most of them (on Adult with
+ARX's hierarchies, k = 5: 237 nodes checked instead of 498 on the chain of relative levels).
 The records a node suppresses include those of the classes violating these (they are suppressed in the first round,
 and rounds only add), so the marks hold for the published tables too. t-closeness is monotone without suppression
 (nothing is removed, so the reference is the whole table's; the earth mover's distance to a fixed distribution is
@@ -837,15 +840,26 @@ class GeneralizationLattice:
             records = max(records, _fewest_records(shares, kind, within))
         return records, distinct
 
-    def _upward_path(self, node: tuple[int, ...]) -> list[tuple[int, ...]]:
-        """A chain from ``node`` to the top, raising one level at a time, always in the QI with the lowest
-        relative level (so the chain runs near the lattice's diagonal, where failing nodes cover the most)."""
+    def _upward_path(
+        self, node: tuple[int, ...], per_level: Sequence[np.ndarray] | None = None
+    ) -> list[tuple[int, ...]]:
+        """A chain from ``node`` to the top, raising one level at a time, always in the QI whose next level is the
+        lowest relative to its top: with ``per_level`` (each QI's part of the prior bound, by level) in terms of that
+        bound, ``(b_i(level + 1) - b_i(0)) / (b_i(top) - b_i(0))``, else the QI of the lowest relative level (near
+        the lattice's diagonal).
+        The chain then stays among the nodes of low bound, those the search still has to check, where a failing node
+        marks the most of them. Any chain serves the binary search: the monotone targets' status is monotone along
+        every chain, so the choice changes the nodes checked, never the result."""
         current = list(node)
         tops = [int(h) - 1 for h in self.heights]
+        share = [(b - b[0]) / (b[-1] - b[0]) if b[-1] > b[0] else np.zeros(len(b)) for b in per_level or ()]
         path = [tuple(current)]
         while current != tops:
             open_ = [i for i in range(len(current)) if current[i] < tops[i]]
-            step = min(open_, key=lambda i: (current[i] / tops[i], i))
+            if per_level is None:
+                step = min(open_, key=lambda i: (current[i] / tops[i], i))
+            else:
+                step = min(open_, key=lambda i: (share[i][current[i] + 1], i))
             current[step] += 1
             path.append(tuple(current))
         return path
@@ -924,6 +938,7 @@ class GeneralizationLattice:
         nodes = self.nodes()
         shape = tuple(int(h) for h in self.heights)
         prior = self.prior_bounds(metric, nodes).reshape(shape)
+        per_level = self._column_bounds(metric)
         order = np.lexsort(
             (*(nodes[:, i] for i in range(nodes.shape[1] - 1, -1, -1)), nodes.sum(axis=1), prior.ravel())
         )
@@ -986,7 +1001,7 @@ class GeneralizationLattice:
             if done[node] or pruned[node] or failed[node]:
                 continue
             if not passed[node]:
-                path = self._upward_path(node)
+                path = self._upward_path(node, per_level)
                 low, high = 0, len(path)
                 while low < high:
                     middle = (low + high) // 2
