@@ -3,7 +3,7 @@
 A project (``.privdash``, JSON inside) holds
 
 * the dataset's **fingerprint** (:class:`TableSummary`: its rows, its column names, the order-independent digest
-  the privacy-budget ledger knows a table by (:class:`~privdash.dp.ledger.TableFingerprint`) and one digest per
+  the privacy-budget ledger knows a table by (:class:`~privdash.data.fingerprint.TableFingerprint`) and one digest per
   column) and **where it came from** (a built-in dataset, a server source, an upload, a file);
 * the **data contract** (roles, statistical types, ordinal orders) and the **generalization hierarchies**;
 * the missing-value policy and the **targets**;
@@ -164,8 +164,8 @@ def _names(names: Sequence[str], limit: int = 12) -> str:
 class TableSummary:
     """The fingerprint of a table in a project: no value of it, only counts, names and digests.
 
-    ``digest`` is the :class:`~privdash.dp.ledger.TableFingerprint` digest (SHA-256 of the sorted column names and
-    row hashes: the same for the same rows in any order and however numbers are typed; the key the privacy-budget
+    ``digest`` is the :class:`~privdash.data.fingerprint.TableFingerprint` digest (SHA-256 of the sorted column names
+    and row hashes: the same for the same rows in any order and however numbers are typed; the key the privacy-budget
     ledger knows a table by); ``column_digests`` is, per column, the SHA-256 of its sorted value hashes.
     """
 
@@ -176,7 +176,7 @@ class TableSummary:
 
     @classmethod
     def of(cls, frame: pd.DataFrame) -> TableSummary:
-        from privdash.dp.ledger import TableFingerprint, row_hashes
+        from privdash.data.fingerprint import TableFingerprint, row_hashes
 
         columns = tuple(str(c) for c in frame.columns)
         digests = {}

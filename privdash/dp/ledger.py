@@ -33,7 +33,6 @@ lock for the whole sequence (the command line and the dashboard use ``exclusive_
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -45,12 +44,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-import pandas as pd
-
+from privdash.data.fingerprint import SKETCH_SIZE, TableFingerprint, file_sha256, frame_sha256, row_hashes
 from privdash.dp.mechanisms import PrivacyBudget
 from privdash.errors import DataReadError, ParameterError
-from privdash.measure.classes import MISSING_LABEL
 
 __all__ = [
     "NEAR_COPY",
@@ -72,110 +68,14 @@ __all__ = [
 LEDGER_VERSION = 2
 #: Relative slack when comparing sums of floats (0.1 + 0.2 must fit a budget of 0.3).
 _TOLERANCE = 1e-9
-#: Rows kept in a table's sketch (bottom-k): the estimated overlap has a standard error of at most 1/(2·sqrt(k)).
-SKETCH_SIZE = 256
 #: The estimated overlap from which a table is a near copy of another (half the smaller table's rows in common).
 NEAR_COPY = 0.5
 #: The longest dataset identity.
 MAX_IDENTITY = 200
-_MASK = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 class BudgetExceededError(ParameterError):
     """A release would spend more of a dataset's privacy budget than is left."""
-
-
-def file_sha256(path: str | os.PathLike[str]) -> str:
-    """The SHA-256 of a file's bytes (hex): the key of a dataset in version-1 ledgers of the command line."""
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as handle:
-            for block in iter(lambda: handle.read(1 << 20), b""):
-                digest.update(block)
-    except OSError as exc:
-        raise DataReadError(f"Cannot read {path} to fingerprint it: {exc.strerror or exc}.") from None
-    return digest.hexdigest()
-
-
-def frame_sha256(data: pd.DataFrame) -> str:
-    """The SHA-256 of a table's column names and cells in row order (hex): the key of a dataset in version-1
-    ledgers of the dashboard."""
-    digest = hashlib.sha256(json.dumps([str(c) for c in data.columns]).encode("utf-8"))
-    digest.update(pd.util.hash_pandas_object(data, index=False).to_numpy().tobytes())
-    return digest.hexdigest()
-
-
-def _mix(values: np.ndarray) -> np.ndarray:
-    """SplitMix64's finaliser on uint64 values (wrapping arithmetic): a well-spread 64-bit hash of each value."""
-    x = values.astype(np.uint64, copy=True)
-    with np.errstate(over="ignore"):
-        x ^= x >> np.uint64(30)
-        x *= np.uint64(0xBF58476D1CE4E5B9)
-        x ^= x >> np.uint64(27)
-        x *= np.uint64(0x94D049BB133111EB)
-        x ^= x >> np.uint64(31)
-    return x
-
-
-def row_hashes(data: pd.DataFrame) -> np.ndarray:
-    """One uint64 per row, independent of the column order and of how numbers are typed: each cell is hashed as
-    ``column name + U+001F + category text`` (:func:`~privdash.dp.release.category_text`, missing as
-    ``(missing)``) with pandas' ``hash_array`` (once per distinct value), and the cells of a row are combined in the
-    order of the column names."""
-    from privdash.dp.release import category_text  # with OpenDP, which the ledger alone does not need
-
-    hashes = np.zeros(len(data), dtype=np.uint64)
-    order = sorted(range(data.shape[1]), key=lambda i: str(data.columns[i]))
-    for position in order:
-        codes, uniques = pd.factorize(data.iloc[:, position], use_na_sentinel=True)
-        labels = np.append(np.asarray(category_text(pd.Index(uniques)), dtype=object), MISSING_LABEL)
-        keyed = (str(data.columns[position]) + "\x1f") + labels.astype(object)
-        cell_hashes = pd.util.hash_array(np.asarray(keyed, dtype=object), categorize=False)  # already distinct
-        with np.errstate(over="ignore"):
-            hashes = _mix(hashes * np.uint64(0x9E3779B97F4A7C15) + cell_hashes[codes])
-    return hashes
-
-
-@dataclass(frozen=True)
-class TableFingerprint:
-    """What the ledger remembers of a released table: ``digest`` (SHA-256 of the sorted column names and row hashes;
-    equal for the same rows in any order), ``rows``, and ``sketch``, the smallest :data:`SKETCH_SIZE` hashes of the
-    row multiset (sorted), from which :meth:`overlap` estimates the rows two tables have in common."""
-
-    digest: str
-    rows: int
-    sketch: tuple[int, ...]
-
-    @classmethod
-    def of(cls, data: pd.DataFrame) -> TableFingerprint:
-        """The fingerprint of ``data`` (vectorised: one hash per distinct cell value, then array operations)."""
-        ordered = np.sort(row_hashes(data))
-        digest = hashlib.sha256(b"privdash rows v1\x00")
-        digest.update(json.dumps(sorted(str(c) for c in data.columns), ensure_ascii=False).encode("utf-8"))
-        digest.update(ordered.tobytes())
-        # Equal rows stay distinct elements of the multiset: the j-th copy of a row is hashed with j.
-        positions = np.arange(len(ordered))
-        starts = np.ones(len(ordered), dtype=bool)
-        starts[1:] = ordered[1:] != ordered[:-1]
-        occurrence = (positions - np.maximum.accumulate(np.where(starts, positions, 0))).astype(np.uint64)
-        elements = _mix(ordered ^ _mix(occurrence + np.uint64(0x632BE59BD9B4E019)))
-        if len(elements) > SKETCH_SIZE:
-            elements = np.partition(elements, SKETCH_SIZE - 1)[:SKETCH_SIZE]
-        sketch = np.unique(elements)
-        return cls(digest.hexdigest(), len(data), tuple(int(v) for v in sketch))
-
-    def overlap(self, other: TableFingerprint) -> float:
-        """The estimated share of the smaller table's rows that are rows of the other (0 to 1), from the bottom-k
-        sketches: J = |sketch(A ∪ B) ∩ A ∩ B| / |sketch(A ∪ B)|, |A ∩ B| = J/(1 + J) · (|A| + |B|)."""
-        if self.digest == other.digest:
-            return 1.0
-        mine, theirs = set(self.sketch), set(other.sketch)
-        union = sorted(mine | theirs)[:SKETCH_SIZE]
-        if not union or not min(self.rows, other.rows):
-            return 0.0
-        jaccard = sum(1 for value in union if value in mine and value in theirs) / len(union)
-        common = jaccard / (1 + jaccard) * (self.rows + other.rows)
-        return min(common / min(self.rows, other.rows), 1.0)
 
 
 @dataclass(frozen=True)

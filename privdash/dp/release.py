@@ -39,7 +39,6 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -50,6 +49,7 @@ import numpy as np
 import opendp.prelude as dp
 import pandas as pd
 
+from privdash.data.fingerprint import category_text
 from privdash.dp.contributions import ContributionBound, bound_contributions, most_rows_per_person
 from privdash.dp.mechanisms import (
     D_IN,
@@ -65,7 +65,6 @@ from privdash.dp.mechanisms import (
 )
 from privdash.errors import ColumnError, DataReadError, ParameterError, check_columns
 from privdash.measure.classes import MISSING_LABEL
-from privdash.transform.hierarchy import canonical_text
 
 __all__ = [
     "DP_ERROR",
@@ -656,28 +655,6 @@ def _threshold_for_rows(scale: float, delta: float, rows: int) -> int:
         else:
             low = middle
     return high
-
-
-#: Text that spells a number in decimal without a leading zero (``30``, ``30.0``, ``-2.5``, ``3e1``, ``.5``).
-_NUMERAL = re.compile(r"[+-]?(?:(?:0|[1-9][0-9]*)(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
-_INTEGER = re.compile(r"[+-]?[0-9]+")
-
-
-def category_text(values: Sequence[Any] | pd.Index) -> pd.Index:
-    """The category of each value, as text: its canonical text (integral numbers without decimals, see
-    :func:`~privdash.transform.hierarchy.canonical_text`), where text that spells a number is that number's
-    canonical text (``"30.0"``, ``"3e1"`` and ``"+30"`` are ``30``). Text with a leading zero (``007``) is a code,
-    not a number, and stays as it is. Declared domains and the data go through the same rule, so they match by
-    value."""
-    labels = canonical_text(values if isinstance(values, pd.Index) else list(values))
-    if isinstance(values, pd.Index) and values.dtype.kind in "iufb":
-        return labels  # numbers: their canonical text is already the category
-    text = np.asarray(labels, dtype=object)
-    for position, label in enumerate(text):
-        if isinstance(label, str) and _NUMERAL.fullmatch(label):
-            number: Any = int(label) if _INTEGER.fullmatch(label) else float(label)
-            text[position] = canonical_text([number])[0]
-    return pd.Index(text, dtype=object)
 
 
 def _text(values: pd.Series) -> pd.Series:

@@ -44,13 +44,16 @@ lowering their number.
 
 from __future__ import annotations
 
+import collections
 import csv
+import hashlib
 import heapq
 import io
 import itertools
+import json
 import math
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -400,10 +403,22 @@ def _numbers(index: pd.Index) -> pd.Index:
     return pd.Index(pd.to_numeric(text, errors="coerce").to_numpy(dtype=np.float64))
 
 
+#: From this many values on, :func:`canonical_text` computes each distinct value's text once.
+_ONCE_PER_VALUE = 256
+
+
 def canonical_text(values: Iterable[Any]) -> pd.Index:
     """The canonical text of each value: integral numbers without decimals, midnight dates as ``YYYY-MM-DD``,
     other values as ``str`` with surrounding spaces removed (used to match values across types)."""
     index = values if isinstance(values, pd.Index) else None
+    typed = index is not None and (index.dtype != object or index.inferred_type == "string")
+    if index is not None and typed and len(index) > _ONCE_PER_VALUE:
+        # Once per distinct value. Typed values and text only: in a mixed object column pandas would take 1, 1.0 and
+        # True for one value, whose texts differ.
+        codes, uniques = pd.factorize(index, use_na_sentinel=False)
+        if len(uniques) < len(index):
+            labels = np.asarray(canonical_text(pd.Index(uniques, dtype=index.dtype)), dtype=object)
+            return pd.Index(labels[codes], dtype=object)
     if index is not None and len(index) and not index.hasnans:
         # Vectorised for the common all-text and all-integer cases (same result as the per-value rule).
         kind = index.inferred_type
@@ -562,10 +577,59 @@ def _hierarchy_file(files: Sequence[Path], column: str) -> Path | None:
 # --- builders ------------------------------------------------------------------------------------------------------
 
 
+#: Hierarchies built lately, by (builder function, rule, values): the Fix page builds the hierarchy of a step when the
+#: step is checked and again when it is applied from its resolved rule (a hierarchy is immutable, so both share it).
+_BUILT: collections.OrderedDict[tuple[str, str, tuple[str, bytes]], Hierarchy] = collections.OrderedDict()
+_BUILT_SIZE = 16
+#: Only columns at least this long are remembered (a shorter one is cheaper to build again than to hash).
+_BUILT_MIN_ROWS = 5_000
+
+
+def _values_key(values: pd.Series | Sequence[Any]) -> tuple[str, bytes] | None:
+    """What identifies ``values`` for :data:`_BUILT` (dtype and a digest of the content), or None when they are not
+    remembered: short columns, and object columns holding anything but text (pandas hashes ``1`` and ``"1"``
+    alike there)."""
+    if not isinstance(values, pd.Series) or len(values) < _BUILT_MIN_ROWS:
+        return None
+    if values.dtype == object and pd.api.types.infer_dtype(values, skipna=True) not in {"string", "empty"}:
+        return None
+    hashed = pd.util.hash_pandas_object(values, index=False).to_numpy()
+    return str(values.dtype), hashlib.blake2b(hashed.tobytes(), digest_size=20).digest()
+
+
+def _remembered(
+    kind: str, rule: Mapping[str, Any], values: pd.Series | Sequence[Any], build: Callable[[], Hierarchy]
+) -> Hierarchy:
+    """``build()``, or the hierarchy it gave for the same rule over the same values lately."""
+    key = _values_key(values)
+    if key is None:
+        return build()
+    try:
+        text = json.dumps(rule, sort_keys=True, default=repr)
+    except (TypeError, ValueError):
+        return build()
+    entry = (kind, text, key)
+    found = _BUILT.get(entry)
+    if found is not None:
+        _BUILT.move_to_end(entry)
+        return found
+    hierarchy: Hierarchy = build()
+    _BUILT[entry] = hierarchy
+    if hierarchy.rule is not None and kind == "settings":  # applying the step rebuilds it from the resolved rule
+        _BUILT[("rule", json.dumps(hierarchy.rule, sort_keys=True, default=repr), key)] = hierarchy
+    while len(_BUILT) > _BUILT_SIZE:
+        _BUILT.popitem(last=False)
+    return hierarchy
+
+
 def hierarchy_from_rule(rule: Mapping[str, Any], values: pd.Series | Sequence[Any]) -> Hierarchy:
     """Rebuild a builder's hierarchy over ``values`` from its resolved rule (see :attr:`Hierarchy.rule`)."""
     if not isinstance(rule, Mapping) or "builder" not in rule:
         raise HierarchyError("A hierarchy rule must be an object with a 'builder'.")
+    return _remembered("rule", rule, values, lambda: _hierarchy_from_rule(rule, values))
+
+
+def _hierarchy_from_rule(rule: Mapping[str, Any], values: pd.Series | Sequence[Any]) -> Hierarchy:
     builder = rule["builder"]
     options = {k: v for k, v in rule.items() if k != "builder"}
     try:
@@ -1293,6 +1357,11 @@ def build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
     builder = rule.get("builder") if isinstance(rule, Mapping) else None
     if builder not in RULE_BUILDERS:
         raise HierarchyError(f"A hierarchy rule needs a 'builder': one of {', '.join(RULE_BUILDERS)}.")
+    return _remembered("settings", rule, values, lambda: _build_hierarchy(rule, values))
+
+
+def _build_hierarchy(rule: Mapping[str, Any], values: pd.Series) -> Hierarchy:
+    builder = rule["builder"]
     options = {key: value for key, value in rule.items() if key != "builder"}
     unknown = sorted(set(options) - RULE_SETTINGS[builder])
     if unknown:

@@ -63,9 +63,9 @@ Progress = Callable[[int, str], None]
 @dataclass(frozen=True)
 class Fingerprint:
     """What identifies the input: its name, ``sha256`` the SHA-256 of the table's content
-    (:meth:`~privdash.dp.ledger.TableFingerprint.of`, the digest the release ledger keys a table by: the same rows
-    give the same digest however the file spells or orders them, so the dashboard's report of an uploaded file and the
-    command line's report of that file state the same digest), ``hashed`` what ``sha256`` is of, and with a file at
+    (:meth:`~privdash.data.fingerprint.TableFingerprint.of`, the digest the release ledger keys a table by: the same
+    rows give the same digest however the file spells or orders them, so the dashboard's report of an uploaded file and
+    the command line's report of that file state the same digest), ``hashed`` what ``sha256`` is of, and with a file at
     hand ``file_sha256`` the SHA-256 of its bytes (:func:`~privdash.dp.ledger.file_sha256`), its size in bytes and when
     it was last modified; rows, columns and when the report was made (ISO 8601, UTC)."""
 
@@ -92,8 +92,8 @@ def _now(now: datetime | None) -> str:
 
 
 def content_sha256(data: pd.DataFrame) -> str:
-    """The SHA-256 of a table's content (:class:`~privdash.dp.ledger.TableFingerprint`)."""
-    from privdash.dp.ledger import TableFingerprint
+    """The SHA-256 of a table's content (:class:`~privdash.data.fingerprint.TableFingerprint`)."""
+    from privdash.data.fingerprint import TableFingerprint
 
     return TableFingerprint.of(data).digest
 

@@ -10,13 +10,15 @@ shows. :func:`write_report` picks the format from the file's extension and write
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import math
 import os
 import re
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+import weakref
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -100,6 +102,19 @@ def _svg(name: str, draw: Any, *, width: float = 4.2, height: float = 2.4) -> st
         figure.savefig(buffer, format="svg", metadata={"Date": None, "Creator": None, "Format": None, "Type": None})
     text = buffer.getvalue()
     return _own_ids(text[text.index("<svg") :], name)
+
+
+#: The charts already drawn for a report (its HTML and its PDF show the same charts: drawn once for both).
+_CHARTS: weakref.WeakKeyDictionary[ReleaseReport, dict[str, Any]] = weakref.WeakKeyDictionary()
+
+
+def _chart(report: ReleaseReport, key: str, draw: Callable[[], Any]) -> Any:
+    """The chart ``key`` of ``report``, drawn by ``draw()`` the first time it is asked for (a report is immutable, so
+    its charts are too)."""
+    charts = _CHARTS.setdefault(report, {})
+    if key not in charts:
+        charts[key] = draw()
+    return charts[key]
 
 
 def _own_ids(svg: str, prefix: str) -> str:
@@ -418,7 +433,7 @@ def _postcodes(report: ReleaseReport) -> list[dict[str, Any]]:
         out.append(
             {
                 "column": units.column,
-                "map": postcode_map_svg(units),
+                "map": _chart(report, f"map {units.column}", functools.partial(postcode_map_svg, units)),
                 "summary": summary,
                 "rows": rows,
                 "threshold": fmt_count(units.threshold),
@@ -735,9 +750,11 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
         # the callers' targets line names no sensitive attribute when the targets do not: the report's words do
         "parameters": [(name, targets if name == "targets" else value) for name, value in report.parameters],
         "charts": {
-            "histogram": histogram_svg(bins, report.targets.k),
-            "curve": risk_curve_svg(report),
-            "contributions": contributions_svg(report.combinations.qi_contributions)
+            "histogram": _chart(report, "histogram", lambda: histogram_svg(bins, report.targets.k)),
+            "curve": _chart(report, "curve", lambda: risk_curve_svg(report)),
+            "contributions": _chart(
+                report, "contributions", functools.partial(contributions_svg, report.combinations.qi_contributions)
+            )
             if report.combinations is not None
             else "",
         },
