@@ -22,7 +22,7 @@ from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard.ui import hierarchies as hierarchy_ui
 from dashboard.ui import project as project_section
-from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title, progress_panel
+from dashboard.ui.components import card, error_alert, fmt_count, no_dataset, page_title, progress_panel, scroll_table
 from dashboard.ui.pagestate import PAGE_STATE, SESSION_COOKIE, open_page, session_token, state_from_store, state_store
 from privdash.application import hierarchies as hs
 from privdash.application.columns import ColumnEdit, current_order, edit_columns, state_with_order
@@ -372,7 +372,8 @@ def column_editor(loaded: LoadedDataset, state: ViewState, profile: Mapping[str,
             ]
         )
     )
-    return dmc.TableScrollContainer(
+    return scroll_table(
+        "Columns: roles and types",
         dmc.Table([head, dmc.TableTbody(rows)], highlightOnHover=True, verticalSpacing="xs", id="column-table"),
         minWidth=900,
     )

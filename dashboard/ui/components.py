@@ -374,3 +374,22 @@ def elapsed_progress(
     finally:
         done.set()
         thread.join(2 * every)
+
+
+def scroll_table(label: str, table: Any, *, minWidth: int, maxHeight: int | None = None) -> Any:
+    """``table`` (named ``label`` for screen readers) in a box of its own that scrolls when the page is narrower
+    than ``minWidth`` (or the table taller than ``maxHeight``) pixels. The box takes the keyboard focus and is a
+    named region, so that a keyboard user can scroll its hidden part (WCAG 2.1.1; axe's
+    scrollable-region-focusable): Mantine's scroll container cannot."""
+    style: dict[str, Any] = {"overflowX": "auto"}
+    if maxHeight is not None:
+        style |= {"maxHeight": f"{maxHeight}px", "overflowY": "auto"}
+    named: dict[str, Any] = {"aria-label": label}
+    return html.Div(
+        html.Div(table, style={"minWidth": f"{minWidth}px"}),
+        tabIndex="0",
+        role="region",
+        className="table-scroll",
+        style=style,
+        **named,
+    )

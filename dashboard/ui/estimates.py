@@ -20,7 +20,7 @@ import dash_mantine_components as dmc
 from dash import Dash, Input, Output, State, html, no_update
 
 from dashboard.ui.components import card as card_frame
-from dashboard.ui.components import error_alert, progress_panel
+from dashboard.ui.components import error_alert, progress_panel, scroll_table
 from dashboard.ui.pagestate import PAGE_STATE, state_from_store
 from privdash.application.estimates import (
     EXAMPLES,
@@ -137,7 +137,8 @@ def estimates_table(comparisons: Sequence[EstimateComparison]) -> Any:
                 )
             )
     caption = dmc.TableCaption("Each estimate on the original table (before) and on the fixed table (after).")
-    return dmc.TableScrollContainer(
+    return scroll_table(
+        "Estimates before and after",
         dmc.Table(
             [caption, head, dmc.TableTbody(body)], fz="sm", striped=True, id="estimates-table", captionSide="top"
         ),

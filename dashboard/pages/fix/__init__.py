@@ -59,6 +59,7 @@ from dashboard.ui.components import (
     no_dataset,
     page_title,
     progress_panel,
+    scroll_table,
     verdict_banner,
 )
 from dashboard.ui.pagestate import PAGE_STATE, open_page, state_from_store, state_store
@@ -303,7 +304,8 @@ def solutions_table(summary: Mapping[str, Any], compared: Sequence[SolutionEstim
                 **({"aria-current": "true"} if published else {}),
             )
         )
-    return dmc.TableScrollContainer(
+    return scroll_table(
+        "Solutions of the search",
         dmc.Table([head, dmc.TableTbody(rows)], fz="sm", id="fix-solutions", striped=True, horizontalSpacing=8),
         minWidth=680,
     )
@@ -357,7 +359,8 @@ def solution_estimates_view(compared: Sequence[SolutionEstimates]) -> Any:
                         )
                     )
             body.append(dmc.TableTr(cells))
-    table = dmc.TableScrollContainer(
+    table = scroll_table(
+        "Estimates of each solution",
         dmc.Table(
             [head, dmc.TableTbody(body)], fz="xs", striped=True, id="fix-solution-estimates-table", horizontalSpacing=8
         ),
@@ -512,8 +515,10 @@ def sample_table(sample: RowSample) -> Any:
         cells.append(dmc.TableTd("removed", c="red.8") if removed else dmc.TableTd("yes"))
         style = {"textDecoration": "line-through"} if removed else None
         rows.append(dmc.TableTr(cells, className="sample-removed" if removed else "sample-row", style=style))
-    return dmc.TableScrollContainer(
-        dmc.Table([head, dmc.TableTbody(rows)], fz="sm", striped=True, id="fix-sample"), minWidth=480
+    return scroll_table(
+        "Rows before and after",
+        dmc.Table([head, dmc.TableTbody(rows)], fz="sm", striped=True, id="fix-sample"),
+        minWidth=480,
     )
 
 

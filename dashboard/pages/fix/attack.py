@@ -21,7 +21,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from dashboard.ui.charts import chart
 from dashboard.ui.components import card as card_frame
-from dashboard.ui.components import error_alert, progress_panel
+from dashboard.ui.components import error_alert, progress_panel, scroll_table
 from dashboard.ui.pagestate import PAGE_STATE, state_from_store
 from dashboard.ui.theme import COLORS, figure
 from privdash.application.attack import (
@@ -235,8 +235,10 @@ def attack_table(rows: Sequence[AttackRow]) -> Any:
                 id=f"attack-row-{row.key}",
             )
         )
-    return dmc.TableScrollContainer(
-        dmc.Table([head, dmc.TableTbody(body)], fz="sm", striped=True, id="attack-table"), minWidth=720
+    return scroll_table(
+        "Measured attacks",
+        dmc.Table([head, dmc.TableTbody(body)], fz="sm", striped=True, id="attack-table"),
+        minWidth=720,
     )
 
 

@@ -23,7 +23,7 @@ from dash import Dash, Input, Output, State, dcc, html, no_update
 
 from dashboard.ui.charts import chart
 from dashboard.ui.components import card as card_box
-from dashboard.ui.components import error_alert
+from dashboard.ui.components import error_alert, scroll_table
 from dashboard.ui.pagestate import PAGE_STATE, state_from_store
 from dashboard.ui.theme import COLORS, figure
 from privdash.application.dp_release import (
@@ -321,7 +321,8 @@ def result_view(outcome: ReleaseOutcome) -> Any:
                 variant="light",
                 id="dp-released",
             ),
-            dmc.TableScrollContainer(
+            scroll_table(
+                "Released values",
                 dmc.Table([head, body], fz="sm", striped=True, id="dp-table"),
                 minWidth=480,
                 maxHeight=420,
@@ -418,8 +419,11 @@ def ledger_view(account: DatasetAccount, identity: str | None) -> Any:
                 for entry in entries
             ]
         )
-        table = dmc.TableScrollContainer(
-            dmc.Table([head, body], fz="sm", striped=True, id="dp-ledger-table"), minWidth=520, maxHeight=260
+        table = scroll_table(
+            "Releases charged to the budget",
+            dmc.Table([head, body], fz="sm", striped=True, id="dp-ledger-table"),
+            minWidth=520,
+            maxHeight=260,
         )
     return dmc.Stack(
         [

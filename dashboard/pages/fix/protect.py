@@ -23,7 +23,15 @@ import plotly.graph_objects as go
 from dash import ALL, Dash, Input, Output, State, ctx, dcc, html, no_update
 
 from dashboard.ui.components import card as card_box
-from dashboard.ui.components import error_alert, fmt_count, fmt_number, fmt_share, progress_panel, stat_card
+from dashboard.ui.components import (
+    error_alert,
+    fmt_count,
+    fmt_number,
+    fmt_share,
+    progress_panel,
+    scroll_table,
+    stat_card,
+)
 from dashboard.ui.pagestate import PAGE_STATE, state_from_store
 from dashboard.ui.theme import COLORS, PLOTLY_TEMPLATE
 from privdash.application.protect import (
@@ -383,7 +391,8 @@ def describe_step(step: Step) -> str:
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]], table_id: str) -> Any:
-    return dmc.TableScrollContainer(
+    return scroll_table(
+        "Perturbation preview",
         dmc.Table(
             [
                 dmc.TableThead(dmc.TableTr([dmc.TableTh(h) for h in head])),
