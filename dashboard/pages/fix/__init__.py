@@ -270,8 +270,9 @@ def solutions_table(summary: Mapping[str, Any], compared: Sequence[SolutionEstim
             dmc.TableTd(levels),
             dmc.TableTd(f"{solution['loss']:.4f}"),
             dmc.TableTd(fmt_count(solution["suppressed"])),
-            dmc.TableTd(fmt_number(solution["highest_risk"])),
-            dmc.TableTd(fmt_number(solution["average_risk"])),
+            # as percentages, as the risk cards above say them
+            dmc.TableTd(fmt_share(solution["highest_risk"])),
+            dmc.TableTd(fmt_share(solution["average_risk"])),
         ]
         if compared:
             each = by_number.get(number)

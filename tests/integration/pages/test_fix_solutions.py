@@ -118,6 +118,11 @@ def test_pick_a_solution_and_it_becomes_the_step(services: Services, base: ViewS
     assert "on the frontier" in texts(card) and "Published" in texts(card)
     summary = run.results[0].summary["search"]
     assert len(summary["solutions"]) == SOLUTIONS_SHOWN and summary["pick"] == 1
+    # Risks as percentages, as the risk cards say them.
+    first = summary["solutions"][0]
+    assert f"{100 * first['highest_risk']:.1f}%" in texts(table) and f"{100 * first['average_risk']:.1f}%" in texts(
+        table
+    )
     # The core's own search agrees on the solutions.
     data = services.dataset("demo:people").frame
     expected = optimal_generalization(
