@@ -77,7 +77,7 @@ def test_card_columns_keep_every_card_wide_enough_for_its_label_and_badge() -> N
     # the grid's own width decides: half a Fix page column at 1280 px (323 px) holds one card, at 1440 px (383 px)
     # two, a full Risk page row at 1280 px (1000 px) three, at 1440 px (1160 px) six
     cols = card_columns((2, 3, 6), gap=16)
-    assert cols == {"base": 1, "352px": 2, "536px": 3, "1088px": 6}
+    assert cols == {"base": 1, "376px": 2, "572px": 3, "1160px": 6}
     for width, n in cols.items():
         if width != "base":
             assert (int(width.removesuffix("px")) - (n - 1) * 16) / n >= MIN_CARD_WIDTH
