@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -67,6 +68,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+#: The exit status of a command whose reader closed the pipe (128 + SIGPIPE, as a shell reports it).
+EXIT_BROKEN_PIPE = 141
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     arguments = sys.argv[1:] if argv is None else list(argv)
     command = _command_in(arguments)
@@ -79,13 +84,21 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     try:
         run = importlib.import_module(f"privdash.commands.{COMMANDS[args.command][0]}").run
-        return int(run(args) or 0)
+        status = int(run(args) or 0)
+        sys.stdout.flush()  # here, where a reader that went away is caught, not at the interpreter's exit
+        return status
     except PrivdashError as exc:
         print(f"privdash {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:
         print(f"privdash {args.command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader of the output went away (``privdash diagnose ... | head``): stop quietly as Unix tools do, and
+        # point standard output at nothing so that the interpreter's own flush at exit does not fail again.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":

@@ -143,3 +143,18 @@ def test_python_dash_m_privdash_is_the_command(tmp_path: Path) -> None:
         cwd=ROOT,
     )
     assert bad.returncode == 2 and "missing.csv" in bad.stderr
+
+
+def test_a_reader_that_closes_the_pipe_early_gets_no_traceback(data_dir: Path) -> None:
+    """``privdash diagnose ... --json | head -c 20``: the command stops quietly when its reader goes away."""
+    import subprocess
+
+    command = [sys.executable, "-m", "privdash", "diagnose", str(data_dir / "arx_adult" / "adult.csv")]
+    process = subprocess.Popen(
+        [*command, "--qi", "sex,age,race", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT
+    )
+    assert process.stdout is not None and process.stderr is not None
+    assert process.stdout.read(20).startswith(b"{")
+    process.stdout.close()  # the reader leaves before the rest of the JSON is written
+    error = process.stderr.read().decode()
+    assert process.wait(timeout=120) == 141 and "Traceback" not in error and "BrokenPipe" not in error
