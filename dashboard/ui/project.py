@@ -26,6 +26,7 @@ from dash import Dash, Input, Output, State, ctx, dcc, html, no_update
 from dashboard.ui.components import SIGNOFF_STORE, card, error_alert
 from dashboard.ui.pagestate import PAGE_STATE, session_token, state_from_store
 from privdash.application.project import (
+    DECISION_LABELS,
     MAX_PROJECT_BYTES,
     Project,
     open_project,
@@ -47,11 +48,7 @@ FIELDS = {
     "date": "project-signoff-date",
     "identity": "project-identity",
 }
-DECISION_CHOICES = [
-    {"value": "approve", "label": "Approve release"},
-    {"value": "conditions", "label": "Approve with conditions"},
-    {"value": "reject", "label": "Reject"},
-]
+DECISION_CHOICES = [{"value": value, "label": label} for value, label in DECISION_LABELS.items()]
 
 
 def max_project_bytes(services: Services) -> int:

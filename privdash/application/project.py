@@ -64,6 +64,7 @@ from privdash.targets import PrivacyTargets
 from privdash.transform.steps import Recipe
 
 __all__ = [
+    "DECISION_LABELS",
     "FORMAT",
     "MAX_PROJECT_BYTES",
     "MAX_SETTINGS_BYTES",
@@ -84,7 +85,9 @@ MAX_PROJECT_BYTES = 300_000_000
 MAX_SETTINGS_BYTES = 20_000_000
 #: The sign-off fields of the report, and the decisions.
 SIGNOFF_FIELDS = ("name", "role", "decision", "conditions", "date")
-DECISIONS = ("", "approve", "conditions", "reject")
+#: Each decision with the words the Data page's select and the report's sign-off block show for it.
+DECISION_LABELS = {"approve": "Approve release", "conditions": "Approve with conditions", "reject": "Reject"}
+DECISIONS = ("", *DECISION_LABELS)
 MAX_SIGNOFF_CHARS = 4_000
 #: The most a project may name: columns, steps, characters of a title.
 MAX_COLUMNS = 10_000

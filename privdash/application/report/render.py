@@ -28,7 +28,7 @@ import pandas as pd
 
 from privdash.application.estimates import fmt_interval, fmt_overlap
 from privdash.application.formats import fmt_count, fmt_number, fmt_share, in_people
-from privdash.application.project import SIGNOFF_FIELDS
+from privdash.application.project import DECISION_LABELS, SIGNOFF_FIELDS
 from privdash.application.report.definitions import describe_targets
 from privdash.application.report.model import PostcodeUnits, ReleaseReport
 from privdash.application.report.template import STYLE, TEMPLATE
@@ -50,13 +50,6 @@ RECIPE_FILE = "recipe-condensed.json"
 
 #: The heading of the person-key column of the class table (the key as text: each tuple of the class's people).
 PERSON_KEY_LABEL = "QI tuples of each person of the class"
-
-#: The sign-off block's decisions (a project's ``signoff["decision"]``) with their labels.
-SIGNOFF_DECISIONS = (
-    ("approve", "Approve release"),
-    ("conditions", "Approve with conditions"),
-    ("reject", "Reject"),
-)
 
 _ENVIRONMENT = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
 
@@ -746,7 +739,7 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
         "definitions_number": definitions_number,
         "signoff_number": definitions_number + 1,
         "signoff": {name: report.signoff.get(name, "") for name in SIGNOFF_FIELDS},
-        "decisions": SIGNOFF_DECISIONS,
+        "decisions": tuple(DECISION_LABELS.items()),
         # the callers' targets line names no sensitive attribute when the targets do not: the report's words do
         "parameters": [(name, targets if name == "targets" else value) for name, value in report.parameters],
         "charts": {
