@@ -19,6 +19,7 @@ import pandas as pd
 from privdash.constants import Engine
 from privdash.data.tables import PANDAS_INDEX, detect_format, infer_numeric_columns
 from privdash.data.tables.common import _STATISTICAL_FORMATS
+from privdash.data.tables.delimited import _type_text_columns
 from privdash.errors import DataReadError
 
 __all__ = [
@@ -254,31 +255,60 @@ def type_like_the_reader(result: pd.DataFrame, names: list[str], csv: CsvText | 
     The reader finds a quote after skipped spaces (``  "x"`` is ``x``), which an engine reading the file as text
     keeps as part of the value: when a value starts with spaces and a quote, the aggregate cannot be typed
     exactly and a :class:`DataReadError` says so (``engine="pandas"`` reads the file).
+
+    Text columns (pandas' ``str`` or Python strings) are typed together on their Arrow buffers by the reader's own
+    column typing (:func:`~privdash.data.tables.delimited._type_text_columns`: no Python object per value); other
+    columns, and an aggregate with spaces before a quote, go through :func:`_type_column`, value by value.
     """
     frame = result.copy()
-    for name in names:
-        codes, uniques = pd.factorize(frame[name], use_na_sentinel=True)
-        values = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
-        spaced = values.str.startswith(" ", na=False)
-        if csv is not None and bool(spaced.any()) and bool(values[spaced].str.match(' +"').any()):
-            raise DataReadError(
-                f'{csv.path.name} has spaces before an opening quote ( "x"): the reader skips them and reads the '
-                "quoted value, and an engine that reads the file as text keeps them with the quotes. Read it with "
-                "engine='pandas', or remove those spaces."
-            )
-        values = values.str.strip(" ").where(values.notna(), None).astype(object)
-        values = values.where(~values.isin(PANDAS_NA_VALUES), None)
-        missing = bool((codes < 0).any()) or bool(values.isna().any())
-        if missing:
-            values = pd.concat([values, pd.Series([None], dtype=object)], ignore_index=True)
-            codes = np.where(codes < 0, len(values) - 1, codes)
-        typed = infer_numeric_columns(values.rename(name).to_frame())[name]
-        if pd.api.types.is_float_dtype(typed):
-            typed = typed.astype(np.float64)
-        elif typed.dtype == object and typed.notna().any():
-            typed = typed.astype(_TEXT_DTYPE)  # text, as the reader gives it (pandas' str on Arrow; a fast take)
-        frame[name] = typed.take(codes).reset_index(drop=True)
+    texts = {name: _arrow_text(frame[name]) for name in names}
+    fast = [name for name in names if texts[name] is not None]
+    typed = _type_text_columns([texts[name] for name in fast], fast) if fast else None
+    if typed is not None:
+        for name, column in zip(fast, typed, strict=True):
+            frame[name] = pd.Series(column, index=frame.index, copy=False) if isinstance(column, np.ndarray) else column
+    for name in names if typed is None else [name for name in names if name not in fast]:
+        frame[name] = _type_column(frame[name], name, csv)
     return frame
+
+
+def _arrow_text(column: pd.Series) -> Any:
+    """The column as an Arrow array of text when it holds only text and missing values (else ``None``)."""
+    import pyarrow as pa
+
+    if isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow":
+        return pa.array(column.array)
+    if column.dtype == object and pd.api.types.infer_dtype(column, skipna=True) in ("string", "empty"):
+        try:
+            return pa.array(column.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
+        except (pa.ArrowException, TypeError):
+            return None
+    return None
+
+
+def _type_column(column: pd.Series, name: str, csv: CsvText | None) -> pd.Series:
+    """One column of :func:`type_like_the_reader`, through its distinct values as Python objects."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    values = pd.Series(np.asarray(uniques, dtype=object), dtype=object)
+    spaced = values.str.startswith(" ", na=False)
+    if csv is not None and bool(spaced.any()) and bool(values[spaced].str.match(' +"').any()):
+        raise DataReadError(
+            f'{csv.path.name} has spaces before an opening quote ( "x"): the reader skips them and reads the '
+            "quoted value, and an engine that reads the file as text keeps them with the quotes. Read it with "
+            "engine='pandas', or remove those spaces."
+        )
+    values = values.str.strip(" ").where(values.notna(), None).astype(object)
+    values = values.where(~values.isin(PANDAS_NA_VALUES), None)
+    missing = bool((codes < 0).any()) or bool(values.isna().any())
+    if missing:
+        values = pd.concat([values, pd.Series([None], dtype=object)], ignore_index=True)
+        codes = np.where(codes < 0, len(values) - 1, codes)
+    typed = infer_numeric_columns(values.rename(name).to_frame())[name]
+    if pd.api.types.is_float_dtype(typed):
+        typed = typed.astype(np.float64)
+    elif typed.dtype == object and typed.notna().any():
+        typed = typed.astype(_TEXT_DTYPE)  # text, as the reader gives it (pandas' str on Arrow; a fast take)
+    return typed.take(codes).reset_index(drop=True).set_axis(column.index)
 
 
 def pandas_index_columns(path: Path) -> set[str]:
