@@ -36,7 +36,7 @@ def _run(args: argparse.Namespace) -> int:
         raise ParameterError("--table and --sql name the records of a postgresql:// source, not of a file.")
     engine = resolve_engine(args.engine, data)
     if engine == Engine.PANDAS:
-        data, info = read_table_with_info(args.file, sheet=args.sheet)
+        data, info = read_table_with_info(args.file, sheet=args.sheet, columns=_needed_columns(args))
         for note in info.notes:
             print(f"privdash diagnose: note: {note}", file=sys.stderr)
     elif args.sheet is not None:
@@ -102,6 +102,17 @@ def _run(args: argparse.Namespace) -> int:
         print(f"privdash diagnose: {verdict.sentence()}", file=sys.stderr)
         return EXIT_TARGETS_FAILED
     return 0
+
+
+def _needed_columns(args: argparse.Namespace) -> list[str] | None:
+    """The columns the diagnosis reads when the command names them all (QIs, sensitive, weight, household and
+    person columns): a wide file is then parsed only there. ``None`` (every column) with a contract, whose roles
+    name the columns, and with --record-risk, which writes every column of each record."""
+    if args.qi is None or args.contract is not None or args.record_risk is not None:
+        return None
+    named = [*split_columns(args.qi), *split_columns(args.sensitive)]
+    named += [name for name in (args.weights, args.household, args.entity) if name is not None]
+    return list(dict.fromkeys(named)) or None
 
 
 def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, result: Diagnosis) -> None:

@@ -158,7 +158,7 @@ def aggregate_table(
     started = time.perf_counter()
     chosen = resolve_engine(engine, source)
     if chosen == Engine.PANDAS:
-        frame = source if isinstance(source, pd.DataFrame) else _read_with_pandas(source)
+        frame = source if isinstance(source, pd.DataFrame) else _read_with_pandas(source, names)
         result = _pandas_aggregate(frame, names)
     elif chosen == Engine.DUCKDB:
         codes = _parquet_codes(source, names) if Engine.parse(engine) == Engine.AUTO else None
@@ -259,11 +259,13 @@ def sample_rows(
     return frame
 
 
-def _read_with_pandas(source: Any) -> pd.DataFrame:
+def _read_with_pandas(source: Any, names: Sequence[str] | None = None) -> pd.DataFrame:
+    """The source's table read by :func:`read_table` (of one file, only the columns ``names`` when given: a wide
+    delimited file then parses only those)."""
     paths = source_paths(source)
     if len(paths) == 1:
-        return read_table(paths[0])
-    frames = [read_table(path) for path in paths]
+        return read_table(paths[0], columns=names)
+    frames = [read_table(path) for path in paths]  # every column: the files must share one schema
     first = list(frames[0].columns)
     for path, frame in zip(paths[1:], frames[1:], strict=True):
         if list(frame.columns) != first:

@@ -212,11 +212,11 @@ _UTF8_BOM = b"\xef\xbb\xbf"
 
 
 def _read_text_arrow(
-    raw: bytes, label: str, limits: ReadLimits, deadline: _Deadline
-) -> tuple[pd.DataFrame, list[str], bool, str] | None:
+    raw: bytes, label: str, limits: ReadLimits, deadline: _Deadline, columns: Sequence[str] | None = None
+) -> tuple[pd.DataFrame, list[str], bool, str, int] | None:
     """Delimited UTF-8 text parsed by Arrow's multi-threaded CSV reader, with the rules and results of
     :func:`_read_text` (the reference) at a fraction of its time and memory: returns the frame, the notes, whether
-    every value is missing, and the delimiter.
+    every value is missing (of the columns read), the delimiter and the file's number of columns.
 
     Every field is read as text, then each column is settled through its distinct values (or row by row when its
     first values are mostly distinct, and all columns at once for a table of at most ``_FLAT_ROWS`` rows), as the
@@ -230,6 +230,11 @@ def _read_text_arrow(
     only at a field's first character, pandas after the skipped spaces, and keeps quoted spaces), and anything Arrow
     rejects (a row of another width, which pandas pads or names in its message, an unclosed quote, text that is not
     UTF-8). The reference then reads the file, or refuses it with its message.
+
+    ``columns`` (names as the reader names the header's fields): only these columns are parsed and settled, in the
+    file's order (Arrow's ``include_columns``: the other fields are skipped, not converted); the header is parsed
+    first from the sniffed text and must agree with what Arrow reads, else every column is read. ``None``, or a
+    name the header does not hold: every column.
     """
     if raw.startswith(tuple(bom for bom, _ in _BOMS)) or b"\x00" in raw:
         return None
@@ -240,18 +245,30 @@ def _read_text_arrow(
     if controls > 10 and controls * 100 > len(head):
         return None
     delimiter = _detect_delimiter(head)
-    width = _header_width(head, delimiter)
+    width = file_width = _header_width(head, delimiter)
     # Over the column limit, or a header longer than the sniffed text: the reference counts and says how many.
     if width < 2 or (limits.max_columns is not None and width > limits.max_columns):
         return None
-    table = _arrow_strings(raw, start, delimiter, width, label, limits, deadline)
-    if table is None or table.num_rows < 2 or _ends_in_open_quote(raw, table.column(width - 1)[-1].as_py()):
+    chosen = _chosen_positions(head, delimiter, width, label, columns) if columns is not None else None
+    # The last column is always read: its last value tells whether the file ends in an open quote.
+    positions = None if chosen is None else sorted({*chosen.fields, width - 1})
+    table = _arrow_strings(raw, start, delimiter, width, label, limits, deadline, positions)
+    if table is None or table.num_rows < 2 or _ends_in_open_quote(raw, table.column(table.num_columns - 1)[-1].as_py()):
         return None
-    header = [str(table.column(i)[0].as_py()) for i in range(width)]
-    if any(_SPACED_QUOTE.match(name) for name in header):
-        return None
-    names, notes = _column_names(header, label)
+    if chosen is not None and positions is not None:
+        if width - 1 not in chosen.fields:
+            table = table.remove_column(table.num_columns - 1)
+        header = [str(table.column(k)[0].as_py()) for k in range(table.num_columns)]
+        if header != list(chosen.fields.values()):  # Arrow read the header otherwise: every column is read
+            return _read_text_arrow(raw, label, limits, deadline)
+        names, notes = chosen.names, chosen.notes
+    else:
+        header = [str(table.column(i)[0].as_py()) for i in range(width)]
+        if any(_SPACED_QUOTE.match(name) for name in header):
+            return None
+        names, notes = _column_names(header, label)
     data = table.slice(1)
+    width = data.num_columns
     kept: dict[str, list[tuple[str, str]]] = {
         "overflow": [],
         "inexact": [],
@@ -276,7 +293,7 @@ def _read_text_arrow(
         all_missing = all(not len(column.present) for column in settled if column is not None)
     frame = pd.DataFrame(dict(enumerate(columns)), index=pd.RangeIndex(data.num_rows), copy=False)
     frame.columns = pd.Index(names)
-    return frame, notes + _numeric_notes(kept, names), all_missing, delimiter
+    return frame, notes + _numeric_notes(kept, names), all_missing, delimiter, file_width
 
 
 def _ends_in_open_quote(raw: bytes, last: str) -> bool:
@@ -292,10 +309,18 @@ _SPACED_QUOTE = re.compile(r' +"')
 
 
 def _arrow_strings(
-    raw: bytes, start: int, delimiter: str, width: int, label: str, limits: ReadLimits, deadline: _Deadline
+    raw: bytes,
+    start: int,
+    delimiter: str,
+    width: int,
+    label: str,
+    limits: ReadLimits,
+    deadline: _Deadline,
+    chosen: Sequence[int] | None = None,
 ) -> Any:
-    """Every row (the header first) as a table of ``width`` large-string columns, read in batches with the row,
-    cell and time limits checked between them; ``None`` when Arrow rejects the text."""
+    """Every row (the header first) as a table of ``width`` large-string columns (only those at the ``chosen``
+    positions when given), read in batches with the row, cell and time limits checked between them; ``None`` when
+    Arrow rejects the text."""
     import pyarrow as pa
     import pyarrow.csv as pa_csv
 
@@ -310,6 +335,7 @@ def _arrow_strings(
         ignore_empty_lines=True,
     )
     convert_options = pa_csv.ConvertOptions(
+        include_columns=[names[i] for i in chosen] if chosen is not None else None,
         column_types=dict.fromkeys(names, pa.large_string()),
         strings_can_be_null=False,
         quoted_strings_can_be_null=False,
@@ -339,6 +365,32 @@ def _arrow_strings(
     if not batches:
         return None
     return pa.Table.from_batches(batches)
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    """The chosen columns of a header: position -> the header's field, the names of those columns as the reader
+    names them (in the file's order), and the notes on the whole header's names."""
+
+    fields: dict[int, str]
+    names: list[str]
+    notes: list[str]
+
+
+def _chosen_positions(head: str, delimiter: str, width: int, label: str, columns: Sequence[str]) -> _Chosen | None:
+    """Where the columns named ``columns`` are in the header parsed from the sniffed text ``head`` (``None`` when a
+    name is not in it, or the header cannot be parsed there: every column is read then)."""
+    record = _header_fields(head, delimiter)
+    if record is None or len(record) != width or any(_SPACED_QUOTE.match(field) for field in record):
+        return None
+    names, notes = _column_names(record, label)
+    if all(not name or str(name).startswith("Unnamed:") for name in names):
+        return None  # no header: the reader says so after reading every column
+    where = {str(name): i for i, name in enumerate(names)}
+    if any(str(name) not in where for name in columns):
+        return None
+    positions = sorted({where[str(name)] for name in columns})
+    return _Chosen({i: record[i] for i in positions}, [names[i] for i in positions], notes)
 
 
 @dataclass(frozen=True)
@@ -496,6 +548,19 @@ def _codes(text: _TextColumn) -> np.ndarray:
     return np.asarray(codes.to_numpy() if not hasattr(codes, "chunks") else codes.combine_chunks().to_numpy())
 
 
+def _header_fields(text: str, delimiter: str) -> list[str] | None:
+    """The fields of the first record that is not blank, as the csv module parses them (``None``: not found whole
+    in ``text``, or not parsed). Arrow does not skip the spaces before a field: the caller compares its header."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter)
+    try:
+        for record in reader:
+            if len(record) > 1 or (record and record[0].strip()):
+                return record if reader.line_num < text.count("\n") + text.count("\r") else None
+    except csv.Error:
+        return None
+    return None
+
+
 def _header_width(text: str, delimiter: str) -> int:
     """Fields of the first record that is not blank (0 when the csv module cannot tell; pandas decides then)."""
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=delimiter, skipinitialspace=True)
@@ -584,3 +649,34 @@ def sniff_delimited(sample: bytes, name: str | None = None) -> tuple[str, str]:
         cut = cut[:-1] if cut.startswith(b"\xfe\xff") else sample[: end + 1]
     text, encoding = _decode(cut, name or "The file")
     return encoding, _detect_delimiter(text)
+
+
+def _type_text_columns(columns: Sequence[Any], names: Sequence[str]) -> list[Any] | None:
+    """Columns of Arrow text (nulls for missing fields) typed by the reader's rules, all columns at once: surrounding
+    spaces removed, the missing-value markers, the numeric rules (:func:`_typed_columns`), as :func:`_read_text_arrow`
+    types the columns of a file. ``None`` when a column holds a value the reader would read otherwise (spaces before
+    a quote: see :func:`_settle_text_column`); an engine then types that aggregate the slow way. A column whose every
+    value is missing comes back as objects (``None``)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    settled = []
+    for column in columns:
+        chunked = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column])
+        if chunked.type != pa.large_string():
+            chunked = chunked.cast(pa.large_string())
+        if chunked.null_count:
+            chunked = pc.fill_null(chunked, "")  # the empty field: a missing-value marker
+        text = _settle_text_column(chunked)
+        if text is None:
+            return None
+        settled.append(text)
+    kept: dict[str, list[tuple[str, str]]] = {reason: [] for reason in _KEPT_REASONS}
+    typed = _typed_columns(settled, names, kept)
+    return [
+        np.full(len(text.column), None, dtype=object) if not len(text.present) else column
+        for text, column in zip(settled, typed, strict=True)
+    ]
+
+
+_KEPT_REASONS = ("overflow", "inexact", "merged", "integers", "integers_missing")

@@ -4,6 +4,7 @@ bytes to that format's reader, then checks the table's shape (the rules are in :
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO
@@ -68,6 +69,7 @@ def read_table(
     sheet: str | int | None = None,
     limits: ReadLimits | None = None,
     encoding: str | None = None,
+    columns: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Read a CSV, Excel, Parquet, SPSS, Stata or SAS table into a DataFrame (see the module docstring for the
     rules).
@@ -87,6 +89,13 @@ def read_table(
     encoding
         SPSS, Stata and SAS files only: the encoding of their text (an iconv name such as ``WINDOWS-1252``), in
         place of the one the file declares (default: the declared one, else Windows-1252 with a note).
+    columns
+        Only these columns (named as the reader names them), in the file's order: the same columns, values and
+        types as reading every column and selecting these. A delimited text file then parses only them (a wide
+        file costs what its chosen columns cost); other formats are read whole and narrowed. When a name is not a
+        column of the file, every column is read (the caller's check of its names says which are unknown). The
+        checks of the table's shape (a single column, no data rows) are those of the whole file; "every value is
+        missing" is checked on the chosen columns only when they are all the file has.
 
     Raises
     ------
@@ -99,7 +108,7 @@ def read_table(
         When a limit of ``limits`` is passed (a :class:`DataReadError` too).
     """
     return read_table_with_info(
-        source, filename=filename, max_bytes=max_bytes, sheet=sheet, limits=limits, encoding=encoding
+        source, filename=filename, max_bytes=max_bytes, sheet=sheet, limits=limits, encoding=encoding, columns=columns
     )[0]
 
 
@@ -111,6 +120,7 @@ def read_table_with_info(
     sheet: str | int | None = None,
     limits: ReadLimits | None = None,
     encoding: str | None = None,
+    columns: Sequence[str] | None = None,
 ) -> tuple[pd.DataFrame, TableInfo]:
     """Like :func:`read_table`, also returning how the file was read."""
     limits = DEFAULT_READ_LIMITS if limits is None else limits
@@ -126,6 +136,7 @@ def read_table_with_info(
         raise DataReadError(_encoding_not_applicable(label, encoding))
     info: TableInfo
     all_missing = None
+    file_width: int | None = None
     if kind == "parquet":
         frame, parquet_notes = _read_parquet(raw, label, limits, deadline)
         info = TableInfo("parquet", None, None, len(raw), notes=tuple(notes + parquet_notes))
@@ -140,9 +151,9 @@ def read_table_with_info(
         frame = statistical.frame
         info = TableInfo(kind, statistical.encoding, None, len(raw), notes=tuple(notes + statistical.notes))
     else:
-        arrow = _read_text_arrow(raw, label, limits, deadline)
+        arrow = _read_text_arrow(raw, label, limits, deadline, columns)
         if arrow is not None:
-            frame, text_notes, all_missing, delimiter = arrow
+            frame, text_notes, all_missing, delimiter, file_width = arrow
             encoding = "utf-8"
         else:
             text, encoding = _decode(raw, label)
@@ -151,7 +162,18 @@ def read_table_with_info(
             frame, text_notes, all_missing = _read_text(text, delimiter, label, limits, deadline)
             del text
         info = TableInfo("csv", encoding, delimiter, len(raw), notes=tuple(notes + text_notes))
+    if file_width is not None and file_width > frame.shape[1]:
+        # Only the chosen columns were parsed: the shape is the file's. When all their values are missing, the
+        # whole file is read to tell whether every value of the file is.
+        if all_missing:
+            whole = read_table_with_info(raw, filename=name, max_bytes=max_bytes, limits=limits)
+            return whole[0][list(frame.columns)], whole[1]
+        _check_shape(frame, label, info, False, file_width)
+        return frame, info
     _check_shape(frame, label, info, all_missing)
+    if columns is not None and all(name in frame.columns for name in columns):
+        wanted = {str(name) for name in columns}
+        return frame[[name for name in frame.columns if str(name) in wanted]], info
     return frame, info
 
 
@@ -239,14 +261,17 @@ def detect_format(raw: bytes, name: str | None, label: str) -> tuple[str, list[s
     return kind, [f"{label} is {what} despite its extension '{suffix}'; it was read as {what}."]
 
 
-def _check_shape(frame: pd.DataFrame, label: str, info: TableInfo, all_missing: bool | None = None) -> None:
+def _check_shape(
+    frame: pd.DataFrame, label: str, info: TableInfo, all_missing: bool | None = None, width: int | None = None
+) -> None:
+    """The reader's checks of a table's shape; ``width``: the file's columns when only some were read."""
     others = ""
     if len(info.sheets) > 1:
         others = f" The workbook's other sheets: {format_values([s for s in info.sheets if s != info.sheet], 8)}."
-    if frame.shape[1] == 0:
+    if (frame.shape[1] if width is None else width) == 0:
         what = "is empty" if info.format == "excel" else "has no columns"
         raise DataReadError(f"{label} {what}.{others}")
-    if frame.shape[1] == 1:
+    if (frame.shape[1] if width is None else width) == 1:
         hint = ""
         if info.delimiter is not None:
             shown = "tab" if info.delimiter == "\t" else repr(info.delimiter)
@@ -260,5 +285,5 @@ def _check_shape(frame: pd.DataFrame, label: str, info: TableInfo, all_missing: 
     if frame.isna().all().all() if all_missing is None else all_missing:
         raise DataReadError(f"{label}: every value is missing.{others}")
     unnamed = [c for c in frame.columns if not c or str(c).startswith("Unnamed:")]
-    if unnamed and len(unnamed) == frame.shape[1]:
+    if unnamed and len(unnamed) == frame.shape[1] and width is None:
         raise DataReadError(f"{label} has no header row with column names.{others}")
