@@ -414,6 +414,7 @@ _DISTINCT_SAMPLE = 16_384
 def _settle_text_column(column: Any) -> _TextColumn | None:
     """The values of one column of Arrow text, settled; ``None`` when pandas would have read the column otherwise
     (see :func:`_read_text_arrow`)."""
+    import pyarrow as pa
     import pyarrow.compute as pc
 
     as_read: Any = None
@@ -429,9 +430,17 @@ def _settle_text_column(column: Any) -> _TextColumn | None:
         if leading and bool(pc.any(pc.match_substring_regex(uniques, _SPACED_QUOTE.pattern)).as_py()):
             return None
         uniques = pc.utf8_trim(uniques, characters=" ")
+    if len(uniques) and pc.min(pc.binary_length(uniques)).as_py() > _LONGEST_MARKER:
+        # Every value is longer than every marker (a column of long numbers): none is missing, no hash lookups.
+        missing = pa.nulls(len(uniques), pa.bool_()).fill_null(False)
+        return _TextColumn(column, as_read, uniques, missing, uniques, trimmed)
     missing = pc.is_in(uniques, value_set=_na_markers())
     present = pc.filter(uniques, pc.invert(missing)) if pc.any(missing).as_py() else uniques
     return _TextColumn(column, as_read, uniques, missing, present, trimmed)
+
+
+#: Bytes of the longest missing-value marker.
+_LONGEST_MARKER = max(len(marker.encode()) for marker in _NA_MARKERS)
 
 
 @functools.cache

@@ -346,6 +346,8 @@ class _NumberParts:
 
 def _number_parts_arrays(texts: Any) -> tuple[np.ndarray, ...]:
     """The arrays of :class:`_NumberParts` for decimal texts."""
+    import pyarrow.compute as pc
+
     n = len(texts)
     buffers = texts.buffers()
     offsets = np.frombuffer(buffers[1], dtype=np.int64)[texts.offset : texts.offset + n + 1]
@@ -376,13 +378,10 @@ def _number_parts_arrays(texts: Any) -> tuple[np.ndarray, ...]:
             byte = data[np.minimum(begin + j, last)].astype(np.int64)
             value = np.where(j < size, value * 10 + byte - 48, value)
         exponent[owner] = np.where(sign == ord("-"), -value, value)
-    fraction = np.zeros(n, dtype=np.int64)
-    dotted = np.zeros(n, dtype=bool)
-    dots = np.flatnonzero(region == ord(".")) + offsets[0]
-    if len(dots):
-        owner = np.searchsorted(offsets, dots, side="right") - 1
-        fraction[owner] = end[owner] - dots - 1
-        dotted[owner] = True
+    # The point's place in each text (-1: none), by Arrow's search: no search of the owner of each point.
+    dot = np.asarray(pc.find_substring(texts, ".").to_numpy(zero_copy_only=False), dtype=np.int64)
+    dotted = dot >= 0
+    fraction = np.where(dotted, end - starts - dot - 1, 0)
     mantissa_digits = end - starts - signed - dotted
     return lead, dotted | powered, ends - starts - signed, mantissa_digits, fraction, exponent, powered, extreme
 
