@@ -148,8 +148,11 @@ def whole_processes(first: list[str], second: list[str], repeat: int) -> tuple[f
     return statistics.median(times[0]), statistics.median(times[1]), statistics.median(ratios)
 
 
-def duckdb_command(path: Path, columns: str) -> list[str]:
-    query = f"select {columns}, count(*) from read_csv('{path}') group by all"
+def duckdb_command(path: Path, columns: str, *, text: bool = False) -> list[str]:
+    """A Python process running DuckDB's read_csv + GROUP BY of ``columns`` (``text``: every column read as text,
+    ``all_varchar``, as privdash's DuckDB engine reads a CSV)."""
+    options = ", all_varchar = true" if text else ""
+    query = f"select {columns}, count(*) from read_csv('{path}'{options}) group by all"
     return [sys.executable, "-c", f"import duckdb; duckdb.sql({query!r}).fetchall()"]
 
 

@@ -127,7 +127,7 @@ def read_table_with_info(
     raw, name = _load_bytes(source, filename, max_bytes)
     label = name or "the file"
     deadline = _Deadline(limits, label)
-    if not raw.strip():
+    if not raw or raw.isspace():  # as ``not raw.strip()`` (ASCII whitespace), without copying the file
         raise DataReadError(f"{label} is empty.")
     kind, notes = detect_format(raw, name, label)
     if sheet is not None and kind != "excel":
