@@ -201,7 +201,9 @@ class SyntheticRequest:
         if method == "dp":
             eps = _number(epsilon, "ε (epsilon)", "1")
             if eps <= 0:
-                raise ParameterError(f"ε (epsilon) must be above 0, got {eps:g}: it is the privacy loss of the release.")
+                raise ParameterError(
+                    f"ε (epsilon) must be above 0, got {eps:g}: it is the privacy loss of the release."
+                )
             dlt = _number(delta if delta not in (None, "") else 0.0, "δ (delta)", "1e-6")
             if not 0 <= dlt < 1:
                 raise ParameterError(f"δ (delta) must be at least 0 and below 1, got {dlt:g}; e.g. 1e-6.")
@@ -335,9 +337,7 @@ def _fix_compared(
         release = fix_release(runs, state)
         if release.recipe is None:
             return None, "The page's fix steps make no recipe to re-apply to the training records."
-        published, _results = apply_recipe(
-            training, release.recipe, secrets={"key": services.settings.pseudonym_key}
-        )
+        published, _results = apply_recipe(training, release.recipe, secrets={"key": services.settings.pseudonym_key})
         kept = [name for name in published.columns if name in training.columns]
         report = attack_release(
             training,
@@ -425,13 +425,17 @@ def synthesize_state(
     if evaluation.original_attacks is not None:
         original = evaluation.original_attacks
         compared.append(
-            ComparedRelease("original", "The training records themselves (no protection)", original, attack_rows(original))
+            ComparedRelease(
+                "original", "The training records themselves (no protection)", original, attack_rows(original)
+            )
         )
     say(90, "Attacking the page's generalized fix ...")
     fix, note = _fix_compared(services, state, training, control, qis, sensitive, seed)
     if fix is not None:
         compared.append(fix)
-    compared.append(ComparedRelease("synthetic", "The synthetic table", evaluation.attacks, attack_rows(evaluation.attacks)))
+    compared.append(
+        ComparedRelease("synthetic", "The synthetic table", evaluation.attacks, attack_rows(evaluation.attacks))
+    )
     say(100, "Done.")
     return SyntheticOutcome(
         evaluation=evaluation,

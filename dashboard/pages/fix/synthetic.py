@@ -299,9 +299,7 @@ def attacks_table(outcome: SyntheticOutcome) -> Any:
                     id=f"synth-row-{item.key}-{row.key}",
                 )
             )
-    caption = dmc.TableCaption(
-        "The same attacks, with the same control records as their baseline, on each release."
-    )
+    caption = dmc.TableCaption("The same attacks, with the same control records as their baseline, on each release.")
     return scroll_table(
         "Measured attacks on the releases compared",
         dmc.Table([caption, head, dmc.TableTbody(body)], fz="sm", striped=True, id="synth-attacks", captionSide="top"),

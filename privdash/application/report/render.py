@@ -31,8 +31,8 @@ from privdash.application.formats import fmt_count, fmt_number, fmt_share, in_pe
 from privdash.application.project import DECISION_LABELS, SIGNOFF_FIELDS
 from privdash.application.report.definitions import describe_targets
 from privdash.application.report.model import PostcodeUnits, ReleaseReport
-from privdash.application.report.template import STYLE, TEMPLATE
 from privdash.application.report.synthetic import synthetic_html
+from privdash.application.report.template import STYLE, TEMPLATE
 from privdash.application.riskview import household_rows
 from privdash.errors import ParameterError, PrivdashError
 from privdash.measure.diagnose import Diagnosis

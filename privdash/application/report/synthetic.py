@@ -132,7 +132,10 @@ def _distance_rows(distance: Any) -> tuple[tuple[str, str], ...]:
         ("released records equal to a training record", share(distance.exact_copies)),
         ("median distance to the closest training record", number(distance.median_training)),
         ("median distance to the closest control record", number(distance.median_control)),
-        ("released records closer to the training records than to the control records", share(distance.closer_to_training)),
+        (
+            "released records closer to the training records than to the control records",
+            share(distance.closer_to_training),
+        ),
         ("records compared", fmt_count(distance.rows)),
     )
 
@@ -153,7 +156,9 @@ def section_from_evaluation(
     if compared is None:
         compared = []
         if evaluation.original_attacks is not None:
-            compared.append(("The training records themselves (no protection)", attack_rows(evaluation.original_attacks)))
+            compared.append(
+                ("The training records themselves (no protection)", attack_rows(evaluation.original_attacks))
+            )
         compared.append(("The synthetic table", attack_rows(evaluation.attacks)))
     if charged is None and release.privacy is not None:
         charged = f"ε = {release.privacy.epsilon:g}, δ = {release.privacy.delta:g}"
@@ -205,11 +210,12 @@ def _attack_rows(section: SyntheticSection) -> list[dict[str, str]]:
     for label, rows in section.compared:
         for row in rows:
             result = row.result
+            targets = result.targets
             out.append(
                 {
                     "release": label,
                     "attack": row.label,
-                    "success": f"{fmt_rate(result.targets.rate)} {fmt_interval(result.targets.ci_low, result.targets.ci_high)}",
+                    "success": f"{fmt_rate(targets.rate)} {fmt_interval(targets.ci_low, targets.ci_high)}",
                     "baseline": f"{fmt_rate(result.baseline.rate)} ({row.baseline_label})",
                     "risk": "-"
                     if result.risk is None
@@ -299,4 +305,4 @@ def synthetic_html(section: SyntheticSection | None, number: int, *, threshold: 
         withheld=withheld,
         threshold=threshold,
     )
-    return Markup(html)  # noqa: S704 - rendered by an autoescaping template
+    return Markup(html)

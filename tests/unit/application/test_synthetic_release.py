@@ -65,7 +65,7 @@ def request(**form: object) -> SyntheticRequest:
         ({"method": "hybrid", "share": 0}, ParameterError, "above 0 and at most 1"),
         ({"method": "partial", "k": 1}, ParameterError, "at least 2"),
         ({"method": "full", "seed": 1.5}, ParameterError, "seed must be a whole number"),
-        ({"method": "dp", "epsilon": ""}, ParameterError, "Give ε (epsilon)"),
+        ({"method": "dp", "epsilon": ""}, ParameterError, r"Give ε \(epsilon\)"),
         ({"method": "dp", "epsilon": "-1"}, ParameterError, "must be above 0"),
         ({"method": "dp", "epsilon": "1", "delta": "2"}, ParameterError, "below 1"),
         ({"method": "dp", "epsilon": "1", "bounds": "age 0 100"}, ParameterError, "write column=low:high"),
