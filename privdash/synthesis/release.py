@@ -237,9 +237,9 @@ def synthesize(
         from privdash.synthesis.mst import mst_synthesize
 
         columns = settings.columns or tuple(str(c) for c in table.columns)
-        synthetic, budget, model = mst_synthesize(table[list(columns)], settings, rng=rng, progress=progress)
+        synthetic, budget, line = mst_synthesize(table[list(columns)], settings, rng=rng, progress=progress)
         return SyntheticRelease(
-            synthetic, settings, len(synthetic), synthetic.size, budget, model, time.perf_counter() - started
+            synthetic, settings, len(synthetic), synthetic.size, budget, line, time.perf_counter() - started
         )
     _check_size(table, settings)
     from privdash.synthesis.cart import fit_sample
