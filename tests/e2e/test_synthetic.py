@@ -48,6 +48,20 @@ def fill(page: Page, selector: str, text: str) -> None:
     page.wait_for_timeout(300)  # let the value reach the server's copy before the button reads it
 
 
+def pick_columns(page: Page, names: list[str]) -> None:
+    """Choose columns in the searchable multi-select with the keyboard: type a name, highlight it, Enter."""
+    field = page.locator("#synth-columns")
+    for name in names:
+        field.focus()
+        page.keyboard.type(name)
+        page.keyboard.press("ArrowDown")
+        page.keyboard.press("Enter")
+    page.keyboard.press("Escape")
+    for name in names:
+        expect(page.locator("#synth-card .mantine-Pill-label", has_text=name).first).to_be_visible()
+    page.wait_for_timeout(300)
+
+
 def test_a_fully_synthetic_release_of_the_demo(
     page: Page, live_server: str, live_settings: Settings, screenshots: Path
 ) -> None:
@@ -109,7 +123,7 @@ def test_a_dp_synthetic_release_is_charged_to_the_ledger(page: Page, live_server
     loaded = services.dataset("demo:people")
     before = demo_account(services, loaded)
     entries = len(before.entries)
-    epsilon = round(before.remaining[0] / 4, 6)
+    epsilon = round(before.remaining[0] / 2, 6)
     assert epsilon > 0, "an earlier test spent the demo's budget"
 
     page.set_viewport_size({"width": 1440, "height": 1000})
@@ -124,6 +138,12 @@ def test_a_dp_synthetic_release_is_charged_to_the_ledger(page: Page, live_server
     assert len(demo_account(services, loaded).entries) == entries
 
     fill(page, "#synth-bounds", "age=0:100\ntransaction_amount=0:1000")
+    # Postcodes and dates have too many values for a DP model of 4,000 records: the core says so, nothing charged.
+    page.click("#synth-run")
+    expect(page.locator("#synth-error")).to_contain_text("The budget is too small for the domain")
+    assert len(demo_account(services, loaded).entries) == entries
+
+    pick_columns(page, ["age", "sex", "clothing_size", "hair_colour", "diagnosis"])
     page.click("#synth-run")
     expect(page.locator("#synth-charged")).to_contain_text(f"ε = {epsilon:g}")
     expect(page.locator("#synth-verdict")).to_contain_text(K_ANONYMITY)

@@ -13,16 +13,21 @@ withheld. Nothing here imports Dash.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import jinja2
+import pandas as pd
 from markupsafe import Markup
 
 from privdash.application.attack import AttackRow, attack_rows, fmt_interval, fmt_rate
 from privdash.application.estimates import fmt_interval as fmt_estimate_interval
 from privdash.application.estimates import fmt_overlap
 from privdash.application.formats import fmt_count, fmt_number, fmt_share
+from privdash.application.report.build import build_report
+from privdash.application.report.model import Fingerprint, ReleaseReport
+from privdash.data.contract import DataContract
+from privdash.targets import PrivacyTargets
 from privdash.utility.estimates import EstimateComparison
 
 if TYPE_CHECKING:
@@ -37,6 +42,7 @@ __all__ = [
     "section_from_evaluation",
     "settings_rows",
     "synthetic_html",
+    "synthetic_report",
     "synthetic_section",
 ]
 
@@ -200,6 +206,24 @@ def synthetic_section(outcome: SyntheticOutcome) -> SyntheticSection:
         notes=[*outcome.notes, *outcome.warnings],
         charged=charged,
     )
+
+
+def synthetic_report(
+    data: pd.DataFrame,
+    section: SyntheticSection,
+    fingerprint: Fingerprint,
+    *,
+    quasi_identifiers: Sequence[str],
+    sensitive: Sequence[str] = (),
+    k: int = 5,
+    parameters: Sequence[tuple[str, str]] = (),
+) -> ReleaseReport:
+    """The release report of the input ``data`` (its classes, risk and the verdict against ``k``, which describe the
+    original table) with ``section``, the synthetic release made from it (the command line's ``privdash synthesize
+    --report``)."""
+    contract = DataContract.for_columns(data, quasi_identifiers=list(quasi_identifiers), sensitive=list(sensitive))
+    report = build_report(data, contract, PrivacyTargets(k=k, sensitive=()), fingerprint, parameters=tuple(parameters))
+    return replace(report, synthetic=section)
 
 
 # --- the page --------------------------------------------------------------------------------------------------------
