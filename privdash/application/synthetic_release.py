@@ -420,6 +420,7 @@ def synthesize_state(
         estimates=estimates,
         seed=seed,
         progress=fraction(60, 90),
+        weights=contract.weight if contract.weight in table.columns else None,
     )
     compared: list[ComparedRelease] = []
     if evaluation.original_attacks is not None:

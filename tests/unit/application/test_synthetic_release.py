@@ -30,6 +30,8 @@ from privdash.synthesis import split_control
 
 QIS = ["age", "sex", "postcode"]
 COLUMNS = ["age", "sex", "postcode", "diagnosis"]
+#: Columns a DP model of the demo's 4,000 training records can afford (postcodes have too many values).
+DP_COLUMNS = ["age", "sex", "clothing_size", "hair_colour", "diagnosis"]
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
 
 
@@ -49,7 +51,8 @@ def base(services: Services) -> ViewState:
 
 
 def request(**form: object) -> SyntheticRequest:
-    return SyntheticRequest.from_form(["age", "sex", "postcode", "diagnosis", "name"], **form)  # type: ignore[arg-type]
+    columns = ["age", "sex", "postcode", "diagnosis", "name", "clothing_size", "hair_colour"]
+    return SyntheticRequest.from_form(columns, **form)  # type: ignore[arg-type]
 
 
 # --- the form ------------------------------------------------------------------------------------------------------
@@ -167,14 +170,14 @@ def test_a_dp_release_is_charged_to_the_datasets_ledger(tmp_path: Path) -> None:
     ledger = ledger_for(services)
     keys = table_keys(services, loaded)
     assert ledger.known(keys) is None
-    form = {"method": "dp", "chosen": COLUMNS, "epsilon": "1.5", "delta": "1e-6", "bounds": "age=0:100", "seed": "5"}
+    form = {"method": "dp", "chosen": DP_COLUMNS, "epsilon": "0.6", "delta": "1e-6", "bounds": "age=0:100", "seed": "5"}
     outcome = synthesize_state(services, state, request(**form))
     known = ledger.known(keys)
     assert known is not None and outcome.identity == known[0]
     account = known[1]
     assert len(account.entries) == 1 and account.entries[0].query == "synthetic table"
     assert account.entries[0].epsilon == pytest.approx(outcome.release.privacy.epsilon)  # type: ignore[union-attr]
-    assert account.entries[0].epsilon == pytest.approx(1.5)
+    assert account.entries[0].epsilon == pytest.approx(0.6)
     assert outcome.account is not None and outcome.account.spent == account.spent
     assert "charged to the budget" in (synthetic_section(outcome).charged or "")
 
@@ -188,7 +191,8 @@ def test_a_dp_release_is_charged_to_the_datasets_ledger(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("form", "message"),
     [
-        ({"method": "dp", "chosen": COLUMNS, "epsilon": "1"}, "age"),  # a numeric column without declared bounds
+        ({"method": "dp", "chosen": DP_COLUMNS, "epsilon": "1"}, "declared bounds for the numeric column"),
+        ({"method": "dp", "chosen": COLUMNS, "epsilon": "0.5", "bounds": "age=0:100"}, "budget is too small"),
     ],
 )
 def test_bad_input_found_by_the_core_is_a_message_and_charges_nothing(
@@ -212,9 +216,11 @@ def test_a_table_too_small_or_of_one_value_gets_the_cores_message(tmp_path: Path
         synthesize_state(services, state, request(method="full", chosen=["age", "sex"]))
     assert str(caught.value)
 
-    flat = pd.DataFrame({"age": range(400), "sex": ["F"] * 400})
+    # A column of one value is not modelled: it is copied as is, and the model's line says so.
+    flat = pd.DataFrame({"age": [20 + i % 50 for i in range(400)], "sex": ["F"] * 400, "town": ["a", "b"] * 200})
     info = services.ingest(csv_text(flat).encode(), filename="flat.csv", session="t" * 40)
     loaded = services.dataset(info.id)
     state = services.initial_state(loaded, ViewState()).with_quasi_identifiers(["age", "sex"], [])
-    with pytest.raises(PrivdashError, match="sex"):
-        synthesize_state(services, state, SyntheticRequest.from_form(["age", "sex"], method="full"))
+    outcome = synthesize_state(services, state, SyntheticRequest.from_form(["age", "sex", "town"], method="full"))
+    assert "one value only, copied as is: sex" in outcome.release.model
+    assert set(outcome.release.table["sex"]) == {"F"}
