@@ -50,7 +50,7 @@ from privdash.data.contract import ColumnRole
 from privdash.data.tables import csv_text
 from privdash.dp import DatasetAccount, PrivacyBudget, check_identity
 from privdash.errors import ColumnError, ParameterError, PrivdashError
-from privdash.transform.steps import apply_recipe
+from privdash.transform.steps import Recipe, apply_recipe
 from privdash.utility.estimates import Estimate
 
 if TYPE_CHECKING:
@@ -82,6 +82,9 @@ METHODS: Mapping[str, str] = {
 ROWS: Mapping[str, str] = {"at_risk": "Records at risk (in classes smaller than k)", "all": "Every record"}
 #: The share of the records held out as control records by default, and the range accepted.
 CONTROL_SHARE, CONTROL_RANGE = 0.2, (0.05, 0.5)
+#: The seed of the training / control split and of the attacks' sampling: fixed, as ``privdash synthesize`` fixes
+#: it, so that the page and the command line measure the same release alike.
+MEASUREMENT_SEED = 0
 #: How the ledger names a synthetic release.
 LEDGER_QUERY = "synthetic table"
 ProgressFn = Callable[[int, str], None]
@@ -259,6 +262,7 @@ class SyntheticOutcome:
     warnings: tuple[str, ...] = ()
     fix_label: str | None = None
     columns_left_out: tuple[str, ...] = field(default=())
+    quasi_identifiers: tuple[str, ...] = ()
 
     @property
     def release(self) -> SyntheticRelease:
@@ -275,19 +279,12 @@ class SyntheticOutcome:
         )
 
 
-def recipe_json(release: SyntheticRelease) -> str:
-    """The release's recipe: one ``synthesize`` step with the settings and the seed used, as the CLI's
-    ``--recipe-out`` writes it (the core's :func:`~privdash.synthesis.synthesis_recipe` when it has one)."""
-    import json
+def recipe_json(release: SyntheticRelease, quasi_identifiers: Sequence[str] = ()) -> str:
+    """The release's recipe: one ``synthesize`` step with the settings, the quasi-identifiers and the seed used, as
+    ``privdash synthesize --recipe-out`` writes it (``privdash synthesize --recipe`` re-makes the release)."""
+    from privdash.synthesis.step import synthesis_step
 
-    from privdash import synthesis
-
-    make = getattr(synthesis, "synthesis_recipe", None)
-    if make is not None:
-        recipe = make(release)
-        return str(recipe.to_json() if hasattr(recipe, "to_json") else json.dumps(recipe, indent=2))
-    params = release.settings.to_dict()
-    return json.dumps({"steps": [{"kind": "synthesize", "params": params}]}, indent=2, default=list)
+    return Recipe((synthesis_step(release.settings, tuple(quasi_identifiers)),)).to_json()
 
 
 def _dp_charge(
@@ -395,7 +392,7 @@ def synthesize_state(
     seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
     settings = replace(settings, seed=seed)
     say(2, "Holding out the control records ...")
-    training, control = split_control(table, share=request.control_share, seed=seed)
+    training, control = split_control(table, share=request.control_share, seed=MEASUREMENT_SEED)
 
     def fraction(start: int, end: int) -> Callable[[float, str], None]:
         return lambda share, text: say(int(start + (end - start) * max(0.0, min(1.0, share))), text)
@@ -418,7 +415,7 @@ def synthesize_state(
         quasi_identifiers=qis,
         sensitive=sensitive,
         estimates=estimates,
-        seed=seed,
+        seed=MEASUREMENT_SEED,
         progress=fraction(60, 90),
         weights=contract.weight if contract.weight in table.columns else None,
     )
@@ -431,7 +428,7 @@ def synthesize_state(
             )
         )
     say(90, "Attacking the page's generalized fix ...")
-    fix, note = _fix_compared(services, state, training, control, qis, sensitive, seed)
+    fix, note = _fix_compared(services, state, training, control, qis, sensitive, MEASUREMENT_SEED)
     if fix is not None:
         compared.append(fix)
     compared.append(
@@ -451,6 +448,7 @@ def synthesize_state(
         warnings=warnings,
         fix_label=None if fix is None else fix.label,
         columns_left_out=tuple(name for name in map(str, loaded.columns) if name not in table.columns),
+        quasi_identifiers=tuple(qis),
     )
 
 
@@ -488,7 +486,10 @@ class SyntheticFiles:
         stem = f"{_stem(outcome.dataset)}-synthetic-{outcome.release.settings.method}"
         entry = {
             "csv": (f"{stem}.csv", csv_text(outcome.release.table).encode("utf-8")),
-            "recipe": (f"{stem}-recipe.json", (recipe_json(outcome.release) + "\n").encode("utf-8")),
+            "recipe": (
+                f"{stem}-recipe.json",
+                (recipe_json(outcome.release, outcome.quasi_identifiers) + "\n").encode("utf-8"),
+            ),
             "section": synthetic_section(outcome),
         }
         token = secrets.token_urlsafe(16)

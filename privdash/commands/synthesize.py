@@ -49,6 +49,10 @@ def run(args: argparse.Namespace) -> int:
         raise ParameterError("--ledger charges a dp release; a partial, full or hybrid release spends no DP budget.")
     identity = check_identity(args.dataset_identity) if args.dataset_identity is not None else None
     _check_output(args)
+    if args.report is not None:
+        from privdash.application.report.render import report_format
+
+        report_format(args.report)  # a file name that is not .html or .pdf is refused before any work
     control_share = args.control_share
     if not 0 <= control_share < 1:
         raise ParameterError(f"--control-share must be in [0, 1), got {control_share!r}.")
@@ -105,6 +109,8 @@ def run(args: argparse.Namespace) -> int:
 
         Recipe((synthesis_step(release.settings, tuple(qis)),)).save(args.recipe_out)
         print(f"privdash synthesize: saved the recipe to {args.recipe_out}", file=sys.stderr)
+    if args.report is not None:
+        _write_report(args, data, evaluation, qis, len(training), 0 if control is None else len(control), ledger_json)
     if args.json:
         payload: dict[str, Any] = evaluation.to_dict()
         if ledger_json is not None:
@@ -280,3 +286,51 @@ def _print(evaluation: Any, ledger_json: dict[str, Any] | None) -> None:
             f"\nbudget of '{ledger_json['dataset_identity']}': spent ε={spent['epsilon']:g}, δ={spent['delta']:g} of "
             f"ε={budget['epsilon']:g}, δ={budget['delta']:g}; left ε={left['epsilon']:g}, δ={left['delta']:g}"
         )
+
+
+def _write_report(
+    args: argparse.Namespace,
+    data: pd.DataFrame,
+    evaluation: Any,
+    qis: list[str],
+    training_rows: int,
+    control_rows: int,
+    ledger_json: dict[str, Any] | None,
+) -> None:
+    """The release report of the input with its Synthetic release section (``--report``), the seed withheld."""
+    from privdash.application.report import file_fingerprint
+    from privdash.application.report.render import write_report
+    from privdash.application.report.synthetic import section_from_evaluation, synthetic_report
+
+    privacy = evaluation.release.privacy
+    charged = None
+    if privacy is not None and ledger_json is not None:
+        charged = (
+            f"ε = {privacy.epsilon:g}, δ = {privacy.delta:g}, charged to the budget of "
+            f"'{ledger_json['dataset_identity']}'"
+        )
+    section = section_from_evaluation(
+        evaluation,
+        dataset=Path(args.file).name,
+        training_rows=training_rows,
+        control_rows=control_rows,
+        control_share=args.control_share,
+        charged=charged,
+    )
+    settings = evaluation.release.settings
+    report = synthetic_report(
+        data,
+        section,
+        file_fingerprint(args.file, data),
+        quasi_identifiers=qis,
+        sensitive=[args.sensitive] if args.sensitive else [],
+        k=settings.k,
+        parameters=(
+            ("command", "privdash synthesize"),
+            ("method", settings.method),
+            ("quasi-identifiers", ", ".join(qis)),
+            ("targets", f"k={settings.k} (the classes and risk of the original table)"),
+        ),
+    )
+    path, seconds = write_report(report, args.report, protect=[args.file])
+    print(f"privdash synthesize: wrote the report to {path} ({seconds:.1f} s)", file=sys.stderr)

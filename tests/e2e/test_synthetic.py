@@ -115,7 +115,7 @@ def test_a_fully_synthetic_release_of_the_demo(
         page.get_by_role("button", name="Download the HTML file").click()
     text = report.value.path().read_text(encoding="utf-8")
     assert "Synthetic release</h2>" in text and K_ANONYMITY in text
-    assert "withheld (the recipe kept with the release records it)" in text
+    assert "withheld (it is recorded in the recipe kept with the data)" in text
 
 
 def test_a_dp_synthetic_release_is_charged_to_the_ledger(page: Page, live_server: str, live_settings: Settings) -> None:

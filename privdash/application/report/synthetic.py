@@ -123,7 +123,7 @@ def settings_rows(settings: SynthesisSettings, control_share: float | None = Non
         rows.append(("minimum records in a leaf", str(settings.min_leaf)))
     if control_share is not None:
         rows.append(("control records held out", fmt_share(control_share)))
-    rows.append(("seed", "withheld (the recipe kept with the release records it)"))
+    rows.append(("seed", "withheld (it is recorded in the recipe kept with the data)"))
     return tuple(rows)
 
 
@@ -276,15 +276,16 @@ TEMPLATE = """\
   <h2>{{ number }}. Synthetic release</h2>
   <p>A {{ s.method }} version of {{ s.dataset }}: {{ released }} records released, {{ replaced }} of them with
     synthetic values ({{ cells }} values). The model was fitted on {{ training }} training records;
-    {{ control }} control records were held out of it, so that the same attacks on them measure what anyone
-    would guess about people who are not in the data.</p>
+    {% if s.control_rows %}{{ control }} control records were held out of it, so that the same attacks on them measure
+    what anyone would guess about people who are not in the data.{% else %}no control records were held out, so each
+    attack is read against its baseline guess.{% endif %}</p>
   <p><strong>Model:</strong> {{ s.model }}</p>
   {% if s.charged %}<p id="synthetic-charged"><strong>Privacy budget:</strong> {{ s.charged }}.</p>{% endif %}
   <table class="facts"><caption>How the synthetic table was made</caption>
     <tbody>{% for name, value in s.settings %}<tr><th>{{ name }}</th><td>{{ value }}</td></tr>{% endfor %}</tbody>
   </table>
   <p id="synthetic-verdict"><strong>Verdict:</strong> {{ s.verdict }}</p>
-  <table><caption>Measured attacks, against the control records</caption>
+  <table><caption>Measured attacks{% if s.control_rows %}, against the control records{% endif %}</caption>
     <thead><tr><th>release</th><th>attack</th><th>success [95% CI]</th><th>baseline</th>
       <th>risk beyond the baseline [95% CI]</th></tr></thead>
     <tbody>{% for row in attacks %}<tr><td>{{ row.release }}</td><td>{{ row.attack }}</td><td>{{ row.success }}</td>

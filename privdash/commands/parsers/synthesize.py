@@ -129,6 +129,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--recipe-out", type=Path, metavar="FILE", help="save the recipe (the synthesize step with the seed used)"
     )
     parser.add_argument(
+        "--report",
+        type=Path,
+        metavar="FILE",
+        help="also write the release report of the table with its Synthetic release section (method and settings, "
+        "the seed withheld; attacks against the control records, distance, estimates, verdict): .html or .pdf",
+    )
+    parser.add_argument(
         "--recipe",
         type=Path,
         metavar="FILE",

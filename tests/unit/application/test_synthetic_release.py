@@ -122,11 +122,11 @@ def test_a_fully_synthetic_release_beside_the_original_and_the_fix(services: Ser
     assert list(release.table.columns) == COLUMNS and release.settings.seed == 11
     assert [item.key for item in outcome.compared] == ["original", "fix", "synthetic"]
     # The control split and the attacks are the core's on the same split.
-    training, control = split_control(services.dataset("demo:people").frame[COLUMNS], share=0.2, seed=11)
+    training, control = split_control(services.dataset("demo:people").frame[COLUMNS], share=0.2, seed=0)
     assert (outcome.training_rows, outcome.control_rows) == (len(training), len(control))
     synthetic = outcome.compared[-1].report
     direct = attack_release(
-        training, release.table, QIS, sensitive="diagnosis", control=control, seed=11, allow_unmatched=True
+        training, release.table, QIS, sensitive="diagnosis", control=control, seed=0, allow_unmatched=True
     )
     assert synthetic.linkage.targets.rate == pytest.approx(direct.linkage.targets.rate)
     assert synthetic.linkage.baseline_kind == "control"
@@ -147,6 +147,7 @@ def test_a_fully_synthetic_release_beside_the_original_and_the_fix(services: Ser
     recipe_name, recipe = files.get(token, "recipe")
     step = json.loads(recipe)["steps"][0]
     assert recipe_name.endswith("-recipe.json") and step["kind"] == "synthesize" and step["params"]["seed"] == 11
+    assert step["params"]["quasi_identifiers"] == QIS
     section = files.section(token)
     assert [label for label, _rows in section.compared][-1] == "The synthetic table"
     assert "11" not in dict(section.settings)["seed"]
