@@ -384,6 +384,8 @@ def synthesize_state(
         modelled = [name for name in map(str, loaded.columns) if name not in identifiers]
         settings = replace(settings, columns=tuple(modelled))
     table = loaded.frame if modelled is None else loaded.frame[[*modelled]]
+    if settings.bounds and modelled is not None:  # the form's bounds of columns left out of this release
+        settings = replace(settings, bounds={c: b for c, b in settings.bounds.items() if c in modelled} or None)
     qis = [name for name in qis if name in table.columns]
     if not qis:
         raise ColumnError("The columns modelled hold no quasi-identifier: the attacks could not be measured.")

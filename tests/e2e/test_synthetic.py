@@ -68,7 +68,6 @@ def test_a_fully_synthetic_release_of_the_demo(
     services = Services(live_settings)
     page.set_viewport_size({"width": 1440, "height": 1000})
     page.goto(f"{live_server}{state_for(services, (AGE,)).href('/fix')}")
-    card = page.locator("#synth-card")
     expect(page.locator("#synth-run")).to_be_visible()
     expect(page.locator("#synth-result")).to_be_empty()  # nothing computed on load
     expect(page.get_by_role("radio", name="Fully synthetic: every record drawn from a model")).to_be_checked()
@@ -93,8 +92,12 @@ def test_a_fully_synthetic_release_of_the_demo(
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 1000})
         page.wait_for_timeout(300)
-        card.scroll_into_view_if_needed()
-        card.screenshot(path=str(screenshots / f"fix-synthetic-{width}.png"))
+        # The card cut out of a full-page picture: the page's sticky header stays at the top, off the card.
+        box = page.evaluate(
+            "() => { const r = document.querySelector('#synth-card').getBoundingClientRect();"
+            " return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}; }"
+        )
+        page.screenshot(path=str(screenshots / f"fix-synthetic-{width}.png"), full_page=True, clip=box)
     page.set_viewport_size({"width": 1440, "height": 1000})
 
     # The synthetic CSV: the modelled columns, no direct identifier, every record.

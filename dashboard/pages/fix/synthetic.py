@@ -52,6 +52,8 @@ __all__ = ["TOKEN_ID", "card", "register", "result_view", "visibility"]
 #: The store of the last release's token (a pattern id: the report reads it with ``ALL`` on the pages that have it).
 TOKEN_ID = {"type": "synthetic-token", "page": "fix"}
 _HIDDEN, _SHOWN = {"display": "none"}, {"display": "block"}
+#: A rate and its interval stay on one line (the table scrolls sideways on a narrow page instead).
+_NOWRAP = {"whiteSpace": "nowrap"}
 _REGISTERED: weakref.WeakSet[Dash] = weakref.WeakSet()
 
 
@@ -291,10 +293,11 @@ def attacks_table(outcome: SyntheticOutcome) -> Any:
                                 html.Span(fmt_rate(result.targets.rate), className="synth-rate"),
                                 " ",
                                 fmt_interval(result.targets.ci_low, result.targets.ci_high),
-                            ]
+                            ],
+                            style=_NOWRAP,
                         ),
                         dmc.TableTd(f"{fmt_rate(result.baseline.rate)} ({row.baseline_label})"),
-                        dmc.TableTd(risk),
+                        dmc.TableTd(risk, style=_NOWRAP),
                     ],
                     id=f"synth-row-{item.key}-{row.key}",
                 )
@@ -328,11 +331,14 @@ def distance_table(outcome: SyntheticOutcome) -> Any:
     return dmc.Stack(
         [
             dmc.Table(
-                [dmc.TableCaption(f"Distance to the closest record ({distance.metric})"), body],
+                [dmc.TableCaption("Distance to the closest record", ta="left", fw=500), body],
                 fz="sm",
                 id="synth-distance",
                 captionSide="top",
                 maw=720,
+            ),
+            dmc.Text(
+                f"{distance.metric}; {fmt_count(distance.rows)} released records compared.", size="xs", c="dimmed"
             ),
         ],
         gap=0,
