@@ -250,6 +250,12 @@ def synthesize(
             raise ParameterError(
                 "A partial synthesis replaces chosen columns: give the columns or the quasi-identifiers."
             )
+        constant = [c for c in replaced if table[c].nunique(dropna=False) <= 1]
+        if len(constant) == len(replaced):
+            raise ParameterError(
+                f"The column(s) to replace, {', '.join(constant)}, hold one value only: a synthetic value would be "
+                "that value again. Choose columns with more than one value (--columns)."
+            )
         if settings.rows == "at_risk":
             if not qis:
                 raise ParameterError(
