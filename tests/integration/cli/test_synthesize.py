@@ -135,3 +135,14 @@ def test_bad_input_exits_2_with_its_message_and_writes_nothing(
     assert code == 2, err
     assert message in err
     assert not out.exists()
+
+
+def test_anonymize_recipe_refuses_a_dp_step_and_points_at_synthesize(
+    capsys: pytest.CaptureFixture[str], adult_small: Path, tmp_path: Path
+) -> None:
+    recipe, out = tmp_path / "dp.json", tmp_path / "out.csv"
+    step = {"kind": "synthesize", "params": {"method": "dp", "epsilon": 1.0, "bounds": {"age": [17, 90]}}}
+    recipe.write_text(json.dumps({"steps": [step]}), encoding="utf-8")
+    code, _, err = run(capsys, "anonymize", str(adult_small), "--recipe", str(recipe), "-o", str(out))
+    assert code == 2 and "privdash synthesize DATA --recipe" in err
+    assert not out.exists()
