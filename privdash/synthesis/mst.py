@@ -21,8 +21,9 @@ distance at d_in = 1). Steps, with the budget (ε, δ) split under basic sequent
    information's sensitivity depends on the row count).
 4. **2-way marginals.** The histogram of each pair of the tree over the product of their domains, with discrete
    Laplace noise, at the last third shared by the d - 1 pairs.
-5. **Sampling.** Negative noisy counts are clipped to 0. The number of records is the mean of the noisy 1-way
-   totals (the exact count is private). The tree's first column is drawn from its noisy 1-way marginal, and each
+5. **Sampling.** Negative noisy counts are clipped to 0. The number of records comes from the noisy 1-way totals (the
+   exact count is private): their inverse-variance weighted mean over the numeric and boolean columns, which count
+   every record, else the largest total. The tree's first column is drawn from its noisy 1-way marginal, and each
    next column, along the tree's edges, from the noisy 2-way marginal's conditional given its parent's drawn value
    (the child's 1-way marginal where that row of the table is all zero). A numeric value is drawn uniformly inside
    its bin (rounded for an integer column). This replaces the inference step of MST's reference code (private-pgm /
@@ -343,7 +344,7 @@ def mst_synthesize(
     for index, column in enumerate(columns):
         report(0.1 + 0.3 * index / d, f"measuring the 1-way marginal of {column.name}")
         one_way.append(_measure(column.codes, column.cells, split.one_way, f"the 1-way marginal of {column.name}"))
-    total = max(float(np.mean([m.sum() for m in one_way])), 1.0)
+    total = _noisy_total(columns, one_way)
     probabilities = [_normalized(np.clip(m, 0, None)) for m in one_way]
     # The tree: Kruskal with noisy max over the pairs not yet connected.
     edges: list[tuple[int, int]] = []
@@ -389,6 +390,18 @@ def mst_synthesize(
         f"{split.describe()}; total ε {settings.epsilon:g}, δ {settings.delta:g}"
     )
     return out, PrivacyBudget(settings.epsilon, settings.delta), model
+
+
+def _noisy_total(columns: list[_Column], one_way: list[np.ndarray]) -> float:
+    """The number of records, from the noisy 1-way marginals (post-processing): the inverse-variance weighted mean
+    of the totals of the columns that count every record (numeric and boolean ones; the noise variance of a total
+    grows with its cells), else the largest total (a text column counts only the records of its domain)."""
+    complete = [i for i, c in enumerate(columns) if c.kind in ("numeric", "bool")]
+    if complete:
+        weights = np.array([1.0 / columns[i].cells for i in complete])
+        totals = np.array([one_way[i].sum() for i in complete])
+        return max(float(np.sum(weights * totals) / weights.sum()), 1.0)
+    return max(float(max(m.sum() for m in one_way)), 1.0)
 
 
 def _normalized(counts: np.ndarray) -> np.ndarray:

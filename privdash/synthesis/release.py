@@ -58,7 +58,8 @@ class SynthesisSettings:
     dp: the columns modelled and released (default: every column). ``rows`` and ``k``: partial: the records
     replaced, ``at_risk`` (in classes of fewer than ``k`` records over the quasi-identifiers) or ``all``. ``share``:
     hybrid, the share of records replaced, in (0, 1]. ``epsilon``, ``delta``, ``bounds``, ``bins``: dp, the total
-    cost, the declared range of each numeric column and its number of equal-width bins. ``min_leaf``: CART's
+    cost, the declared range of each numeric column and its number of equal-width bins; ``domains``: dp, the
+    declared categories of text columns (the others are chosen by DP key selection). ``min_leaf``: CART's
     minimum number of records in a leaf. ``seed``: ``None`` draws one; the release records the seed used.
     """
 
@@ -249,6 +250,12 @@ def synthesize(
         if not replaced:
             raise ParameterError(
                 "A partial synthesis replaces chosen columns: give the columns or the quasi-identifiers."
+            )
+        constant = [c for c in replaced if table[c].nunique(dropna=False) <= 1]
+        if len(constant) == len(replaced):
+            raise ParameterError(
+                f"The column(s) to replace, {', '.join(constant)}, hold one value only: a synthetic value would be "
+                "that value again. Choose columns with more than one value (--columns)."
             )
         if settings.rows == "at_risk":
             if not qis:

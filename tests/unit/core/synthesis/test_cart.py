@@ -108,6 +108,8 @@ def test_a_constant_column_is_copied_and_named_in_the_model_line() -> None:
     release = synthesize(table, SynthesisSettings("full", seed=1))
     assert (release.table["country"] == "NL").all()
     assert "one value only, copied as is: country" in release.model
+    with pytest.raises(ParameterError, match="country, hold one value only"):
+        synthesize(table, SynthesisSettings("partial", columns=("country",), rows="all", seed=1))
 
 
 def test_a_table_too_small_says_how_many_records_are_needed() -> None:

@@ -88,3 +88,10 @@ def test_a_budget_too_small_for_the_domain_is_refused() -> None:
 def test_bounds_of_an_unknown_column_are_refused() -> None:
     with pytest.raises(ColumnError, match="not synthesized: weight"):
         synthesize(_table(), SynthesisSettings("dp", epsilon=1.0, bounds={"age": (18, 80), "weight": (0, 200)}))
+
+
+def test_one_column_is_its_noisy_marginal() -> None:
+    table = _table()[["sex"]]
+    release = synthesize(table, SynthesisSettings("dp", epsilon=1.0, seed=0))
+    assert "(one column)" in release.model and "1-way 1 x ε 0.75" in release.model
+    assert set(release.table["sex"]) == {"f", "m"} and abs(len(release.table) - len(table)) < 200
