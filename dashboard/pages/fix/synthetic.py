@@ -256,7 +256,7 @@ def card(loaded: LoadedDataset, state: ViewState, services: Services) -> Any:
         description="Instead of coarsening the records, release records drawn from a model of them: replace the "
         "values at risk (partially synthetic), every record (fully synthetic), a share of them (hybrid), or with "
         "differential privacy. The release is judged by the measured attacks against control records held out of "
-        "the model, the distance to the closest record and your estimates (docs/attacks.md).",
+        "the model, the distance to the closest record and your estimates (docs/synthesis.md).",
         mt="md",
         id="synth-card",
     )
