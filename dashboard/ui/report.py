@@ -155,9 +155,8 @@ def register(app: Dash, services: Services) -> None:
                 else None,
             )
             tokens = [token for token in synthetic or [] if isinstance(token, str) and token]
-            section = synthetic_files.section(tokens[-1]) if tokens else None
-            if section is not None and section.dataset == report.title:  # made from this page's dataset
-                report = replace(report, synthetic=section)
+            if tokens:
+                report = with_synthetic(report, synthetic_files, tokens[-1])
             set_progress((int(100 * _ASSEMBLY), "Rendering the HTML and PDF files ..."))
             token = files.put(render_files(report, _stem(report.title)))
         except PrivdashError as exc:
@@ -175,6 +174,17 @@ def register(app: Dash, services: Services) -> None:
             return no_update
         name, content = files.get(str(trigger["token"]), str(trigger["kind"]))
         return dcc.send_bytes(content, name)
+
+
+def with_synthetic(report: ReleaseReport, files: SyntheticFiles, token: str) -> ReleaseReport:
+    """The report with the Fix page's synthetic release kept under ``token`` when it was made from the report's
+    dataset; an expired one is left out with a note."""
+    try:
+        section = files.section(token)
+    except PrivdashError:
+        note = "The synthetic release made on the Fix page has expired: make it again to include it in the report."
+        return replace(report, left_out=(*report.left_out, note))
+    return replace(report, synthetic=section) if section.dataset == report.title else report
 
 
 def _signoff(stored: Any) -> dict[str, str] | None:

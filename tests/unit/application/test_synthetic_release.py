@@ -164,6 +164,13 @@ def test_a_partially_synthetic_release_changes_only_the_records_at_risk(services
     assert synthetic_section(outcome).method == "partially synthetic"
 
 
+def test_a_hybrid_release_replaces_the_share_asked_for(services: Services, base: ViewState) -> None:
+    outcome = synthesize_state(services, base, request(method="hybrid", share="0.25", chosen=COLUMNS, seed="4"))
+    assert outcome.release.rows_replaced == pytest.approx(0.25 * outcome.training_rows, abs=1)
+    assert len(outcome.release.table) == outcome.training_rows
+    assert synthetic_section(outcome).method.startswith("hybrid")
+
+
 def test_a_dp_release_is_charged_to_the_datasets_ledger(tmp_path: Path) -> None:
     services = make_services(tmp_path)
     loaded = services.dataset("demo:people")
