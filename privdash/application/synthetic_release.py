@@ -383,7 +383,17 @@ def synthesize_state(
     if settings.method != "partial" and modelled is None:
         modelled = [name for name in map(str, loaded.columns) if name not in identifiers]
         settings = replace(settings, columns=tuple(modelled))
-    table = loaded.frame if modelled is None else loaded.frame[[*modelled]]
+    if modelled is None:  # partial: every other value is kept, but never a direct identifier
+        kept = [name for name in map(str, loaded.columns) if name not in identifiers]
+        replaced = [name for name in settings.columns or () if name in identifiers]
+        if replaced:
+            raise ColumnError(
+                f"{', '.join(repr(name) for name in replaced)} identifies people directly: it is left out of a "
+                "synthetic release, not replaced. Choose other columns."
+            )
+        table = loaded.frame[kept]
+    else:
+        table = loaded.frame[[*modelled]]
     if settings.bounds and modelled is not None:  # the form's bounds of columns left out of this release
         settings = replace(settings, bounds={c: b for c, b in settings.bounds.items() if c in modelled} or None)
     qis = [name for name in qis if name in table.columns]

@@ -162,6 +162,18 @@ def test_a_partially_synthetic_release_changes_only_the_records_at_risk(services
     assert [item.key for item in outcome.compared] == ["original", "synthetic"]
     assert outcome.notes and "no fix step" in outcome.notes[0]
     assert synthetic_section(outcome).method == "partially synthetic"
+    # Only the quasi-identifiers of records at risk change.
+    kept = [c for c in services.dataset("demo:people").frame.columns if c in release.table.columns]
+    training, _control = split_control(services.dataset("demo:people").frame[kept], share=0.2, seed=0)
+    others = [c for c in kept if c not in QIS]
+    pd.testing.assert_frame_equal(release.table[others].reset_index(drop=True), training[others].reset_index(drop=True))
+    changed = (release.table[QIS].reset_index(drop=True) != training[QIS].reset_index(drop=True)).any(axis=1)
+    assert 0 < changed.sum() <= release.rows_replaced
+    # Every other value is kept, but direct identifiers are never released.
+    assert not {"name", "email", "phone", "customer_id"} & set(release.table.columns)
+    assert "name" in outcome.columns_left_out
+    with pytest.raises(ColumnError, match="identifies people directly"):
+        synthesize_state(services, base, request(method="partial", chosen=["name"]))
 
 
 def test_a_hybrid_release_replaces_the_share_asked_for(services: Services, base: ViewState) -> None:
