@@ -102,7 +102,10 @@ def test_a_fully_synthetic_release_of_the_demo(
     for width in WIDTHS:
         page.set_viewport_size({"width": width, "height": 1000})
         page.wait_for_timeout(300)
-        # The card cut out of a full-page picture: the page's sticky header stays at the top, off the card.
+        # The card cut out of a full-page picture of the page scrolled to its top: the sticky header stays there,
+        # off the card.
+        page.evaluate("() => window.scrollTo(0, 0)")
+        page.wait_for_timeout(200)
         box = page.evaluate(
             "() => { const r = document.querySelector('#synth-card').getBoundingClientRect();"
             " return {x: r.left + scrollX, y: r.top + scrollY, width: r.width, height: r.height}; }"

@@ -302,7 +302,9 @@ def attacks_table(outcome: SyntheticOutcome) -> Any:
                     id=f"synth-row-{item.key}-{row.key}",
                 )
             )
-    caption = dmc.TableCaption("The same attacks, with the same control records as their baseline, on each release.")
+    caption = dmc.TableCaption(
+        "The same attacks, with the same control records as their baseline, on each release.", ta="left", fw=500
+    )
     return scroll_table(
         "Measured attacks on the releases compared",
         dmc.Table([caption, head, dmc.TableTbody(body)], fz="sm", striped=True, id="synth-attacks", captionSide="top"),
@@ -374,7 +376,7 @@ def estimates_table(comparisons: Sequence[EstimateComparison]) -> Any:
     return scroll_table(
         "Estimates on the original and the synthetic table",
         dmc.Table(
-            [dmc.TableCaption("Your estimates, before and after"), head, dmc.TableTbody(body)],
+            [dmc.TableCaption("Your estimates, before and after", ta="left", fw=500), head, dmc.TableTbody(body)],
             fz="sm",
             striped=True,
             id="synth-estimates",
