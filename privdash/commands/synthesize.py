@@ -5,7 +5,9 @@ The records are split first (``--control-share``, seed 0): the model learns from
 release is made from them; the control records are the attacks' baseline. A ``dp`` release is charged to the
 dataset's budget ledger exactly like ``privdash release``: the ledger is locked, the dataset resolved, the cost
 (the settings' ε and δ) checked against the budget before the synthesis runs, charged and saved before anything is
-written or shown; over budget, nothing is written. Definitions: docs/synthesis.md.
+written or shown; over budget, nothing is written. ``--report FILE.html|.pdf`` also writes the release report of the
+table with its Synthetic release section (:mod:`privdash.application.report.synthetic`, the seed withheld).
+Definitions: docs/synthesis.md.
 """
 
 from __future__ import annotations
