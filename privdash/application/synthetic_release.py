@@ -42,6 +42,7 @@ from privdash.application.dp_release import ledger_for, table_keys
 from privdash.application.fixes import FixError
 from privdash.application.fixruns import FixRuns
 from privdash.application.formats import fmt_count
+from privdash.application.report.synthetic import METHOD_NAMES
 from privdash.application.services import LoadedDataset, Services
 from privdash.application.state import ViewState
 from privdash.attack import AttackReport, attack_release
@@ -272,7 +273,8 @@ class SyntheticOutcome:
     def headline(self) -> str:
         release = self.release
         return (
-            f"{METHODS[release.settings.method].split(':')[0]} release of {fmt_count(len(release.table))} records "
+            f"A {METHOD_NAMES.get(release.settings.method, release.settings.method)} release of "
+            f"{fmt_count(len(release.table))} records "
             f"made from {fmt_count(self.training_rows)} training records; {fmt_count(self.control_rows)} control "
             f"records were held out of the model to measure the attacks' baseline. {fmt_count(release.rows_replaced)}"
             f" records ({fmt_count(release.cells_replaced)} values) are synthetic; {release.seconds:.1f} s."

@@ -28,6 +28,8 @@ expect.set_options(timeout=TIMEOUT)
 QIS = ["age", "sex", "postcode"]
 AGE = {"kind": "generalize", "column": "age", "rule": {"builder": "intervals", "widths": [5, 10, 20]}, "level": 2}
 WIDTHS = (1280, 1440, 1920)
+#: Pictures of other states, for a look (not committed).
+SHOTS = Path("/tmp/privdash-synthetic-screenshots")
 K_ANONYMITY = "k-anonymity does not describe a synthetic table"
 
 
@@ -168,6 +170,8 @@ def test_a_dp_synthetic_release_is_charged_to_the_ledger(page: Page, live_server
     assert after.entries[-1].query == "synthetic table" and abs(after.entries[-1].epsilon - epsilon) < 1e-9
     settled(page)
     assert_accessible(page, "Fix, a DP synthetic release charged")
+    SHOTS.mkdir(exist_ok=True)
+    page.locator("#synth-result").screenshot(path=str(SHOTS / "synthetic-dp-1440.png"))
 
     # Over what is left: refused, nothing recorded.
     fill(page, "#synth-epsilon", repr(after.remaining[0] * 2))
