@@ -244,3 +244,10 @@ def test_a_table_too_small_or_of_one_value_gets_the_cores_message(tmp_path: Path
     outcome = synthesize_state(services, state, SyntheticRequest.from_form(["age", "sex", "town"], method="full"))
     assert "one value only, copied as is: sex" in outcome.release.model
     assert set(outcome.release.table["sex"]) == {"F"}
+    # Replacing a column of one value (partially synthetic) is refused with the core's message.
+    with pytest.raises(PrivdashError, match="hold one value only"):
+        synthesize_state(
+            services,
+            state,
+            SyntheticRequest.from_form(["age", "sex", "town"], method="partial", chosen=["sex"], rows="all"),
+        )
