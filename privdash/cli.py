@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "release": ("release", "differentially private counts, histograms, class-size tables, sums and means (OpenDP)"),
     "report": ("report", "the release report of a table (HTML or PDF), optionally after a fix"),
     "serve": ("serve", "run the dashboard in the browser (http://127.0.0.1:8050 by default)"),
+    "synthesize": (
+        "synthesize",
+        "partially, fully, hybrid or DP synthetic tables, judged by the attacks against held-out control records",
+    ),
 }
 
 

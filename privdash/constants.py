@@ -25,6 +25,7 @@ __all__ = [
     "POSTCODE_STRATEGIES",
     "RECODING_CHOICES",
     "SEARCH_STRATEGIES",
+    "SYNTHESIS_METHODS",
     "Engine",
     "Metric",
 ]
@@ -132,3 +133,10 @@ FIX_TECHNIQUES = (
     "donut_masking",
     "coordinate_perturbation",
 )
+
+# --- synthetic data ------------------------------------------------------------------------------------------------
+
+#: How :func:`privdash.synthesis.synthesize` makes a synthetic table: ``partial`` (only the chosen values of the
+#: chosen records drawn from a model), ``full`` (every value drawn), ``hybrid`` (a share of the records replaced by
+#: fully synthetic ones) and ``dp`` (MST, differentially private). Definitions: docs/synthesis.md.
+SYNTHESIS_METHODS = ("partial", "full", "hybrid", "dp")

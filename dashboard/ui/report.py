@@ -4,7 +4,8 @@
 show the card may all call it). Pressing the button starts a background job (:mod:`dashboard.ui.jobs`: queued,
 under the server's time and memory limits, with a progress bar and a cancel button) that builds the report of the
 view in the page's state (:func:`~privdash.application.report.report_for_state`: dataset, roles, targets, fix
-steps, and the estimates named in the Fix page's estimates section), renders both files and keeps them in the disk
+steps, the estimates named in the Fix page's estimates section, and the Fix page's last synthetic release),
+renders both files and keeps them in the disk
 cache for the store's lifetime (:class:`~privdash.application.report.ReportFiles`). Its result is the verdict and
 two download buttons; a download reads the kept file, so no worker computes the report twice.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 import weakref
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from privdash.application.estimates import read_estimates
 from privdash.application.report import ReleaseReport, ReportFiles, report_for_state
 from privdash.application.report.render import render_files
 from privdash.application.services import Services
+from privdash.application.synthetic_release import SyntheticFiles
 from privdash.errors import PrivdashError
 
 __all__ = ["register", "report_card", "report_ready"]
@@ -107,6 +110,7 @@ def register(app: Dash, services: Services) -> None:
         return
     _REGISTERED.add(app)
     files = ReportFiles(services.settings.cache_dir / "reports", ttl=services.settings.store_ttl)
+    synthetic_files = SyntheticFiles.of(services)
 
     @app.callback(
         Output("report-result", "children"),
@@ -116,6 +120,8 @@ def register(app: Dash, services: Services) -> None:
         State({"type": "estimates-input", "page": ALL}, "value"),
         # The sign-off fields the steward filled in on the Data page (this browser's copy).
         State(SIGNOFF_STORE, "data"),
+        # The Fix page's last synthetic release (none on pages without the section).
+        State({"type": "synthetic-token", "page": ALL}, "data"),
         prevent_initial_call=True,
         background=True,
         progress=[Output("report-progress", "value"), Output("report-status", "children")],
@@ -132,6 +138,7 @@ def register(app: Dash, services: Services) -> None:
         data: Any,
         named: list[Any] | None,
         signoff: Any,
+        synthetic: list[Any] | None = None,
     ) -> Any:
         if not clicks:
             return no_update
@@ -147,6 +154,9 @@ def register(app: Dash, services: Services) -> None:
                 if isinstance(signoff, dict)
                 else None,
             )
+            tokens = [token for token in synthetic or [] if isinstance(token, str) and token]
+            if tokens:
+                report = with_synthetic(report, synthetic_files, tokens[-1])
             set_progress((int(100 * _ASSEMBLY), "Rendering the HTML and PDF files ..."))
             token = files.put(render_files(report, _stem(report.title)))
         except PrivdashError as exc:
@@ -164,6 +174,17 @@ def register(app: Dash, services: Services) -> None:
             return no_update
         name, content = files.get(str(trigger["token"]), str(trigger["kind"]))
         return dcc.send_bytes(content, name)
+
+
+def with_synthetic(report: ReleaseReport, files: SyntheticFiles, token: str) -> ReleaseReport:
+    """The report with the Fix page's synthetic release kept under ``token`` when it was made from the report's
+    dataset; an expired one is left out with a note."""
+    try:
+        section = files.section(token)
+    except PrivdashError:
+        note = "The synthetic release made on the Fix page has expired: make it again to include it in the report."
+        return replace(report, left_out=(*report.left_out, note))
+    return replace(report, synthetic=section) if section.dataset == report.title else report
 
 
 def _signoff(stored: Any) -> dict[str, str] | None:

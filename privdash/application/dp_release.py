@@ -37,10 +37,10 @@ import contextlib
 import math
 import re
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import pandas as pd
 
@@ -74,6 +74,7 @@ __all__ = [
     "ReleaseLedger",
     "ReleaseOutcome",
     "ReleaseRequest",
+    "SpentOutcome",
     "TableKeys",
     "describe",
     "display_digits",
@@ -300,6 +301,20 @@ class ReleaseOutcome:
     warnings: tuple[str, ...] = ()
 
 
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class SpentOutcome(Generic[_T]):
+    """What :meth:`ReleaseLedger.spend` computed, the population it was charged to, its account after the charge
+    and the warnings given before spending (a near copy)."""
+
+    result: _T
+    identity: str
+    account: DatasetAccount
+    warnings: tuple[str, ...] = ()
+
+
 class ReleaseLedger:
     """The budget ledger of every population, in ``folder``/ledger.json; new accounts open with ``total``."""
 
@@ -357,6 +372,44 @@ class ReleaseLedger:
             )
             ledger.save(self.path)
         return ReleaseOutcome(release, identity, ledger.accounts[identity], resolution.warnings)
+
+    def spend(
+        self,
+        table: TableKeys,
+        asked: PrivacyBudget,
+        compute: Callable[[], _T],
+        *,
+        cost: Callable[[_T], PrivacyBudget],
+        query: str,
+        columns: Callable[[_T], tuple[str, ...]],
+        mechanism: Callable[[_T], str],
+        identity: str | None = None,
+        distinct: bool = False,
+    ) -> SpentOutcome[_T]:
+        """Any other DP computation charged like :meth:`release` (a DP synthetic table): the population is resolved
+        from ``table``, ``asked`` (its ε alone) is checked against what is left before ``compute()`` runs, and
+        ``cost(result)`` is charged after, recorded as ``query`` with ``columns(result)`` and
+        ``mechanism(result)``. Every step under the ledger's lock; a refusal or an error leaves the ledger as it
+        was."""
+        with self._locked():
+            ledger = self.load()
+            resolution = self._resolve(ledger, table, identity, distinct, default=table.title)
+            name = resolution.identity
+            opening = name not in ledger.accounts
+            account = ledger.accounts.get(name) or DatasetAccount(self.total)
+            account.check(PrivacyBudget(asked.epsilon, 0.0))
+            result = compute()
+            ledger = ledger.charge(
+                name,
+                cost(result),
+                query=query,
+                columns=columns(result),
+                mechanism=mechanism(result),
+                budget=self.total if opening else None,
+                fingerprint=table.fingerprint,
+            )
+            ledger.save(self.path)
+        return SpentOutcome(result, name, ledger.accounts[name], resolution.warnings)
 
     @staticmethod
     def _resolve(

@@ -2,7 +2,8 @@
 
 :func:`attack_release` attacks a released table (privdash's own generalized or suppressed fix, a perturbed table, a
 synthetic table) with the original records as targets and reports each success rate with a 95% interval next to
-the risk the models predict from the release (prosecutor risk, sample uniques, majority share). Following Giomi et
+the risk the models predict from the release (prosecutor risk, sample uniques, majority share);
+:func:`distance_to_closest_record` measures how near released records lie to the originals (DCR). Following Giomi et
 al. ("A Unified Framework for Quantifying Privacy Risk in Synthetic Data", PoPETs 2023), the same attack on
 *control* records, which did not go into the release, separates what the release reveals about individuals from
 what it reveals about the population; without a control set each attack names the baseline guess it uses
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 
 import pandas as pd
 
+from privdash.attack.distance import DistanceReport, distance_to_closest_record
 from privdash.attack.inference import inference_attack
 from privdash.attack.linkage import linkage_attack
 from privdash.attack.results import AttackReport, AttackResult, Rate, residual_risk, wilson_interval
@@ -29,9 +31,11 @@ from privdash.transform.steps import Recipe
 __all__ = [
     "AttackReport",
     "AttackResult",
+    "DistanceReport",
     "Rate",
     "UnmatchedValuesError",
     "attack_release",
+    "distance_to_closest_record",
     "residual_risk",
     "wilson_interval",
 ]

@@ -502,4 +502,5 @@ _BUILTIN_STEP_MODULES: tuple[str, ...] = (
     "privdash.transform.perturbation",
     "privdash.geo.geomask",
     "privdash.transform.local_recoding",
+    "privdash.synthesis.step",
 )

@@ -41,6 +41,7 @@ NAMESPACES = (
     "privdash.attack",
     "privdash.dp",
     "privdash.engines",
+    "privdash.synthesis",
 )
 
 #: Options that may be missing from the page, with the reason (none at the moment).

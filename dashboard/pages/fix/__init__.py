@@ -13,7 +13,7 @@ result the other callbacks read from the disk cache. Downloads (fixed data, valu
 The page is a package: this module (layout, the step list's callbacks), :mod:`.form` (the "Add a step" form, built
 from the technique descriptions of :mod:`privdash.application.techniques`) and its sections, each with its own
 ``card`` and ``register``: :mod:`.protect` (perturb and mask), :mod:`.attack` (measured attacks) and
-:mod:`.dp_release` (differential privacy).
+:mod:`.dp_release` (differential privacy) and :mod:`.synthetic` (synthetic data).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from plotly.subplots import make_subplots
 from dashboard.pages.fix import attack as attack_section
 from dashboard.pages.fix import dp_release as dp_release_section
 from dashboard.pages.fix import protect as protect_section
+from dashboard.pages.fix import synthetic as synthetic_section
 from dashboard.pages.fix.form import (
     CONTROLS,
     RULE_CONTROLS,
@@ -993,6 +994,7 @@ def layout(services: Services, **query: Any) -> Any:
         protect_section.card(loaded, state, services),
         attack_section.card(loaded, state, services),
         dp_release_section.card(loaded, state, services),
+        synthetic_section.card(loaded, state, services),
         report_card(),
         dcc.Store(id="fix-slow-request", data=None),
         dcc.Store(id="fix-initial-request", data=None if ready else state.to_dict()),
@@ -1050,7 +1052,7 @@ def register(app: Dash, services: Services) -> None:
         __name__, path=PATH, name=NAME, title="privdash · Fix", order=2, layout=lambda **q: layout(services, **q)
     )
     register_report(app, services)
-    for section in (estimates_section, protect_section, attack_section, dp_release_section):
+    for section in (estimates_section, protect_section, attack_section, dp_release_section, synthetic_section):
         section.register(app, services)
     runs = FixRuns(services)
     control_ids = list(CONTROLS)

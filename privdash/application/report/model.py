@@ -9,7 +9,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -32,6 +32,9 @@ from privdash.transform.hierarchy import Hierarchy
 from privdash.transform.steps import Recipe, TransformResult
 from privdash.utility.estimates import EstimateComparison
 from privdash.utility.metrics import InformationLoss
+
+if TYPE_CHECKING:
+    from privdash.application.report.synthetic import SyntheticSection
 
 __all__ = [
     "AppliedFix",
@@ -302,6 +305,8 @@ class ReleaseReport:
         The sign-off fields filled in beforehand (a project's: ``name``, ``role``, ``decision`` one of
         :data:`privdash.application.project.DECISIONS`, ``conditions``, ``date``): printed in the sign-off block,
         whose other lines stay empty for the officer.
+    synthetic
+        A synthetic release made from the input (:mod:`privdash.application.report.synthetic`), or None.
     """
 
     title: str
@@ -330,6 +335,7 @@ class ReleaseReport:
     people: str | None = None
     left_out: tuple[str, ...] = ()
     signoff: Mapping[str, str] = field(default_factory=dict)
+    synthetic: SyntheticSection | None = None
 
     @property
     def unit(self) -> str:

@@ -31,6 +31,7 @@ from privdash.application.formats import fmt_count, fmt_number, fmt_share, in_pe
 from privdash.application.project import DECISION_LABELS, SIGNOFF_FIELDS
 from privdash.application.report.definitions import describe_targets
 from privdash.application.report.model import PostcodeUnits, ReleaseReport
+from privdash.application.report.synthetic import synthetic_html
 from privdash.application.report.template import STYLE, TEMPLATE
 from privdash.application.riskview import household_rows
 from privdash.errors import ParameterError, PrivdashError
@@ -640,7 +641,8 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
     bins = report.size_bins
     number = 8 + (1 if report.postcodes else 0)
     fix = _fix(report, number)
-    definitions_number = number + (1 if fix else 0)
+    synthetic_number = number + (1 if fix else 0)
+    definitions_number = synthetic_number + (1 if report.synthetic is not None else 0)
     individual = diagnosis.individual_risk
     targets = targets_text(report)
     return {
@@ -735,6 +737,7 @@ def report_context(report: ReleaseReport, *, pdf: bool) -> dict[str, Any]:
         "combinations_note": report.combinations_note,
         "postcodes": _postcodes(report),
         "fix": fix,
+        "synthetic": synthetic_html(report.synthetic, synthetic_number, threshold=report.threshold),
         "definitions": report.definitions,
         "definitions_number": definitions_number,
         "signoff_number": definitions_number + 1,

@@ -427,7 +427,7 @@ TEMPLATE = """<!DOCTYPE html>
     whole recipe file.</p>
 </section>
 {% endif %}
-
+{{ synthetic }}
 <section id="definitions" class="part">
   <h2>{{ definitions_number }}. Definitions</h2>
   <p class="note">As in privdash's definitions (docs/definitions.md), which also give the papers and the ARX and

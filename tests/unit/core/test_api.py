@@ -140,4 +140,16 @@ def test_the_web_app_uses_only_public_names_of_the_core() -> None:
     assert private == []
 
 
-NAMESPACES = ("data", "measure", "transform", "search", "utility", "geo", "engines", "dp", "attack", "errors")
+NAMESPACES = (
+    "data",
+    "measure",
+    "transform",
+    "search",
+    "utility",
+    "geo",
+    "engines",
+    "dp",
+    "attack",
+    "synthesis",
+    "errors",
+)
