@@ -28,6 +28,7 @@ and every synthetic record draws one random position inside its leaf's range.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -166,7 +167,11 @@ def fit_sample(
                 tree = DecisionTreeRegressor(min_samples_leaf=min_leaf, random_state=seed)
             else:
                 tree = DecisionTreeClassifier(min_samples_leaf=min_leaf, random_state=seed)
-            tree.fit(x_original, target)
+            with warnings.catch_warnings():
+                # A text column with a value per record or so is still drawn from its leaves (the donor rule does
+                # not need the classes to repeat); scikit-learn's hint that it may be a regression target is noise.
+                warnings.filterwarnings("ignore", message="The number of unique classes", category=UserWarning)
+                tree.fit(x_original, target)
             picked = _donors(tree.apply(x_original), tree.apply(x_synthetic), rng)
         donors[column] = picked
         order.append(column)
