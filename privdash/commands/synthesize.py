@@ -80,6 +80,7 @@ def run(args: argparse.Namespace) -> int:
         from privdash.synthesis import split_control
 
         training, control = split_control(data, share=control_share, seed=MEASUREMENT_SEED)
+        _check_training(len(data), len(training), settings)
     else:
         training, control = data, None
     progress = _progress() if not args.json else None
@@ -205,6 +206,20 @@ def _progress() -> Any:
         print(f"privdash synthesize: {100 * fraction:3.0f}% {text}", file=sys.stderr)
 
     return report
+
+
+def _check_training(rows: int, training: int, settings: Any) -> None:
+    """Name the held-out control records when they leave too few records to learn from (the core only sees the
+    training records)."""
+    from privdash.synthesis import minimum_rows
+
+    needed = minimum_rows(settings.min_leaf) if settings.method != "dp" else 1
+    if training < needed <= rows:
+        raise ParameterError(
+            f"The table has {rows:,} record(s); holding out {rows - training:,} as control records leaves "
+            f"{training:,} to learn from, and the model needs at least {needed}: give a smaller --control-share "
+            "(0 measures the attacks without control records)."
+        )
 
 
 def _synthesize(training: pd.DataFrame, settings: Any, qis: list[str], progress: Any) -> Any:

@@ -279,7 +279,8 @@ def _columns(table: pd.DataFrame, settings: SynthesisSettings) -> tuple[list[str
         flags = " ".join(f"{n}=LOW:HIGH" for n in unbounded)
         raise ParameterError(
             f"DP synthesis needs declared bounds for the numeric column(s) {', '.join(unbounded)}: give "
-            f"--bounds {flags} (public knowledge, never taken from the data), or leave them out with --columns."
+            f"bounds {flags} (public knowledge, never taken from the data; --bounds on the command line), or leave "
+            "them out of the modelled columns."
         )
     return numeric, undeclared
 

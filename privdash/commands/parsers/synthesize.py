@@ -62,10 +62,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--bounds",
-        action="append",
+        action="extend",
+        nargs="+",
         metavar="COL=LOW:HIGH",
-        help="dp: the declared range of a numeric column (public knowledge, repeatable; every numeric column needs "
-        "one)",
+        help="dp: the declared range of each numeric column (public knowledge; several after one --bounds or "
+        "--bounds repeated; every numeric column needs one)",
     )
     parser.add_argument(
         "--bins", type=int, default=20, metavar="N", help="dp: equal-width bins of a numeric column (default 20)"

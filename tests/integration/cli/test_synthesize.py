@@ -108,11 +108,13 @@ def test_dp_release_is_charged_to_the_ledger_and_a_second_over_budget_is_refused
     ("extra", "message"),
     [
         (["--method", "full"], "needs at least 10 records"),
-        (["--method", "dp", "--epsilon", "1"], "--bounds age=LOW:HIGH"),
+        (["--method", "dp", "--epsilon", "1"], "bounds age=LOW:HIGH"),
         (["--method", "dp", "--epsilon", "0.001", "--bounds", "age=17:90"], "budget is too small for the domain"),
         (["--method", "hybrid", "--share", "0"], "must lie in (0, 1]"),
         (["--method", "full", "--columns", "agee"], "Unknown column to synthesize: 'agee'"),
         (["--method", "partial", "--columns", "country", "--rows", "all"], "one value"),
+        (["--method", "full", "--control-share", "0.97"], "holding out 194 as control records leaves 6"),
+        (["--method", "dp", "--epsilon", "1", "--bounds", "age=17:90", "--bins", "5"], "total budget with --budget"),
     ],
 )
 def test_bad_input_exits_2_with_its_message_and_writes_nothing(
@@ -130,7 +132,17 @@ def test_bad_input_exits_2_with_its_message_and_writes_nothing(
     source, out = tmp_path / "t.csv", tmp_path / "out.csv"
     table.to_csv(source, index=False)
     code, _, err = run(
-        capsys, "synthesize", str(source), "--qi", "age,sex", "--control-share", "0", *extra, "-o", str(out)
+        capsys,
+        "synthesize",
+        str(source),
+        "--qi",
+        "age,sex",
+        "--control-share",
+        "0",
+        *extra,
+        "-o",
+        str(out),
+        *(["--ledger", str(tmp_path / "ledger.json"), "--dataset-identity", "t"] if "--bins" in extra else []),
     )
     assert code == 2, err
     assert message in err

@@ -66,7 +66,7 @@ def test_declared_domains_need_no_delta() -> None:
 
 
 def test_numeric_columns_need_bounds_named_with_the_flag() -> None:
-    with pytest.raises(ParameterError, match=r"bounds for the numeric column\(s\) age: give --bounds age=LOW:HIGH"):
+    with pytest.raises(ParameterError, match=r"bounds for the numeric column\(s\) age: give bounds age=LOW:HIGH"):
         synthesize(_table(), SynthesisSettings("dp", epsilon=1.0))
 
 
