@@ -1,11 +1,12 @@
-"""``--project FILE`` of ``privdash diagnose``, ``anonymize`` and ``report``: a project supplies the options that were
-not given.
+"""``--project FILE`` of ``privdash diagnose``, ``anonymize``, ``report``, ``release`` and ``synthesize``: a project
+supplies the options that were not given.
 
 The project (:mod:`privdash.application.project`) supplies the contract (``--contract``; for ``anonymize``,
 ``--qi`` and ``--sensitive``), the targets (``--targets``, without the targets given as options), the missing-value
 policy, the recipe (``--recipe``: ``anonymize`` re-applies it unless a search option such as ``--k`` is given;
-``report`` applies it unless ``--fix`` is given), the hierarchies of a search, and for ``report`` the sign-off
-fields. Options given on
+``report`` applies it unless ``--fix`` is given), the hierarchies of a search, for ``report`` the sign-off
+fields, and for ``release`` and ``synthesize`` the ledger's reference (``--ledger`` and ``--dataset-identity``; for
+``synthesize`` also ``--qi`` and ``--sensitive`` from the contract). Options given on
 the command line override it. The table is compared with the project's fingerprint: a difference is a warning on
 stderr naming what differs; a column the project uses that the table lacks is an error (exit status 2).
 
@@ -99,6 +100,9 @@ def apply_project(
         differences = project.check_table(frame)
         if not differences.same:
             _say(command, "warning", f"the table is not the one the project was saved with. {differences.describe()}")
+    if command in ("release", "synthesize"):
+        _apply_release(project, args, frame, command)
+        return
     if getattr(args, "missing", MISSING_DEFAULT) is None:
         args.missing = project.missing.value
     present = {str(c) for c in frame.columns} if frame is not None else None
@@ -127,6 +131,26 @@ def apply_project(
                 "note",
                 STEPS_NOTE,
             )
+
+
+def _apply_release(project: Project, args: argparse.Namespace, frame: pd.DataFrame | None, command: str) -> None:
+    """``release`` and ``synthesize``: the ledger's reference (the ledger file and the population's identity), and
+    for ``synthesize`` the contract's quasi-identifiers and sensitive attribute."""
+    ledger = project.ledger
+    if ledger is not None:
+        if args.ledger is None and ledger.path is not None:
+            args.ledger = Path(ledger.path)
+        if args.dataset_identity is None and ledger.identity is not None:
+            args.dataset_identity = ledger.identity
+    if command != "synthesize":
+        return
+    present = {str(c) for c in frame.columns} if frame is not None else None
+    contract = DataContract(tuple(f for f in project.contract.fields if present is None or f.name in present))
+    if args.qi is None and contract.quasi_identifiers:
+        args.qi = ",".join(contract.quasi_identifiers)
+    if args.sensitive is None and contract.sensitive:
+        # The inference attack guesses one attribute: the contract's first sensitive one.
+        args.sensitive = contract.sensitive[0]
 
 
 def _apply_anonymize(

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from privdash.application.storage import exclusive_lock
+from privdash.commands import _project
 from privdash.commands._common import format_table, jsonable, print_json, split_columns
 from privdash.data.tables import read_table_with_info, write_table
 from privdash.dp.contributions import check_max_rows
@@ -55,7 +56,7 @@ _OUTPUTS = (".csv", ".tsv", ".parquet", ".json")
 _THREAD_LOCK = threading.Lock()
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     epsilon = check_finite(args.epsilon, "--epsilon")
     delta = check_finite(args.delta, "--delta")
     mechanism = Mechanism.parse(args.mechanism)
@@ -359,3 +360,7 @@ def render_text(release: DPRelease, *, show_true: bool = False) -> str:
     rows = [list(row) for row in shown.itertuples(index=False)]
     align = "l" * len(keys) + "r" * (len(headers) - len(keys))
     return "\n".join(lines) + "\n\n" + format_table(headers, rows, align=align)
+
+
+#: The command: ``_run`` with the options a ``--project`` file supplies (the ledger's reference).
+run = _project.with_project(_run, "release")

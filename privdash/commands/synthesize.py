@@ -19,6 +19,7 @@ from typing import Any
 
 import pandas as pd
 
+from privdash.commands import _project
 from privdash.commands._common import print_json, split_columns
 from privdash.commands._estimates import check_estimates, print_estimates
 from privdash.data.tables import read_table_with_info, write_table
@@ -32,7 +33,7 @@ _OUTPUTS = (".csv", ".tsv", ".parquet")
 MEASUREMENT_SEED = 0
 
 
-def run(args: argparse.Namespace) -> int:
+def _run(args: argparse.Namespace) -> int:
     from privdash.synthesis import SynthesisSettings
 
     settings, recipe_qis = _settings(args, SynthesisSettings)
@@ -351,3 +352,8 @@ def _write_report(
     )
     path, seconds = write_report(report, args.report, protect=[args.file])
     print(f"privdash synthesize: wrote the report to {path} ({seconds:.1f} s)", file=sys.stderr)
+
+
+#: The command: ``_run`` with the options a ``--project`` file supplies (the ledger's reference, the contract's
+#: quasi-identifiers and sensitive attribute).
+run = _project.with_project(_run, "synthesize")

@@ -60,12 +60,13 @@ class Refused(argparse.Action):
 
 
 def add_project_argument(parser: argparse.ArgumentParser) -> None:
-    """``--project FILE`` of diagnose, anonymize and report (:mod:`privdash.commands._project` applies it)."""
+    """``--project FILE`` of diagnose, anonymize, report, release and synthesize (:mod:`privdash.commands._project`
+    applies it)."""
     parser.add_argument(
         "--project",
         type=Path,
         metavar="FILE",
         help="a privdash project (.privdash, saved from the Data page or by privdash project save): it supplies the "
-        "contract, targets, recipe, hierarchies and sign-off fields not given as options, and the table is checked "
-        "against its fingerprint (a difference is a warning; a column the project uses that is missing: exit 2)",
+        "contract, targets, recipe, hierarchies, sign-off fields and ledger reference not given as options, and the "
+        "table is checked against its fingerprint (a difference is a warning; a column the project uses that is missing: exit 2)",
     )

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from privdash.dp.mechanisms import Mechanism
 
+from ._actions import add_project_argument
+
 #: The aggregates a release computes.
 QUERIES = ("count", "histogram", "sum", "mean")
 
@@ -103,4 +105,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also print the true values (for the data owner only; never written to --output)",
     )
+    add_project_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of a table")

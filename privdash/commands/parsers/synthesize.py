@@ -7,6 +7,8 @@ from pathlib import Path
 
 from privdash.constants import SYNTHESIS_METHODS
 
+from ._actions import add_project_argument
+
 HELP = "partially, fully, hybrid or DP synthetic tables, judged by the attacks against held-out control records"
 
 
@@ -142,4 +144,5 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="re-run the synthesize step of a recipe (its settings and seed; a dp step is charged to --ledger)",
     )
+    add_project_argument(parser)
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of tables")

@@ -215,3 +215,47 @@ def test_anonymize_searches_with_the_project_s_hierarchies(
     assert json.loads(stdout)["k"] >= 5 and set(levels) == {"sex", "age", "race"}
     if levels["age"] > 0:
         assert not published["age"].astype(str).str.fullmatch(r"\d+").all()
+
+
+def test_release_and_synthesize_charge_the_project_s_population_in_its_ledger(
+    capsys: pytest.CaptureFixture[str], table: Path, tmp_path: Path
+) -> None:
+    from privdash.dp.ledger import BudgetLedger
+
+    ledger, project = tmp_path / "ledger.json", tmp_path / "jobs.privdash"
+    code, _, err = run(
+        capsys,
+        "project", "save", str(table), "-o", str(project), "--qi", "age,sex", "--sensitive", "job",
+        "--identity", "Jobs 2024", "--ledger", str(ledger),
+    )  # fmt: skip
+    assert code == 0, err
+    code, _, err = run(
+        capsys, "release", str(table), "--project", str(project), "--query", "count", "--epsilon", "0.5",
+        "--budget", "10",
+    )  # fmt: skip
+    assert code == 0, err
+    (entry,) = BudgetLedger.load(ledger).account("Jobs 2024").entries
+    assert entry.epsilon == 0.5
+    # synthesize also takes the contract's quasi-identifiers and its sensitive attribute for the attacks.
+    code, stdout, err = run(
+        capsys, "synthesize", str(table), "--project", str(project), "--method", "dp", "--epsilon", "4",
+        "--columns", "age,sex,job", "--bounds", "age=20:60", "--bins", "2", "--domain", "sex=F,M",
+        "--domain", "job=clerk,nurse,cook", "--control-share", "0", "-o", str(tmp_path / "s.csv"), "--json",
+    )  # fmt: skip
+    assert code == 0, err
+    assert json.loads(stdout)["attacks"]["quasi_identifiers"] == ["age", "sex"]
+    entries = BudgetLedger.load(ledger).account("Jobs 2024").entries
+    assert [e.epsilon for e in entries] == [0.5, 4.0]
+    # An option given overrides the project: another ledger file; a copy of the table cannot open a new budget.
+    other = tmp_path / "other-ledger.json"
+    code, _, err = run(
+        capsys, "release", str(table), "--project", str(project), "--query", "count", "--epsilon", "0.5",
+        "--budget", "1", "--ledger", str(other),
+    )  # fmt: skip
+    assert code == 0, err
+    assert len(BudgetLedger.load(other).account("Jobs 2024").entries) == 1
+    code, _, err = run(
+        capsys, "release", str(table), "--project", str(project), "--query", "count", "--epsilon", "0.5",
+        "--dataset-identity", "Other people", "--budget", "1",
+    )  # fmt: skip
+    assert code == 2 and "released under the dataset identity 'Jobs 2024'" in err
