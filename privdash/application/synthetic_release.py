@@ -152,6 +152,7 @@ class SyntheticRequest:
     control_share: float = CONTROL_SHARE
     identity: str | None = None
     distinct: bool = False
+    max_rows_per_person: int | None = None
 
     @classmethod
     def from_form(
@@ -170,6 +171,7 @@ class SyntheticRequest:
         seed: Any = None,
         identity: Any = None,
         distinct: Any = False,
+        max_rows: Any = None,
     ) -> SyntheticRequest:
         """Check the form's values against the dataset's ``columns``; :class:`ParameterError` (or
         :class:`ColumnError`) with a message that names the field to correct. The core checks the rest (a table
@@ -201,8 +203,10 @@ class SyntheticRequest:
             if not 0 < value <= 1:
                 raise ParameterError(f"The share of records replaced must be above 0 and at most 1, got {value:g}.")
             options["share"] = value
-        population = None
+        population = bound = None
         if method == "dp":
+            if max_rows is not None and str(max_rows).strip():
+                bound = _whole(max_rows, "the rows kept per person", "3", low=1)
             eps = _number(epsilon, "ε (epsilon)", "1")
             if eps <= 0:
                 raise ParameterError(
@@ -214,17 +218,23 @@ class SyntheticRequest:
             options |= {"epsilon": eps, "delta": dlt, "bounds": parse_bounds(bounds, columns) or None}
             if identity is not None and str(identity).strip():
                 population = check_identity(identity)
-        return cls(SynthesisSettings(**options), control, population, bool(distinct))
+        return cls(SynthesisSettings(**options), control, population, bool(distinct), bound)
+
+
+#: Roles never modelled: a name or an e-mail address is not data to model, a household id drawn record by record
+#: describes no household, and a person id is no synthetic record's (the person id still splits the control
+#: records and bounds a DP release's rows per person).
+NOT_MODELLED = (ColumnRole.IDENTIFIER, ColumnRole.HOUSEHOLD, ColumnRole.ENTITY)
 
 
 def default_columns(loaded: LoadedDataset, services: Services, state: ViewState) -> list[str]:
-    """The columns a synthetic table models by default: every column but direct identifiers (a name or an e-mail
-    address is not data to model; it is left out of the release)."""
+    """The columns a synthetic table models by default: every column but direct identifiers, the household id and
+    the person id (:data:`NOT_MODELLED`); they are left out of the release."""
     try:
         contract = services.contract(loaded, state)
     except PrivdashError:
         return list(map(str, loaded.columns))
-    return [f.name for f in contract.fields if f.role != ColumnRole.IDENTIFIER and f.name in loaded.columns]
+    return [f.name for f in contract.fields if f.role not in NOT_MODELLED and f.name in loaded.columns]
 
 
 # --- the outcome ---------------------------------------------------------------------------------------------------
@@ -379,11 +389,17 @@ def synthesize_state(
             "Mark the quasi-identifiers on the Risk page first: the attacks that judge the release use them."
         )
     sensitive = contract.sensitive[0] if contract.sensitive else None
-    settings = request.settings
+    entity = contract.entity
+    settings = replace(
+        request.settings,
+        entity=entity,
+        max_rows_per_person=request.max_rows_per_person if entity is not None else None,
+    )
     modelled = list(settings.columns) if settings.columns and settings.method != "partial" else None
     identifiers = [f.name for f in contract.fields if f.role == ColumnRole.IDENTIFIER]
     if settings.method != "partial" and modelled is None:
-        modelled = [name for name in map(str, loaded.columns) if name not in identifiers]
+        left_out = {f.name for f in contract.fields if f.role in NOT_MODELLED}
+        modelled = [name for name in map(str, loaded.columns) if name not in left_out]
         settings = replace(settings, columns=tuple(modelled))
     if modelled is None:  # partial: every other value is kept, but never a direct identifier
         kept = [name for name in map(str, loaded.columns) if name not in identifiers]
@@ -395,7 +411,8 @@ def synthesize_state(
             )
         table = loaded.frame[kept]
     else:
-        table = loaded.frame[[*modelled]]
+        # The person id goes along (not modelled): it splits the control records and bounds a DP release.
+        table = loaded.frame[[*modelled, *([entity] if entity is not None and entity not in modelled else [])]]
     if settings.bounds and modelled is not None:  # the form's bounds of columns left out of this release
         settings = replace(settings, bounds={c: b for c, b in settings.bounds.items() if c in modelled} or None)
     qis = [name for name in qis if name in table.columns]
@@ -406,7 +423,7 @@ def synthesize_state(
     seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
     settings = replace(settings, seed=seed)
     say(2, "Holding out the control records ...")
-    training, control = split_control(table, share=request.control_share, seed=MEASUREMENT_SEED)
+    training, control = split_control(table, share=request.control_share, seed=MEASUREMENT_SEED, entity=entity)
 
     def fraction(start: int, end: int) -> Callable[[float, str], None]:
         return lambda share, text: say(int(start + (end - start) * max(0.0, min(1.0, share))), text)

@@ -6,7 +6,7 @@ The project (:mod:`privdash.application.project`) supplies the contract (``--con
 policy, the recipe (``--recipe``: ``anonymize`` re-applies it unless a search option such as ``--k`` is given;
 ``report`` applies it unless ``--fix`` is given), the hierarchies of a search, for ``report`` the sign-off
 fields, and for ``release`` and ``synthesize`` the ledger's reference (``--ledger`` and ``--dataset-identity``; for
-``synthesize`` also ``--qi`` and ``--sensitive`` from the contract). Options given on
+``synthesize`` also ``--qi``, ``--sensitive`` and ``--entity`` from the contract). Options given on
 the command line override it. The table is compared with the project's fingerprint: a difference is a warning on
 stderr naming what differs; a column the project uses that the table lacks is an error (exit status 2).
 
@@ -151,6 +151,8 @@ def _apply_release(project: Project, args: argparse.Namespace, frame: pd.DataFra
     if args.sensitive is None and contract.sensitive:
         # The inference attack guesses one attribute: the contract's first sensitive one.
         args.sensitive = contract.sensitive[0]
+    if args.entity is None and contract.entity is not None:
+        args.entity = contract.entity
 
 
 def _apply_anonymize(

@@ -77,10 +77,11 @@ def _run(args: argparse.Namespace) -> int:
     if args.sensitive is not None:
         check_columns(data, [args.sensitive], role="sensitive attribute")
     specs = check_estimates(args, data)
+    settings = _modelled_columns(data, settings, qis, args.sensitive)
     if control_share > 0:
         from privdash.synthesis import split_control
 
-        training, control = split_control(data, share=control_share, seed=MEASUREMENT_SEED)
+        training, control = split_control(data, share=control_share, seed=MEASUREMENT_SEED, entity=settings.entity)
         _check_training(len(data), len(training), settings)
     else:
         training, control = data, None
@@ -154,6 +155,8 @@ def _settings(args: argparse.Namespace, settings_type: Any) -> tuple[Any, tuple[
         "seed": args.seed,
         "bins": args.bins,
         "delta": args.delta,
+        "entity": args.entity,
+        "max_rows_per_person": args.max_rows_per_person,
     }
     if args.method == "dp":
         if args.epsilon is None:
@@ -207,6 +210,30 @@ def _progress() -> Any:
         print(f"privdash synthesize: {100 * fraction:3.0f}% {text}", file=sys.stderr)
 
     return report
+
+
+def _modelled_columns(data: pd.DataFrame, settings: Any, qis: list[str], sensitive: str | None) -> Any:
+    """Without --columns, a full, hybrid or dp release models every column but the direct identifiers and the
+    household id privdash suggests (a name is not data to model, and a household id drawn per record describes no
+    household), unless they are quasi-identifiers or the sensitive attribute; a note names what is left out."""
+    if settings.columns is not None or settings.method == "partial":
+        return settings
+    from dataclasses import replace
+
+    from privdash.data.contract import ColumnRole, suggest_roles
+
+    wanted = {*qis, *([sensitive] if sensitive else [])}
+    structural = (ColumnRole.IDENTIFIER, ColumnRole.HOUSEHOLD)
+    left_out = [s.name for s in suggest_roles(data) if s.role in structural and s.name not in wanted]
+    if not left_out:
+        return settings
+    print(
+        f"privdash synthesize: note: not modelled or released: {', '.join(left_out)} (direct identifiers and "
+        "household ids as privdash suggests them; name the columns with --columns to model them)",
+        file=sys.stderr,
+    )
+    kept = tuple(str(c) for c in data.columns if str(c) not in left_out and str(c) != settings.entity)
+    return replace(settings, columns=kept)
 
 
 def _check_training(rows: int, training: int, settings: Any) -> None:

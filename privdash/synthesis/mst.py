@@ -2,7 +2,10 @@
 approach to differentially private synthetic data"), every noisy measurement made by OpenDP.
 
 Unit of privacy: one record (neighbouring tables differ by one added or removed record, OpenDP's symmetric
-distance at d_in = 1). Steps, with the budget (ε, δ) split under basic sequential composition:
+distance at d_in = 1); with a person-id column and a bound of c rows per person, one person: their rows are first
+truncated to c (:func:`privdash.dp.contributions.bound_contributions`) and every measurement below is calibrated at
+d_in = c (a count moves by at most c, a score of the selection by at most c, and key selection uses its threshold
+for c rows). Steps, with the budget (ε, δ) split under basic sequential composition:
 
 1. **Domains.** A numeric column is cut into ``bins`` equal-width bins between its declared bounds (values are
    clamped into them; a column that can hold missing values gets one more cell for "missing"); without bounds it
@@ -198,8 +201,9 @@ def _categorical_column(name: str, series: pd.Series, keys: Sequence[Any]) -> _C
     return _Column(name, "text", codes, labels, len(unique_keys))
 
 
-def _measure(codes: np.ndarray, cells: int, epsilon: float, what: str) -> np.ndarray:
-    """The noisy histogram of ``codes`` over ``cells`` cells (discrete Laplace, sensitivity 1) by OpenDP."""
+def _measure(codes: np.ndarray, cells: int, epsilon: float, what: str, d_in: int = 1) -> np.ndarray:
+    """The noisy histogram of ``codes`` over ``cells`` cells (discrete Laplace) by OpenDP, calibrated at ``d_in``
+    rows per person (sensitivity ``d_in``)."""
     import opendp.prelude as dp
 
     transformation = dp.t.make_count_by_categories(
@@ -211,35 +215,55 @@ def _measure(codes: np.ndarray, cells: int, epsilon: float, what: str) -> np.nda
         TOA=dp.i64,
     )
     with out_of_range(what):
-        calibrated = calibrate(transformation, Mechanism.GEOMETRIC, PrivacyBudget(epsilon))
+        calibrated = calibrate(transformation, Mechanism.GEOMETRIC, PrivacyBudget(epsilon), d_in=d_in)
         if calibrated.cost.epsilon > epsilon:
             raise OverflowError(f"OpenDP proves ε = {calibrated.cost.epsilon:g} above the allotment {epsilon:g}")
         return np.asarray(calibrated.measurement(codes), dtype=float)
 
 
-def _noisy_max(scores: np.ndarray, epsilon: float) -> int:
-    """OpenDP's report-noisy-max of ``scores`` (sensitivity 1 each, in any direction) at loss ``epsilon``."""
+def _noisy_max(scores: np.ndarray, epsilon: float, d_in: int = 1) -> int:
+    """OpenDP's report-noisy-max of ``scores`` at loss ``epsilon``: one row moves each score by at most 1, in any
+    direction, so ``d_in`` rows of one person move it by at most ``d_in``."""
     import opendp.prelude as dp
 
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
-    scale = 2.0 / epsilon
+    scale = 2.0 * d_in / epsilon
     with out_of_range(f"the tree's selection at ε = {epsilon:g}"):
         measurement = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale)
-        while float(measurement.map(1.0)) > epsilon:
+        while float(measurement.map(float(d_in))) > epsilon:
             scale = math.nextafter(scale, math.inf)
             measurement = dp.m.make_noisy_max(*space, dp.max_divergence(), scale=scale)
         return int(measurement([float(s) for s in scores]))
 
 
 def _domains(
-    table: pd.DataFrame, settings: SynthesisSettings, split: BudgetSplit, undeclared: list[str]
+    table: pd.DataFrame,
+    settings: SynthesisSettings,
+    split: BudgetSplit,
+    undeclared: list[str],
+    people: pd.Series | None = None,
 ) -> dict[str, list[Any]]:
-    """The categories of the text columns without a declared domain, by DP key selection."""
+    """The categories of the text columns without a declared domain, by DP key selection (at c rows per person
+    with ``people``: its threshold then keeps the chance that one person's values are released within δ)."""
     from privdash.dp.release import dp_histogram
 
     chosen: dict[str, list[Any]] = {}
     for name, budget in zip(undeclared, split.key_selection, strict=True):
-        release = dp_histogram(table, name, epsilon=budget.epsilon, delta=budget.delta)
+        if people is None:
+            release = dp_histogram(table, name, epsilon=budget.epsilon, delta=budget.delta)
+        else:
+            # A column name other than the table's own holds the person ids.
+            person = "\x00person"
+            frame = pd.DataFrame({name: table[name].to_numpy(), person: people.to_numpy()})
+            release = dp_histogram(
+                frame,
+                name,
+                epsilon=budget.epsilon,
+                delta=budget.delta,
+                entity=person,
+                max_rows_per_person=settings.max_rows_per_person,
+                seed=settings.seed,
+            )
         if release.epsilon > budget.epsilon * (1 + 1e-12) or release.delta > budget.delta:
             raise ParameterError(f"DP key selection of {name} cannot stay within its allotment {budget}.")
         keys = release.table[name].tolist()
@@ -285,11 +309,12 @@ def _columns(table: pd.DataFrame, settings: SynthesisSettings) -> tuple[list[str
     return numeric, undeclared
 
 
-def _check_noise(columns: list[_Column], split: BudgetSplit, rows: int) -> None:
-    """Refuse before measuring when the noise of a 1-way marginal's cell exceeds the average count of a cell.
+def _check_noise(columns: list[_Column], split: BudgetSplit, rows: int, d_in: int = 1) -> None:
+    """Refuse before measuring when the noise of a 1-way marginal's cell (scale ``d_in`` / ε) exceeds the average
+    count of a cell.
 
     The check reads the row count, seen only by the data holder who runs the synthesis; it releases nothing."""
-    error = accuracy(Mechanism.GEOMETRIC, 1.0 / split.one_way)
+    error = accuracy(Mechanism.GEOMETRIC, d_in / split.one_way)
     for column in columns:
         average = rows / max(column.cells, 1)
         if error > average:
@@ -308,8 +333,13 @@ def mst_synthesize(
     *,
     rng: np.random.Generator,
     progress: Progress | None = None,
+    people: pd.Series | None = None,
 ) -> tuple[pd.DataFrame, PrivacyBudget, str]:
-    """A DP synthetic table by MST (module docstring): (table, cost, one-line model)."""
+    """A DP synthetic table by MST (module docstring): (table, cost, one-line model).
+
+    ``people``: the person id of each row of a table already truncated to at most ``settings.max_rows_per_person``
+    (c) rows per person; every measurement is then calibrated at d_in = c."""
+    d_in = 1 if people is None else int(settings.max_rows_per_person or 1)
     assert settings.epsilon is not None  # checked by SynthesisSettings
     if table.columns.duplicated().any():
         raise ParameterError("The table has duplicated column names: rename them before synthesizing.")
@@ -326,7 +356,7 @@ def mst_synthesize(
 
     report(0.0, "choosing the domains")
     declared = dict(settings.domains or {})
-    declared.update(_domains(table, settings, split, undeclared))
+    declared.update(_domains(table, settings, split, undeclared, people))
     columns: list[_Column] = []
     for name in table.columns:
         series = table[name]
@@ -338,13 +368,15 @@ def mst_synthesize(
             columns.append(_Column(str(name), "bool", codes, keys, len(keys)))
         else:
             columns.append(_categorical_column(str(name), series, list(declared[name])))
-    _check_noise(columns, split, len(table))
+    _check_noise(columns, split, len(table), d_in)
     d = len(columns)
     # 1-way marginals
     one_way = []
     for index, column in enumerate(columns):
         report(0.1 + 0.3 * index / d, f"measuring the 1-way marginal of {column.name}")
-        one_way.append(_measure(column.codes, column.cells, split.one_way, f"the 1-way marginal of {column.name}"))
+        one_way.append(
+            _measure(column.codes, column.cells, split.one_way, f"the 1-way marginal of {column.name}", d_in)
+        )
     total = _noisy_total(columns, one_way)
     probabilities = [_normalized(np.clip(m, 0, None)) for m in one_way]
     # The tree: Kruskal with noisy max over the pairs not yet connected.
@@ -366,7 +398,7 @@ def mst_synthesize(
         for round_ in range(d - 1):
             report(0.4 + 0.3 * round_ / (d - 1), f"choosing the tree's edge {round_ + 1} of {d - 1}")
             candidates = [p for p in pairs if component[p[0]] != component[p[1]]]
-            a, b = candidates[_noisy_max(np.array([scores[p] for p in candidates]), split.selection)]
+            a, b = candidates[_noisy_max(np.array([scores[p] for p in candidates]), split.selection, d_in)]
             edges.append((a, b))
             old, new = component[b], component[a]
             component = [new if c == old else c for c in component]
@@ -377,7 +409,7 @@ def mst_synthesize(
         valid = (columns[a].codes >= 0) & (columns[b].codes >= 0)
         codes = np.where(valid, columns[a].codes * columns[b].cells + columns[b].codes, -1)
         noisy = _measure(
-            codes, columns[a].cells * columns[b].cells, split.two_way, f"{columns[a].name} x {columns[b].name}"
+            codes, columns[a].cells * columns[b].cells, split.two_way, f"{columns[a].name} x {columns[b].name}", d_in
         )
         two_way[(a, b)] = np.clip(noisy, 0, None).reshape(columns[a].cells, columns[b].cells)
     report(0.9, "sampling the records")

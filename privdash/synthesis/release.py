@@ -61,6 +61,9 @@ class SynthesisSettings:
     cost, the declared range of each numeric column and its number of equal-width bins; ``domains``: dp, the
     declared categories of text columns (the others are chosen by DP key selection). ``min_leaf``: CART's
     minimum number of records in a leaf. ``seed``: ``None`` draws one; the release records the seed used.
+    ``entity``: the person-id column of a table where a person may have several rows; it is never modelled (a
+    synthetic record is no one's row), and a dp release keeps at most ``max_rows_per_person`` (c) rows of each
+    person and calibrates every measurement at c rows (:mod:`privdash.dp.contributions`).
     """
 
     method: str
@@ -75,6 +78,8 @@ class SynthesisSettings:
     min_leaf: int = 5
     seed: int | None = None
     domains: Mapping[str, Sequence[Any]] | None = field(default=None, compare=False)
+    entity: str | None = None
+    max_rows_per_person: int | None = None
 
     def __post_init__(self) -> None:
         if self.method not in SYNTHESIS_METHODS:
@@ -107,6 +112,20 @@ class SynthesisSettings:
         object.__setattr__(self, "delta", delta)
         if self.method == "dp" and self.epsilon is None:
             raise ParameterError("A dp synthetic release needs its total epsilon (--epsilon).")
+        if self.max_rows_per_person is not None:
+            from privdash.dp.contributions import check_max_rows
+
+            object.__setattr__(self, "max_rows_per_person", check_max_rows(self.max_rows_per_person))
+            if self.entity is None:
+                raise ParameterError(
+                    "A bound on rows per person needs the person-id column (entity) whose rows it counts."
+                )
+        if self.method == "dp" and self.entity is not None and self.max_rows_per_person is None:
+            raise ParameterError(
+                f"A person may have several rows ('{self.entity}'): a dp synthetic release needs the bound on rows "
+                "per person (--max-rows-per-person); each person's rows are truncated to it and every measurement is "
+                "calibrated at that many rows."
+            )
         if self.bounds is not None:
             checked: dict[str, tuple[float, float]] = {}
             for name, pair in dict(self.bounds).items():
@@ -130,6 +149,8 @@ class SynthesisSettings:
             "min_leaf": self.min_leaf,
             "seed": self.seed,
         }
+        if self.entity is not None:
+            values.update(entity=self.entity, max_rows_per_person=self.max_rows_per_person)
         if self.method == "dp":
             values.update(
                 epsilon=self.epsilon,
@@ -231,14 +252,31 @@ def synthesize(
         check_columns(table, settings.columns, role="column to synthesize")
     if table.columns.duplicated().any():
         raise ParameterError("The table has duplicated column names: rename them before synthesizing.")
+    entity = settings.entity
+    if entity is not None:
+        (entity,) = check_columns(table, [entity], role="person-id column")
+        if entity in (settings.columns or ()):
+            raise ParameterError(
+                f"'{entity}' is the person-id column: it is never modelled (a synthetic record is no one's row). "
+                "Leave it out of the columns."
+            )
     seed = settings.seed if settings.seed is not None else secrets.randbelow(2**31)
     settings = replace(settings, seed=seed)
     rng = np.random.default_rng(seed)
+    modelled = settings.columns or tuple(str(c) for c in table.columns if c != entity)
     if settings.method == "dp":
         from privdash.synthesis.mst import mst_synthesize
 
-        columns = settings.columns or tuple(str(c) for c in table.columns)
-        synthetic, budget, line = mst_synthesize(table[list(columns)], settings, rng=rng, progress=progress)
+        people = None
+        if entity is not None:
+            from privdash.dp.contributions import bound_contributions
+
+            assert settings.max_rows_per_person is not None  # checked by SynthesisSettings
+            table, _ = bound_contributions(table, entity, settings.max_rows_per_person, seed=seed)
+            people = table[entity]
+        synthetic, budget, line = mst_synthesize(
+            table[list(modelled)], settings, rng=rng, progress=progress, people=people
+        )
         return SyntheticRelease(
             synthetic, settings, len(synthetic), synthetic.size, budget, line, time.perf_counter() - started
         )
@@ -266,7 +304,8 @@ def synthesize(
             rows = _records_at_risk(table, qis, settings.k)
         else:
             rows = np.arange(len(table))
-        kept = [str(c) for c in table.columns if c not in replaced]
+        # The person id is copied as it is but predicts nothing (its codes are arbitrary labels).
+        kept = [str(c) for c in table.columns if c not in replaced and c != entity]
         result = table.copy()
         if len(rows) == 0:
             line = f"no record in a class of fewer than {settings.k} records: nothing replaced"
@@ -280,7 +319,7 @@ def synthesize(
         return SyntheticRelease(
             result, settings, len(rows), len(rows) * len(replaced), None, line, time.perf_counter() - started
         )
-    columns = settings.columns or tuple(str(c) for c in table.columns)
+    columns = modelled
     source = table[list(columns)].reset_index(drop=True)
     donors, model = fit_sample(source, columns, min_leaf=settings.min_leaf, rng=rng, progress=progress)
     if settings.method == "full":
@@ -300,20 +339,35 @@ def synthesize(
 
 
 def split_control(
-    table: pd.DataFrame, *, share: float = 0.2, max_rows: int | None = None, seed: int = 0
+    table: pd.DataFrame,
+    *,
+    share: float = 0.2,
+    max_rows: int | None = None,
+    seed: int = 0,
+    entity: str | None = None,
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(training, control): ``share`` of the records (at most ``max_rows``), chosen at random with ``seed``, held
     out of the model, so the attacks on the synthetic table have a baseline (records the model never saw). Both
-    keep the table's order and index."""
+    keep the table's order and index.
+
+    With ``entity`` (the person-id column), whole people are held out: ``share`` of the people, all their rows (at
+    most ``max_rows`` people), so that no one is both a target and a control record."""
     share = check_fraction(share, "control share", inclusive_zero=False, inclusive_one=False)
-    count = round(share * len(table))
+    if entity is not None:
+        (entity,) = check_columns(table, [entity], role="person-id column")
+        person = pd.factorize(table[entity], use_na_sentinel=False)[0]
+        units, what = int(person.max()) + 1 if len(person) else 0, "people"
+    else:
+        person, units, what = np.arange(len(table)), len(table), "record(s)"
+    count = round(share * units)
     if max_rows is not None:
         count = min(count, check_positive_int(max_rows, "max_rows"))
-    if count < 1 or count >= len(table):
+    if count < 1 or count >= units:
         raise ParameterError(
-            f"A control share of {share:g} of {len(table)} record(s) leaves no control or no training record: "
+            f"A control share of {share:g} of {units} {what} leaves no control or no training record: "
             "the table needs more records."
         )
-    held = np.zeros(len(table), dtype=bool)
-    held[np.random.default_rng(seed).choice(len(table), size=count, replace=False)] = True
+    chosen = np.zeros(units, dtype=bool)
+    chosen[np.random.default_rng(seed).choice(units, size=count, replace=False)] = True
+    held = chosen[person]
     return table.iloc[~held], table.iloc[held]

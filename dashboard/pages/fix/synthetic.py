@@ -86,6 +86,10 @@ def card(loaded: LoadedDataset, state: ViewState, services: Services) -> Any:
         )
     columns = list(map(str, loaded.columns))
     modelled = default_columns(loaded, services, state)
+    try:
+        entity = services.contract(loaded, state).entity
+    except PrivdashError:
+        entity = None
     partial_style, hybrid_style, dp_style = visibility("full")
     decimal = {"inputMode": "decimal"}
     form = dmc.Stack(
@@ -183,6 +187,24 @@ def card(loaded: LoadedDataset, state: ViewState, services: Services) -> Any:
                             ],
                             gap="md",
                             align="flex-start",
+                        ),
+                        html.Div(
+                            dmc.NumberInput(
+                                id="synth-max-rows",
+                                label="Rows kept per person",
+                                description=f"'{entity}' gives a person several rows: each person's rows are cut to "
+                                "this many, and every measurement is calibrated at it (required)."
+                                if entity is not None
+                                else "",
+                                min=1,
+                                step=1,
+                                allowDecimal=False,
+                                allowNegative=False,
+                                placeholder="e.g. 3",
+                                maw=640,
+                            ),
+                            id="synth-max-rows-box",
+                            style={"display": "block"} if entity is not None else {"display": "none"},
                         ),
                         dmc.Textarea(
                             id="synth-bounds",
@@ -498,6 +520,7 @@ def register(app: Dash, services: Services) -> None:
         State("synth-delta", "value"),
         State("synth-bounds", "value"),
         State("synth-identity", "value"),
+        State("synth-max-rows", "value"),
         State("synth-control", "value"),
         State("synth-seed", "value"),
         # The Fix page's estimates (the estimates section's text box).
@@ -525,6 +548,7 @@ def register(app: Dash, services: Services) -> None:
         delta: Any,
         bounds: Any,
         identity: Any,
+        max_rows: Any,
         control: Any,
         seed: Any,
         named: list[Any] | None,
@@ -547,6 +571,7 @@ def register(app: Dash, services: Services) -> None:
                 control_share=control,
                 seed=seed,
                 identity=identity,
+                max_rows=max_rows,
             )
             estimates = [spec for text in named or [] for spec in read_estimates(text if isinstance(text, str) else "")]
             outcome = synthesize_state(

@@ -68,5 +68,6 @@ def add_project_argument(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="a privdash project (.privdash, saved from the Data page or by privdash project save): it supplies the "
         "contract, targets, recipe, hierarchies, sign-off fields and ledger reference not given as options, and the "
-        "table is checked against its fingerprint (a difference is a warning; a column the project uses that is missing: exit 2)",
+        "table is checked against its fingerprint (a difference is a warning; a column the project uses that is "
+        "missing: exit 2)",
     )

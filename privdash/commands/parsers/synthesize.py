@@ -111,6 +111,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--seed", type=int, metavar="N", help="seed of the synthesis (default: fresh, printed and recorded)"
     )
     parser.add_argument(
+        "--entity",
+        metavar="COL",
+        help="the person-id column when a person may have several rows: never modelled, control records held out "
+        "by person, and for dp each person's rows truncated to --max-rows-per-person",
+    )
+    parser.add_argument(
+        "--max-rows-per-person",
+        type=int,
+        metavar="C",
+        help="dp with --entity: the rows kept per person; every measurement is calibrated at C rows",
+    )
+    parser.add_argument(
         "--estimate",
         action="append",
         metavar="SPEC",

@@ -158,3 +158,45 @@ def test_anonymize_recipe_refuses_a_dp_step_and_points_at_synthesize(
     code, _, err = run(capsys, "anonymize", str(adult_small), "--recipe", str(recipe), "-o", str(out))
     assert code == 2 and "privdash synthesize DATA --recipe" in err
     assert not out.exists()
+
+
+def test_people_with_several_rows_and_direct_identifiers(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """A visits table: the patient id is never modelled and the control patients are held out whole; the name, a
+    direct identifier, is left out with a note; a dp release charges the ledger at the bound on rows per person."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    visits = rng.integers(1, 5, 800)
+    pid = np.repeat([f"P{i:04d}" for i in range(800)], visits)
+    table = pd.DataFrame(
+        {
+            "patient_id": pid,
+            "name": np.repeat([f"Person {i}" for i in range(800)], visits),
+            "sex": np.repeat(rng.choice(["f", "m"], 800), visits),
+            "ward": rng.choice(["a", "b", "c"], len(pid)),
+        }
+    )
+    source, out = tmp_path / "visits.csv", tmp_path / "out.csv"
+    table.to_csv(source, index=False)
+    common = ["synthesize", str(source), "--qi", "sex,ward", "--entity", "patient_id", "-o", str(out)]
+    code, stdout, err = run(capsys, *common, "--method", "full", "--seed", "1", "--json")
+    assert code == 0, err
+    assert "not modelled or released: name" in err
+    assert list(read_table(out).columns) == ["sex", "ward"]
+    from privdash.synthesis import split_control
+
+    # 20% of the 800 patients held out with all their visits (the split the command makes, by patient).
+    training, control = split_control(read_table(source), share=0.2, seed=0, entity="patient_id")
+    assert control["patient_id"].nunique() == 160 and set(training["patient_id"]).isdisjoint(control["patient_id"])
+    attacks = json.loads(stdout)["attacks"]
+    assert (attacks["rows_original"], attacks["rows_control"]) == (len(training), len(control))
+    code, _, err = run(capsys, *common, "--method", "dp", "--epsilon", "2", "--domain", "sex=f,m")
+    assert code == 2 and "--max-rows-per-person" in err
+    ledger = tmp_path / "ledger.json"
+    code, _, err = run(
+        capsys, *common, "--method", "dp", "--epsilon", "2", "--domain", "sex=f,m", "--domain", "ward=a,b,c",
+        "--max-rows-per-person", "2", "--ledger", str(ledger), "--dataset-identity", "visits", "--budget", "3",
+    )  # fmt: skip
+    assert code == 0, err
+    (entry,) = BudgetLedger.load(ledger).account("visits").entries
+    assert (entry.epsilon, entry.query) == (2.0, "synthesize")

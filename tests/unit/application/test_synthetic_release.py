@@ -251,3 +251,45 @@ def test_a_table_too_small_or_of_one_value_gets_the_cores_message(tmp_path: Path
             state,
             SyntheticRequest.from_form(["age", "sex", "town"], method="partial", chosen=["sex"], rows="all"),
         )
+
+
+def test_a_person_with_several_rows_is_one_unit_of_the_release(tmp_path: Path) -> None:
+    """The contract's person id is not modelled, the control records are whole people, and a DP release needs the
+    rows kept per person and is charged at them."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    visits = rng.integers(1, 5, 600)
+    pid = np.repeat([f"P{i:04d}" for i in range(600)], visits)
+    table = pd.DataFrame(
+        {
+            "patient_id": pid,
+            "sex": np.repeat(rng.choice(["F", "M"], 600), visits),
+            "ward": rng.choice(list("abc"), len(pid)),
+        }
+    )
+    services = make_services(tmp_path)
+    info = services.ingest(csv_text(table).encode(), filename="visits.csv", session="v" * 40)
+    loaded = services.dataset(info.id)
+    state = services.initial_state(loaded, ViewState()).with_quasi_identifiers(["sex", "ward"], [])
+    assert services.contract(loaded, state).entity == "patient_id"
+    assert default_columns(loaded, services, state) == ["sex", "ward"]
+    outcome = synthesize_state(services, state, SyntheticRequest.from_form(list(table.columns), method="full"))
+    assert list(outcome.release.table.columns) == ["sex", "ward"]
+    training, control = split_control(loaded.frame, share=0.2, seed=0, entity="patient_id")
+    assert outcome.evaluation.attacks.rows_control == len(control)
+    assert set(training["patient_id"]).isdisjoint(control["patient_id"])
+
+    columns = list(table.columns)
+    dp = {"method": "dp", "epsilon": "1", "chosen": ["sex", "ward"]}
+    with pytest.raises(PrivdashError, match="rows per person"):
+        synthesize_state(services, state, SyntheticRequest.from_form(columns, **dp))  # type: ignore[arg-type]
+    assert ledger_for(services).known(table_keys(services, loaded)) is None
+    outcome = synthesize_state(
+        services,
+        state,
+        SyntheticRequest.from_form(columns, **dp, max_rows="2"),  # type: ignore[arg-type]
+    )
+    assert outcome.release.settings.max_rows_per_person == 2 and outcome.release.settings.entity == "patient_id"
+    known = ledger_for(services).known(table_keys(services, loaded))
+    assert known is not None and known[1].entries[0].epsilon == pytest.approx(1.0)
