@@ -1,4 +1,4 @@
-"""The Fix page's synthetic releases (issue 23): the form read into the core's
+"""The Fix page's synthetic releases: the form read into the core's
 :class:`~privdash.synthesis.SynthesisSettings`, the synthesis and its evaluation run as one job, the comparison
 with the original table and the page's generalized fix, and the files the steward downloads. Nothing here imports
 Dash.
