@@ -1,0 +1,215 @@
+"""The release report of Adult: from the CLI and from the dashboard's Report button, as the user waits for it.
+
+Target (issue "Fast on the files people really have"): the report of Adult (30,162 records, 8 QIs, occupation
+sensitive, k = 5, the least-lossy fix with ARX's hierarchies) under 5 s from the Report button to the downloads
+(HTML and PDF) and from ``privdash report ... -o report.pdf``.
+
+* ``cli``: ``python -m privdash report adult.csv --qi ... --sensitive occupation --k 5 --fix least-lossy
+  --hierarchies ... --max-suppression 0.02 -o report.pdf`` (and ``.html``) as whole processes, in turn; CPU time
+  (user + system of the finished child), wall time and peak RSS, medians.
+* ``button``: what the Report button's background job does, in a fresh process that has first imported what the
+  dashboard's fork server imports before it forks a job (:data:`dashboard.ui.jobs._PRELOAD`; not timed): the
+  report of the Adult presentation's view (the Fix page with its least-lossy search, occupation sensitive) built by
+  :func:`~privdash.application.report.report_for_state`, both files rendered and kept (the job's body), timed in
+  stages. ``fix cached``: the Fix page has shown the search's result, so its run is in the disk cache shared with
+  jobs (the usual way to the button); ``fix computed``: the search is run by the job (a share link opened straight
+  on the report). The time from the press to the downloads adds the browser's polling (every 400 ms) to the job's.
+
+The machine is shared: quote the CPU times and the medians. ``pdftoppm`` the PDF (``--keep DIR``) to look at it.
+
+Usage: ``python -m bench.bench_report [--runs N] [--only cli|button] [--keep DIR]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench._common import data_path, machine
+
+QIS = "sex,age,race,marital-status,education,native-country,workclass,salary-class"
+
+
+def cli_command(output: Path) -> list[str]:
+    adult = data_path("arx_adult")
+    return [
+        sys.executable,
+        "-m",
+        "privdash",
+        "report",
+        str(adult / "adult.csv"),
+        "--qi",
+        QIS,
+        "--sensitive",
+        "occupation",
+        "--k",
+        "5",
+        "--fix",
+        "least-lossy",
+        "--hierarchies",
+        str(adult / "hierarchies"),
+        "--max-suppression",
+        "0.02",
+        "-o",
+        str(output),
+    ]
+
+
+def run(argv: list[str]) -> tuple[float, float, float, str]:
+    """CPU seconds (user + system of the finished child), wall seconds, peak RSS (MiB) and standard output."""
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        started = time.perf_counter()
+        child = subprocess.Popen(argv, stdout=out, stderr=err, text=True)
+        _pid, status, usage = os.wait4(child.pid, 0)
+        wall = time.perf_counter() - started
+        child.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0), err.seek(0)
+        if child.returncode:
+            raise SystemExit(f"{' '.join(argv)} failed ({child.returncode}):\n{err.read()}")
+        return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024, out.read()
+
+
+def bench_cli(runs: int, folder: Path) -> None:
+    outputs = {kind: folder / f"adult-report.{kind}" for kind in ("pdf", "html")}
+    for path in outputs.values():
+        run(cli_command(path))  # warm-up (page cache, bytecode)
+    figures: dict[str, list[tuple[float, float, float]]] = {kind: [] for kind in outputs}
+    for _ in range(runs):
+        for kind, path in outputs.items():
+            cpu, wall, peak, _out = run(cli_command(path))
+            figures[kind].append((cpu, wall, peak))
+    print("| command | CPU (median) | wall (median, min) | peak RSS |")
+    print("|---|---|---|---|")
+    for kind, rows in figures.items():
+        cpu = statistics.median(r[0] for r in rows)
+        wall = statistics.median(r[1] for r in rows)
+        low = min(r[1] for r in rows)
+        peak = max(r[2] for r in rows)
+        print(f"| `privdash report ... -o report.{kind}` | {cpu:.2f} s | {wall:.2f} s ({low:.2f} s) | {peak:.0f} MiB |")
+
+
+# --- the Report button's job ---------------------------------------------------------------------------------------
+
+
+def _services(folder: Path) -> Any:
+    from privdash.application.services import Services
+    from privdash.application.settings import Settings
+
+    return Services(Settings(store_dir=folder / "store", cache_dir=folder / "cache", data_dir=data_path()))
+
+
+def _state(services: Any) -> Any:
+    from privdash.application.presentations import PRESENTATIONS
+    from privdash.application.state import ViewState
+
+    item = next(p for p in PRESENTATIONS if p.dataset == "adult")
+    state = ViewState(dataset="demo:adult", k=item.k, max_risk=item.max_risk, fix=item.fix)
+    return services.initial_state(services.dataset(state.dataset), state)
+
+
+def job(folder: Path, keep: Path | None) -> None:
+    """One Report job in this process (run as a child by :func:`bench_button`); prints its stages as JSON."""
+    import importlib
+
+    from dashboard.ui import jobs
+
+    for name in jobs._PRELOAD:
+        if name != "__main__":
+            importlib.import_module(name)
+    from dashboard.ui.report import _stem
+    from privdash.application.report import ReportFiles, report_for_state
+    from privdash.application.report.render import render_files
+
+    services = _services(folder)
+    state = _state(services)
+    stages: dict[str, float] = {}
+    clock = time.process_time()
+    wall = time.perf_counter()
+    report = report_for_state(services, state)
+    stages["build"] = time.process_time() - clock
+    files = render_files(report, _stem(report.title))
+    stages["render"] = time.process_time() - clock - stages["build"]
+    ReportFiles(folder / "cache" / "reports", ttl=600).put(files)
+    stages["cpu"] = time.process_time() - clock
+    stages["wall"] = time.perf_counter() - wall
+    if keep is not None:
+        for name, content in files.values():
+            (keep / name).write_bytes(content)
+    print(json.dumps(stages))
+
+
+def warm_fix(folder: Path) -> None:
+    """The Fix page's background preview: the search's run written to the disk cache that jobs read."""
+    from privdash.application.fixruns import FixRuns
+
+    services = _services(folder)
+    FixRuns(services).run(_state(services))
+
+
+def bench_button(runs: int, keep: Path | None) -> None:
+    me = [sys.executable, "-m", "bench.bench_report"]
+    print("| Report button's job | build (CPU) | render HTML + PDF (CPU) | job CPU (median) | job wall (median, min) |")
+    print("|---|---|---|---|---|")
+    for label, cached in (("fix cached", True), ("fix computed", False)):
+        rows = []
+        for i in range(runs + 1):
+            folder = Path(tempfile.mkdtemp(prefix="bench-report-"))
+            try:
+                if cached:
+                    run([*me, "--warm-fix", str(folder)])
+                args = [*me, "--job", str(folder)]
+                if keep is not None and i == runs:
+                    args += ["--keep", str(keep)]
+                stages = json.loads(run(args)[3])
+                if i:  # the first run warms the page cache
+                    rows.append(stages)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
+
+        def med(key: str, rows: list[dict[str, float]] = rows) -> float:
+            return statistics.median(r[key] for r in rows)
+
+        low = min(r["wall"] for r in rows)
+        print(
+            f"| {label} | {med('build'):.2f} s | {med('render'):.2f} s | {med('cpu'):.2f} s | "
+            f"{med('wall'):.2f} s ({low:.2f} s) |"
+        )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--only", choices=["cli", "button"])
+    parser.add_argument("--keep", type=Path, help="folder to keep the reports in (to look at them)")
+    parser.add_argument("--job", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--warm-fix", dest="warm_fix", type=Path, help=argparse.SUPPRESS)
+    options = parser.parse_args()
+    if options.job is not None:
+        job(options.job, options.keep)
+        return
+    if options.warm_fix is not None:
+        warm_fix(options.warm_fix)
+        return
+    print(f"machine: {machine()}; load average {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    print()
+    if options.only in (None, "cli"):
+        with tempfile.TemporaryDirectory() as folder:
+            bench_cli(options.runs, Path(options.keep or folder))
+        print()
+    if options.only in (None, "button"):
+        bench_button(options.runs, options.keep)
+    print()
+    print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+
+
+if __name__ == "__main__":
+    main()
