@@ -17,7 +17,9 @@ sensitive, k = 5, the least-lossy fix with ARX's hierarchies) under 5 s from the
 
 The machine is shared: quote the CPU times and the medians. ``pdftoppm`` the PDF (``--keep DIR``) to look at it.
 
-Usage: ``python -m bench.bench_report [--runs N] [--only cli|button] [--keep DIR]``.
+Usage: ``python -m bench.bench_report [--runs N] [--only cli|button] [--keep DIR] [--before DIR]`` (``--before``: a
+folder holding another commit's ``privdash`` and ``dashboard``, e.g. from ``git archive COMMIT privdash dashboard``;
+the two run in turn and the median of the pair-by-pair CPU ratios is printed).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._common import data_path, machine
+from bench._common import ROOT, data_path, machine
 
 QIS = "sex,age,race,marital-status,education,native-country,workclass,salary-class"
 
@@ -64,11 +66,14 @@ def cli_command(output: Path) -> list[str]:
     ]
 
 
-def run(argv: list[str]) -> tuple[float, float, float, str]:
-    """CPU seconds (user + system of the finished child), wall seconds, peak RSS (MiB) and standard output."""
+def run(argv: list[str], cwd: Path | None = None) -> tuple[float, float, float, str]:
+    """CPU seconds (user + system of the finished child), wall seconds, peak RSS (MiB) and standard output; ``cwd``:
+    the folder whose ``privdash`` (and ``dashboard``) the child imports (the bench package stays this one's)."""
+    env = os.environ.copy()
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")]))
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         started = time.perf_counter()
-        child = subprocess.Popen(argv, stdout=out, stderr=err, text=True)
+        child = subprocess.Popen(argv, stdout=out, stderr=err, text=True, cwd=cwd or ROOT, env=env)
         _pid, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - started
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -78,23 +83,39 @@ def run(argv: list[str]) -> tuple[float, float, float, str]:
         return usage.ru_utime + usage.ru_stime, wall, usage.ru_maxrss / 1024, out.read()
 
 
-def bench_cli(runs: int, folder: Path) -> None:
-    outputs = {kind: folder / f"adult-report.{kind}" for kind in ("pdf", "html")}
-    for path in outputs.values():
-        run(cli_command(path))  # warm-up (page cache, bytecode)
-    figures: dict[str, list[tuple[float, float, float]]] = {kind: [] for kind in outputs}
-    for _ in range(runs):
-        for kind, path in outputs.items():
-            cpu, wall, peak, _out = run(cli_command(path))
-            figures[kind].append((cpu, wall, peak))
-    print("| command | CPU (median) | wall (median, min) | peak RSS |")
-    print("|---|---|---|---|")
-    for kind, rows in figures.items():
+def _table(figures: dict[str, list[tuple[float, ...]]], first: str) -> None:
+    """Medians of each row's runs (CPU, wall, min wall, peak) and, with a before, the median of the pair-by-pair CPU
+    ratios after / before."""
+    print(f"| {first} | CPU (median) | wall (median, min) | peak RSS | CPU after / before (median of pairs) |")
+    print("|---|---|---|---|---|")
+    for name, rows in figures.items():
         cpu = statistics.median(r[0] for r in rows)
         wall = statistics.median(r[1] for r in rows)
         low = min(r[1] for r in rows)
         peak = max(r[2] for r in rows)
-        print(f"| `privdash report ... -o report.{kind}` | {cpu:.2f} s | {wall:.2f} s ({low:.2f} s) | {peak:.0f} MiB |")
+        ratio = ""
+        if name.startswith("after") and name.replace("after", "before", 1) in figures:
+            pairs = zip(figures[name.replace("after", "before", 1)], rows, strict=True)
+            ratio = f"**{statistics.median(a[0] / b[0] for b, a in pairs):.2f}x**"
+        memory = f"{peak:.0f} MiB" if peak else "-"
+        print(f"| {name} | {cpu:.2f} s | {wall:.2f} s ({low:.2f} s) | {memory} | {ratio} |")
+
+
+def _codes(before: Path | None) -> list[tuple[str, Path]]:
+    return [("before", before), ("after", ROOT)] if before is not None else [("after", ROOT)]
+
+
+def bench_cli(runs: int, folder: Path, before: Path | None) -> None:
+    figures: dict[str, list[tuple[float, ...]]] = {}
+    for kind in ("pdf", "html"):
+        path = folder / f"adult-report.{kind}"
+        for _code, cwd in _codes(before):
+            run(cli_command(path), cwd)  # warm-up (page cache, bytecode)
+        for _ in range(runs):
+            for code, cwd in _codes(before):
+                cpu, wall, peak, _out = run(cli_command(path), cwd)
+                figures.setdefault(f"{code}: `privdash report ... -o report.{kind}`", []).append((cpu, wall, peak))
+    _table(figures, "command")
 
 
 # --- the Report button's job ---------------------------------------------------------------------------------------
@@ -127,7 +148,7 @@ def job(folder: Path, keep: Path | None) -> None:
             importlib.import_module(name)
     from dashboard.ui.report import _stem
     from privdash.application.report import ReportFiles, report_for_state
-    from privdash.application.report.render import render_files
+    from privdash.application.report.render import render
 
     services = _services(folder)
     state = _state(services)
@@ -136,7 +157,11 @@ def job(folder: Path, keep: Path | None) -> None:
     wall = time.perf_counter()
     report = report_for_state(services, state)
     stages["build"] = time.process_time() - clock
-    files = render_files(report, _stem(report.title))
+    # render_files(report, stem), in its order, with the time the HTML file is ready (the charts are drawn then)
+    html = render(report, "html")
+    stages["to html"] = time.process_time() - clock
+    stem = _stem(report.title)
+    files = {"html": (f"{stem}-report.html", html), "pdf": (f"{stem}-report.pdf", render(report, "pdf"))}
     stages["render"] = time.process_time() - clock - stages["build"]
     ReportFiles(folder / "cache" / "reports", ttl=600).put(files)
     stages["cpu"] = time.process_time() - clock
@@ -155,34 +180,36 @@ def warm_fix(folder: Path) -> None:
     FixRuns(services).run(_state(services))
 
 
-def bench_button(runs: int, keep: Path | None) -> None:
+def bench_button(runs: int, keep: Path | None, before: Path | None) -> None:
     me = [sys.executable, "-m", "bench.bench_report"]
-    print("| Report button's job | build (CPU) | render HTML + PDF (CPU) | job CPU (median) | job wall (median, min) |")
-    print("|---|---|---|---|---|")
+    figures: dict[str, list[tuple[float, ...]]] = {}
+    stages: dict[str, list[dict[str, float]]] = {}
     for label, cached in (("fix cached", True), ("fix computed", False)):
-        rows = []
         for i in range(runs + 1):
-            folder = Path(tempfile.mkdtemp(prefix="bench-report-"))
-            try:
-                if cached:
-                    run([*me, "--warm-fix", str(folder)])
-                args = [*me, "--job", str(folder)]
-                if keep is not None and i == runs:
-                    args += ["--keep", str(keep)]
-                stages = json.loads(run(args)[3])
+            for code, cwd in _codes(before):
+                folder = Path(tempfile.mkdtemp(prefix="bench-report-"))
+                try:
+                    if cached:
+                        run([*me, "--warm-fix", str(folder)], cwd)
+                    args = [*me, "--job", str(folder)]
+                    if keep is not None and i == runs and code == "after":
+                        args += ["--keep", str(keep)]
+                    timed = json.loads(run(args, cwd)[3])
+                finally:
+                    shutil.rmtree(folder, ignore_errors=True)
                 if i:  # the first run warms the page cache
-                    rows.append(stages)
-            finally:
-                shutil.rmtree(folder, ignore_errors=True)
-
-        def med(key: str, rows: list[dict[str, float]] = rows) -> float:
-            return statistics.median(r[key] for r in rows)
-
-        low = min(r["wall"] for r in rows)
-        print(
-            f"| {label} | {med('build'):.2f} s | {med('render'):.2f} s | {med('cpu'):.2f} s | "
-            f"{med('wall'):.2f} s ({low:.2f} s) |"
-        )
+                    name = f"{code}: job, {label}"
+                    figures.setdefault(name, []).append((timed["cpu"], timed["wall"], 0.0))
+                    stages.setdefault(name, []).append(timed)
+    _table(figures, "Report button")
+    print()
+    print("| Report button | build (CPU, median) | HTML file ready (CPU from the start) | render HTML + PDF (CPU) |")
+    print("|---|---|---|---|")
+    for name, rows in stages.items():
+        build = statistics.median(r["build"] for r in rows)
+        html = statistics.median(r["to html"] for r in rows)
+        render = statistics.median(r["render"] for r in rows)
+        print(f"| {name} | {build:.2f} s | {html:.2f} s | {render:.2f} s |")
 
 
 def main() -> None:
@@ -190,6 +217,9 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--only", choices=["cli", "button"])
     parser.add_argument("--keep", type=Path, help="folder to keep the reports in (to look at them)")
+    parser.add_argument(
+        "--before", type=Path, help="a folder with another commit's privdash and dashboard, run in turn with this one"
+    )
     parser.add_argument("--job", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--warm-fix", dest="warm_fix", type=Path, help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -203,10 +233,10 @@ def main() -> None:
     print()
     if options.only in (None, "cli"):
         with tempfile.TemporaryDirectory() as folder:
-            bench_cli(options.runs, Path(options.keep or folder))
+            bench_cli(options.runs, Path(options.keep or folder), options.before)
         print()
     if options.only in (None, "button"):
-        bench_button(options.runs, options.keep)
+        bench_button(options.runs, options.keep, options.before)
     print()
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
