@@ -14,10 +14,12 @@ sensitive, k = 5, the least-lossy fix with ARX's hierarchies) under 5 s from the
   stages. ``fix cached``: the Fix page has shown the search's result, so its run is in the disk cache shared with
   jobs (the usual way to the button); ``fix computed``: the search is run by the job (a share link opened straight
   on the report). The time from the press to the downloads adds the browser's polling (every 400 ms) to the job's.
+* ``http``: the button pressed through HTTP against the real app (its background jobs forked from the fork server),
+  polling as the browser does, the search already previewed: seconds from the press to the answer with both files.
 
 The machine is shared: quote the CPU times and the medians. ``pdftoppm`` the PDF (``--keep DIR``) to look at it.
 
-Usage: ``python -m bench.bench_report [--runs N] [--only cli|button] [--keep DIR] [--before DIR]`` (``--before``: a
+Usage: ``python -m bench.bench_report [--runs N] [--only cli|button|http] [--keep DIR] [--before DIR]`` (``--before``: a
 folder holding another commit's ``privdash`` and ``dashboard``, e.g. from ``git archive COMMIT privdash dashboard``;
 the two run in turn and the median of the pair-by-pair CPU ratios is printed).
 """
@@ -212,19 +214,87 @@ def bench_button(runs: int, keep: Path | None, before: Path | None) -> None:
         print(f"| {name} | {build:.2f} s | {html:.2f} s | {render:.2f} s |")
 
 
+def http(presses: int) -> None:
+    """The Report button pressed through HTTP against the real app (werkzeug, threaded, its background jobs forked
+    from the fork server as in production), as the browser does it: the Fix page's view of the Adult presentation,
+    its search already previewed (in the disk cache); the time from the press to the job's answer, polling every
+    400 ms, and the PDF's download. Prints the seconds as JSON (the first press, while the fork server starts, left
+    out)."""
+    import threading
+
+    from werkzeug.serving import make_server
+
+    from dashboard.app import create_app
+    from privdash.application.fixruns import FixRuns
+    from tests.integration.dash_http import DashSession, find, payload
+
+    folder = Path(tempfile.mkdtemp(prefix="bench-report-http-"))
+    services = _services(folder)
+    app = create_app(services.settings)
+    server = make_server("127.0.0.1", 0, app.server, threaded=True)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base = f"http://127.0.0.1:{server.server_port}"
+    state = _state(services)
+    FixRuns(services).run(state)  # the Fix page's preview of the search
+    href = state.href("/fix")
+    path, search = href.split("?", 1)
+    times = []
+    for press in range(presses + 1):
+        session = DashSession(base, timeout=300)
+        session.open(href)
+        page = session.call(
+            payload(
+                [("_pages_content", "children"), ("_pages_store", "data")],
+                [("_pages_location", "pathname", path), ("_pages_location", "search", "?" + search)],
+            )
+        ).json()["response"]["_pages_content"]["children"]
+        stored = find(page, "page-state")
+        assert stored is not None
+        body = payload(
+            ("report-result", "children"),
+            [("report-make", "n_clicks", 1)],
+            [("page-state", "data", stored["props"]["data"])],
+        )
+        body["state"].append([])
+        body["state"].append({"id": "signoff-fields", "property": "data", "value": None})
+        started = time.perf_counter()
+        job = session.start(body)
+        while not job.poll().done:
+            time.sleep(0.4)
+        answered = time.perf_counter() - started
+        assert job.response is not None and "report-verdict" in json.dumps(job.response), job.response
+        if press:
+            times.append(answered)
+    server.shutdown()
+    shutil.rmtree(folder, ignore_errors=True)
+    print(json.dumps(times))
+
+
+def bench_http(presses: int, before: Path | None) -> None:
+    print("| Report button, through HTTP (press to answer, polling every 400 ms) | median | min | presses |")
+    print("|---|---|---|---|")
+    for code, cwd in _codes(before):
+        times = json.loads(run([sys.executable, "-m", "bench.bench_report", "--http", str(presses)], cwd)[3])
+        print(f"| {code} | {statistics.median(times):.2f} s | {min(times):.2f} s | {len(times)} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--only", choices=["cli", "button"])
+    parser.add_argument("--only", choices=["cli", "button", "http"])
     parser.add_argument("--keep", type=Path, help="folder to keep the reports in (to look at them)")
     parser.add_argument(
         "--before", type=Path, help="a folder with another commit's privdash and dashboard, run in turn with this one"
     )
     parser.add_argument("--job", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--http", type=int, help=argparse.SUPPRESS)
     parser.add_argument("--warm-fix", dest="warm_fix", type=Path, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.job is not None:
         job(options.job, options.keep)
+        return
+    if options.http is not None:
+        http(options.http)
         return
     if options.warm_fix is not None:
         warm_fix(options.warm_fix)
@@ -237,6 +307,9 @@ def main() -> None:
         print()
     if options.only in (None, "button"):
         bench_button(options.runs, options.keep, options.before)
+        print()
+    if options.only in (None, "http"):
+        bench_http(options.runs, options.before)
     print()
     print(f"load average after: {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
 
