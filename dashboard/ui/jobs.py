@@ -227,8 +227,9 @@ def _guarded(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 #: Modules the fork server imports once, so that a job process starts with the app's code loaded ("__main__": the
-#: server's own script, which a job process would otherwise import again).
-_PRELOAD = ("__main__", "dashboard.app", "dashboard.pages")
+#: server's own script, which a job process would otherwise import again), and the report's renderers (matplotlib,
+#: WeasyPrint), which the web workers never import.
+_PRELOAD = ("__main__", "dashboard.app", "dashboard.pages", "dashboard.ui.renderers")
 _TRIES = 3
 
 

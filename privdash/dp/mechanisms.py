@@ -75,7 +75,7 @@ def contrib() -> Iterator[None]:
     """OpenDP's "contrib" features enabled inside the block, and OpenDP's setting as it was after it: a user who
     enabled them keeps them, one who did not gets them disabled again. Re-entrant and thread-safe."""
     global _contrib_users, _contrib_enabled_here
-    import opendp.prelude as dp
+    import privdash.dp._opendp as dp
 
     with _CONTRIB_LOCK:
         if _contrib_users == 0:
@@ -189,7 +189,7 @@ class Calibrated:
 def out_of_range(parameter: str) -> Iterator[None]:
     """Turn OpenDP's refusals (``OpenDPException``) and float overflows inside the block into a
     :class:`ParameterError` that names ``parameter``, the input whose value OpenDP cannot compute with."""
-    import opendp.prelude as dp
+    import privdash.dp._opendp as dp
 
     try:
         yield
@@ -225,7 +225,7 @@ def calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget, 
 
 
 def _calibrate(transformation: Any, mechanism: Mechanism, budget: PrivacyBudget, d_in: int) -> Calibrated:
-    import opendp.prelude as dp
+    import privdash.dp._opendp as dp
 
     sensitivity = float(transformation.map(d_in))
     if not math.isfinite(sensitivity):
@@ -261,7 +261,7 @@ def accuracy(mechanism: Mechanism, scale: float, confidence: float = DEFAULT_CON
     confidence = check_confidence(confidence)
     alpha = 1.0 - confidence
     what = f"The {confidence:.6g} error bar of noise of scale {scale:g}"
-    import opendp.prelude as dp
+    import privdash.dp._opendp as dp
 
     with out_of_range(what):
         if mechanism is Mechanism.GEOMETRIC:

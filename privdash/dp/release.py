@@ -46,9 +46,9 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import opendp.prelude as dp
 import pandas as pd
 
+import privdash.dp._opendp as dp
 from privdash.data.fingerprint import category_text
 from privdash.dp.contributions import ContributionBound, bound_contributions, most_rows_per_person
 from privdash.dp.mechanisms import (

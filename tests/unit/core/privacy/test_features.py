@@ -45,3 +45,23 @@ def test_a_user_who_enabled_contrib_keeps_it() -> None:
         """
     )
     assert out == "True"
+
+
+def test_a_release_loads_neither_opendps_extras_nor_scikit_learn() -> None:
+    # opendp.prelude imports opendp.extras (scikit-learn, SciPy, ...: about 1,700 modules, seconds on a first run
+    # without bytecode); privdash's releases use OpenDP's core modules only, the same objects.
+    out = run(
+        """
+        import sys
+        import pandas as pd
+        from privdash.dp import dp_count, dp_histogram
+        import privdash.dp._opendp as ours
+        import opendp.mod
+        frame = pd.DataFrame({"a": ["x", "y", "x"]})
+        dp_count(frame, epsilon=1.0)
+        dp_histogram(frame, "a", domain=["x", "y"], epsilon=1.0)
+        loaded = [name for name in ("opendp.prelude", "opendp.extras", "sklearn", "scipy") if name in sys.modules]
+        print(loaded, ours.GLOBAL_FEATURES is opendp.mod.GLOBAL_FEATURES)
+        """
+    )
+    assert out == "[] True"
