@@ -18,7 +18,8 @@ from opendp.accuracy import (
     laplacian_scale_to_accuracy,
 )
 from opendp.domains import atom_domain, vector_domain
-from opendp.metrics import symmetric_distance
+from opendp.measures import max_divergence
+from opendp.metrics import linf_distance, symmetric_distance
 from opendp.mod import GLOBAL_FEATURES, OpenDPException, binary_search_param, disable_features, enable_features
 from opendp.typing import L1Distance, L2Distance, i64
 
@@ -36,7 +37,9 @@ __all__ = [
     "gaussian_scale_to_accuracy",
     "i64",
     "laplacian_scale_to_accuracy",
+    "linf_distance",
     "m",
+    "max_divergence",
     "symmetric_distance",
     "t",
     "vector_domain",

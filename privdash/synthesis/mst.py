@@ -204,7 +204,7 @@ def _categorical_column(name: str, series: pd.Series, keys: Sequence[Any]) -> _C
 def _measure(codes: np.ndarray, cells: int, epsilon: float, what: str, d_in: int = 1) -> np.ndarray:
     """The noisy histogram of ``codes`` over ``cells`` cells (discrete Laplace) by OpenDP, calibrated at ``d_in``
     rows per person (sensitivity ``d_in``)."""
-    import opendp.prelude as dp
+    from privdash.dp import _opendp as dp
 
     transformation = dp.t.make_count_by_categories(
         dp.vector_domain(dp.atom_domain(T=dp.i64)),
@@ -224,7 +224,7 @@ def _measure(codes: np.ndarray, cells: int, epsilon: float, what: str, d_in: int
 def _noisy_max(scores: np.ndarray, epsilon: float, d_in: int = 1) -> int:
     """OpenDP's report-noisy-max of ``scores`` at loss ``epsilon``: one row moves each score by at most 1, in any
     direction, so ``d_in`` rows of one person move it by at most ``d_in``."""
-    import opendp.prelude as dp
+    from privdash.dp import _opendp as dp
 
     space = dp.vector_domain(dp.atom_domain(T=float, nan=False)), dp.linf_distance(T=float)
     scale = 2.0 * d_in / epsilon
