@@ -88,6 +88,7 @@ _MAX_DECIMALS = 15
 _INDEX_MIN_POINTS = 3000
 _INDEX_MAX_DIMS = 8
 _REBUILD_FRACTION = 4  # rebuild the index when a quarter of its points have been clustered
+_POOLED_POINTS = 4  # mixed data: the distinct-point search needs at most 1 point per 4 records
 _SCAN_POINTS = 1024  # below this many distinct points, plain scans beat the index
 _PRUNE_LIMIT = 1024  # points a pruned farthest search may visit before screening all
 _ROUNDING_MARGIN = 1e-5  # relative to the squared data extent; single-precision screening errs by ~1e-7
@@ -137,6 +138,35 @@ def _k_smallest(values: np.ndarray, k: int) -> np.ndarray:
     return np.concatenate([below, ties[: k - len(below)]])
 
 
+class _Counts:
+    """How many remaining records hold each code of one nominal QI, and the sum of the squared counts.
+
+    The squared frequencies' sum ``sum f^2`` is that exact integer over ``m^2``, one correctly rounded division
+    (a float sum over the values would depend on their number and on the BLAS library's threads).
+    """
+
+    def __init__(self, codes: np.ndarray, cardinality: int) -> None:
+        counts = np.bincount(codes[codes >= 0], minlength=cardinality)
+        self.counts = counts.astype(np.float64)
+        self.squares = int((counts.astype(np.int64) ** 2).sum())
+
+    def remove(self, codes: np.ndarray) -> None:
+        values, times = np.unique(codes[codes >= 0], return_counts=True)
+        before = self.counts[values].astype(np.int64)
+        self.squares += int(((before - times) ** 2 - before**2).sum())
+        self.counts[values] -= times
+
+    def centroid_terms(self, codes: np.ndarray, m: int, *, ones: bool = False) -> np.ndarray:
+        """Half the squared distance of a value's one-hot vector to the frequency vector, ``(1 - 2 f_v + sum f^2)
+        / 2``, for each code (``sum f^2 / 2`` for a missing code -1); ``ones``: as if every value occurred once."""
+        total = self.squares / (m * m)
+        if ones or not len(self.counts):  # (no value present: every code is -1)
+            frequency = np.full(len(codes), 1.0) / m
+        else:
+            frequency = self.counts[codes] / m
+        return np.where(codes >= 0, 1.0 - 2.0 * frequency + total, total) / 2.0
+
+
 class _Scan:
     """The remaining records of one MDAV run, searched by full scans.
 
@@ -156,10 +186,7 @@ class _Scan:
         self.nom = nom
         self.index = index
         self.sums = sums
-        self.counts = [
-            np.bincount(codes[codes >= 0], minlength=card).astype(np.float64)
-            for codes, card in zip(nom, cardinalities, strict=True)
-        ]
+        self.counts = [_Counts(codes, card) for codes, card in zip(nom, cardinalities, strict=True)]
 
     @property
     def m(self) -> int:
@@ -169,9 +196,7 @@ class _Scan:
         m = self.m
         distance = _sq_dist(self.num, self.sums / m)
         for codes, counts in zip(self.nom, self.counts, strict=True):
-            frequency = np.append(counts / m, 0.0)  # the extra 0 is looked up by missing codes (-1)
-            total = float(frequency @ frequency)
-            distance += np.where(codes >= 0, 1.0 - 2.0 * frequency[codes] + total, total) / 2.0
+            distance += counts.centroid_terms(codes, m)
         return int(np.argmax(distance))
 
     def _distance_to(self, position: int) -> np.ndarray:
@@ -202,8 +227,7 @@ class _Scan:
         rows = self.index[members]
         self.sums = self.sums - self.num[:, members].sum(axis=1)
         for codes, counts in zip(self.nom, self.counts, strict=True):
-            taken = codes[members]
-            counts -= np.bincount(taken[taken >= 0], minlength=len(counts))
+            counts.remove(codes[members])
         keep = np.ones(self.m, dtype=bool)
         keep[members] = False
         self.num = self.num[:, keep]
@@ -483,10 +507,254 @@ class _Indexed:
         return self.index[self._remaining_rows()]
 
 
-def _mdav_run(state: _Scan | _Indexed, k: int, labels: np.ndarray, next_label: int) -> int:
+class _Pooled:
+    """The remaining records of one mixed-type MDAV run, searched over distinct points.
+
+    Records that agree on every coordinate, on every *low-cardinality* nominal code and on which *high-cardinality*
+    nominal QIs are missing share one distinct point. A record's distance to any query is its point's distance,
+    except on the high-cardinality nominal QIs where it shares the query's value (0 instead of 1): those few
+    *exception* records (found through a per-value index) are measured one by one. For the distance to the centroid,
+    a high-cardinality value's frequency is at least ``1 / m``, which bounds each point from above; points are visited
+    from the highest bound down and their records measured exactly until no bound can beat the best found.
+
+    Every distance that decides is computed with the same floating-point operations, in the same order, as
+    :class:`_Scan` computes it, and ties go to the earliest row, so both return the same clusters. Positions are the
+    columns of ``num`` and ``nom`` and are never compacted (removed records are flagged).
+    """
+
+    def __init__(
+        self,
+        num: np.ndarray,
+        nom: np.ndarray,
+        cardinalities: Sequence[int],
+        index: np.ndarray,
+        sums: np.ndarray,
+        high: Sequence[bool],
+    ) -> None:
+        self.num = num
+        self.nom = nom
+        self.cardinalities = list(cardinalities)
+        self.index = index
+        self.sums = sums
+        self.m = len(index)
+        self.high = [bool(h) for h in high]
+        self.counts = [_Counts(codes, card) for codes, card in zip(nom, cardinalities, strict=True)]
+        # Point key: a high-cardinality code becomes -2 (present) or -1 (missing).
+        point_nom = np.where(np.array(self.high, dtype=bool)[:, None], np.where(nom >= 0, -2, -1), nom)
+        self.points, self.point_of = _distinct_points(num, point_nom)
+        self.pnum, self.pnom = self.points
+        n_points = self.pnum.shape[1]
+        sizes = np.bincount(self.point_of, minlength=n_points)
+        self.members = np.argsort(self.point_of, kind="stable")
+        self.end = np.cumsum(sizes)
+        self.next = self.end - sizes
+        self.left = sizes.copy()
+        self.removed = np.zeros(self.m, dtype=bool)
+        self.exception = np.zeros(self.m, dtype=bool)
+        # Per high-cardinality QI: positions sorted by code, and where each code's run starts.
+        self.by_value: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for j, is_high in enumerate(self.high):
+            if is_high:
+                codes = nom[j]
+                order = np.argsort(codes, kind="stable")
+                starts = np.searchsorted(codes[order], np.arange(self.cardinalities[j] + 1))
+                self.by_value[j] = (order, starts)
+        self.live = np.flatnonzero(self.left > 0)
+
+    @property
+    def points_left(self) -> int:
+        return len(self.live)
+
+    # -- helpers --
+
+    def _refresh_live(self) -> None:
+        self.live = self.live[self.left[self.live] > 0]
+
+    def _first_rows(self, points: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Up to ``want`` earliest remaining, non-exception positions of each point; and each one's point slot."""
+        width = int(want.max()) + 2
+        starts, ends = self.next[points], self.end[points]
+        while True:
+            slots = starts[:, None] + np.arange(width)[None, :]
+            inside = slots < ends[:, None]
+            positions = self.members[np.where(inside, slots, 0)]
+            ok = inside & ~self.removed[positions] & ~self.exception[positions]
+            taken = np.cumsum(ok, axis=1)
+            exhausted = ~inside[:, -1]
+            if bool((exhausted | (taken[:, -1] >= want)).all()):
+                break
+            width *= 2
+        chosen = ok & (taken <= want[:, None])
+        owner = np.broadcast_to(np.arange(len(points))[:, None], chosen.shape)[chosen]
+        return positions[chosen], owner
+
+    def _remove(self, positions: np.ndarray) -> None:
+        self.removed[positions] = True
+        points = self.point_of[positions]
+        np.subtract.at(self.left, points, 1)
+        for codes, counts in zip(self.nom, self.counts, strict=True):
+            counts.remove(codes[positions])
+        for point in np.unique(points).tolist():  # skip the removed rows at the head of each touched point
+            start, end = self.next[point], self.end[point]
+            while start < end and self.removed[self.members[start]]:
+                start += 1
+            self.next[point] = start
+
+    def _exact_to(self, positions: np.ndarray, position: int) -> np.ndarray:
+        """:meth:`_Scan._distance_to` for ``positions`` only."""
+        distance = _sq_dist(self.num[:, positions], self.num[:, position].copy())
+        for codes_all in self.nom:
+            codes = codes_all[positions]
+            code = codes_all[position]
+            if code >= 0:
+                distance += np.where(codes == code, 0.0, np.where(codes >= 0, 1.0, 0.5))
+            else:
+                distance += np.where(codes >= 0, 0.5, 0.0)
+        return distance
+
+    # -- farthest from the centroid --
+
+    def farthest_from_centroid(self) -> int:
+        m = self.m
+        centre = self.sums / m
+        self._refresh_live()
+        live = self.live
+        bound = _sq_dist(self.pnum[:, live], centre)
+        for j, counts in enumerate(self.counts):
+            codes = self.pnom[j, live]
+            if self.high[j]:
+                # A remaining value occurs at least once: its term is at most the one of a count of 1.
+                bound += counts.centroid_terms(np.where(codes == -2, 0, -1), m, ones=True)
+            else:
+                bound += counts.centroid_terms(codes, m)
+        visited = np.zeros(len(live), dtype=bool)
+        best, best_position = -np.inf, -1
+        threshold = float(bound.max())
+        while True:
+            slots = np.flatnonzero(~visited & (bound >= threshold))
+            if not len(slots):
+                return best_position
+            visited[slots] = True
+            points = live[slots]
+            positions = np.concatenate(
+                [self.members[a:b] for a, b in zip(self.next[points].tolist(), self.end[points].tolist(), strict=True)]
+            )
+            positions = positions[~self.removed[positions]]
+            distance = _sq_dist(self.num[:, positions], centre)
+            for codes, counts in zip(self.nom, self.counts, strict=True):
+                distance += counts.centroid_terms(codes[positions], m)
+            top = float(distance.max())
+            position = int(positions[distance == top].min())
+            if top > best or (top == best and position < best_position):
+                best, best_position = top, position
+            threshold = best
+
+    # -- clusters --
+
+    def cluster_around(self, position: int, k: int, *, then_farthest: bool) -> tuple[np.ndarray, int]:
+        """Remove ``position`` and its ``k - 1`` nearest records (see :meth:`_Scan.cluster_around`)."""
+        self._refresh_live()
+        live = self.live
+        query_num = self.num[:, position].copy()
+        query_nom = self.nom[:, position]
+        distance = _sq_dist(self.pnum[:, live], query_num)
+        exceptions: list[np.ndarray] = []
+        for j, codes_all in enumerate(self.pnom):
+            codes = codes_all[live]
+            code = int(query_nom[j])
+            if self.high[j]:
+                distance += np.where(codes == -2, 1.0, 0.5) if code >= 0 else np.where(codes == -2, 0.5, 0.0)
+                if code >= 0:
+                    order, starts = self.by_value[j]
+                    exceptions.append(order[starts[code] : starts[code + 1]])
+            elif code >= 0:
+                distance += np.where(codes == code, 0.0, np.where(codes >= 0, 1.0, 0.5))
+            else:
+                distance += np.where(codes >= 0, 0.5, 0.0)
+        self._remove(np.array([position]))
+        if exceptions:
+            special = np.unique(np.concatenate(exceptions))
+            special = special[~self.removed[special]]
+        else:
+            special = np.empty(0, dtype=np.int64)
+        special_distance = self._exact_to(special, position)
+        self.exception[special] = True
+        available = self.left[live].copy()
+        if len(special):
+            slot_of_point = np.searchsorted(live, self.point_of[special])
+            np.subtract.at(available, slot_of_point, 1)
+
+        need = k - 1
+        taken = np.empty(0, dtype=np.int64)
+        if need > 0:
+            valid = np.flatnonzero(available > 0)
+            candidate_distance = distance[valid]
+            if len(valid) > need:
+                cut = np.partition(candidate_distance, need - 1)[need - 1]
+                keep = candidate_distance <= cut
+                valid, candidate_distance = valid[keep], candidate_distance[keep]
+            rows, owner = self._first_rows(live[valid], np.minimum(available[valid], need))
+            positions = np.concatenate([rows, special])
+            values = np.concatenate([candidate_distance[owner], special_distance])
+            taken = positions[np.lexsort((positions, values))[:need]]
+            self._remove(taken)
+        self.exception[special] = False
+        members = np.sort(np.append(taken, position))
+        self.sums = self.sums - self.num[:, members].sum(axis=1)
+        self.m -= len(members)
+        following = -1
+        if then_farthest and self.m:
+            still = ~self.removed[special]
+            special, special_distance = special[still], special_distance[still]
+            self.exception[special] = True
+            available = self.left[live].copy()
+            if len(special):
+                np.subtract.at(available, np.searchsorted(live, self.point_of[special]), 1)
+            valid = np.flatnonzero(available > 0)
+            top = -np.inf
+            if len(valid):
+                top = float(distance[valid].max())
+            if len(special):
+                top = max(top, float(special_distance.max()))
+            tied = valid[distance[valid] == top]
+            rows, _ = (
+                self._first_rows(live[tied], np.ones(len(tied), dtype=np.int64))
+                if len(tied)
+                else (np.empty(0, dtype=np.int64), None)
+            )
+            self.exception[special] = False
+            following = int(np.concatenate([rows, special[special_distance == top]]).min())
+        return self.index[members], following
+
+    def to_scan(self) -> _Scan:
+        positions = np.flatnonzero(~self.removed)
+        return _Scan(
+            self.num[:, positions], self.nom[:, positions], self.cardinalities, self.index[positions], self.sums
+        )
+
+    def remaining(self) -> np.ndarray:
+        return self.index[~self.removed]
+
+
+def _distinct_points(num: np.ndarray, nom: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """Distinct columns of ``num`` (d, m; -0.0 counted as 0.0) together with ``nom`` (q, m): ((coordinates, codes),
+    point of each column)."""
+    keys = np.vstack([num + 0.0, nom.astype(np.float64)])
+    distinct, inverse = np.unique(keys.T, axis=0, return_inverse=True)
+    d = num.shape[0]
+    coordinates = np.ascontiguousarray(distinct[:, :d].T)
+    codes = np.ascontiguousarray(distinct[:, d:].T).astype(np.int64)
+    return (coordinates, codes), inverse.reshape(-1)
+
+
+def _mdav_run(state: _Scan | _Indexed | _Pooled, k: int, labels: np.ndarray, next_label: int) -> int:
     """Run MDAV over ``state``; write cluster numbers from ``next_label`` into ``labels``; return the next free one."""
     while state.m >= 3 * k:
-        if isinstance(state, _Indexed) and state.m < _INDEX_MIN_POINTS and 2 * state.points_left > state.m:
+        if (
+            isinstance(state, _Indexed | _Pooled)
+            and state.m < _INDEX_MIN_POINTS
+            and 2 * state.points_left > state.m
+        ):
             # Few records left and mostly distinct: plain scans over records are cheaper.
             state = state.to_scan()
         first = state.farthest_from_centroid()
@@ -516,18 +784,51 @@ def _run_group(
     next_label: int,
     *,
     use_index: bool | None = None,
+    high: Sequence[bool] | None = None,
 ) -> int:
-    """MDAV over the records ``rows`` (ascending) with coordinates ``num`` (d, m) and nominal codes ``nom`` (q, m)."""
+    """MDAV over the records ``rows`` (ascending) with coordinates ``num`` (d, m) and nominal codes ``nom`` (q, m).
+
+    ``high`` (tests) forces the distinct-point search of mixed data with these nominal QIs as high-cardinality ones.
+    """
     num = np.ascontiguousarray(num, dtype=np.float64)
+    nom = np.ascontiguousarray(nom, dtype=np.int64)
     sums = num.sum(axis=1)
+    m = len(rows)
+    pooled = high is not None or (use_index is not False and m >= _INDEX_MIN_POINTS)
     if use_index is None:
-        use_index = nom.shape[0] == 0 and 0 < num.shape[0] <= _INDEX_MAX_DIMS and len(rows) >= _INDEX_MIN_POINTS
-    state: _Scan | _Indexed
-    if use_index and nom.shape[0] == 0 and len(rows) >= 3 * k and num.shape[0] > 0:
+        use_index = nom.shape[0] == 0 and 0 < num.shape[0] <= _INDEX_MAX_DIMS and m >= _INDEX_MIN_POINTS
+    state: _Scan | _Indexed | _Pooled
+    if use_index and nom.shape[0] == 0 and m >= 3 * k and num.shape[0] > 0:
         state = _Indexed(num, rows, sums)
+    elif nom.shape[0] and m >= 3 * k and pooled:
+        if high is None:
+            high = _high_cardinality(num, nom, cardinalities)
+        if high is not None:
+            state = _Pooled(num, nom, cardinalities, rows, sums, high)
+        else:
+            state = _Scan(num, nom, cardinalities, rows, sums)
     else:
-        state = _Scan(num, np.ascontiguousarray(nom, dtype=np.int64), cardinalities, rows, sums)
+        state = _Scan(num, nom, cardinalities, rows, sums)
     return _mdav_run(state, k, labels, next_label)
+
+
+def _high_cardinality(num: np.ndarray, nom: np.ndarray, cardinalities: Sequence[int]) -> list[bool] | None:
+    """Which nominal QIs :class:`_Pooled` should treat as high-cardinality, or None when distinct points would not
+    be few enough (at most a quarter of the records) for it to pay off.
+
+    The QIs with the most values are moved out of the point key, one at a time, until the points are few.
+    """
+    m = nom.shape[1]
+    high = [False] * len(nom)
+    by_values = sorted(range(len(nom)), key=lambda j: (-cardinalities[j], j))
+    for j in [None, *by_values]:
+        if j is not None:
+            high[j] = True
+        key = np.where(np.array(high, dtype=bool)[:, None], np.where(nom >= 0, -2, -1), nom)
+        points = len(np.unique(np.vstack([num + 0.0, key.astype(np.float64)]).T, axis=0))
+        if points * _POOLED_POINTS <= m:
+            return high
+    return None
 
 
 def mdav_clusters(
