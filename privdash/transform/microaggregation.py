@@ -30,7 +30,11 @@ Squared Euclidean distance over the QIs, each QI standardised so that no unit do
 A missing value counts as the mean (z = 0) of a numerical or ordinal QI and as the zero vector of a nominal one
 (distance 1/2 to any value). For large groups of purely numerical points an index (points sorted by distance to
 the centre, a single-precision screen, a k-d tree; see :class:`_Indexed`) speeds up the farthest- and
-nearest-point searches; it returns exactly the records the plain scans return.
+nearest-point searches; it returns exactly the records the plain scans return. For large groups of mixed types whose
+records share few distinct points once the nominal QIs with the most values (e.g. postcodes) are left out, the
+searches run over those points and measure the records sharing such a value with the query apart (see
+:class:`_Pooled`); again exactly the records of the plain scans. ``sum f^2`` is computed from the integer counts
+(their squares' sum over ``m^2``, one rounding).
 
 Partition first
 ---------------
@@ -151,19 +155,20 @@ class _Counts:
         self.squares = int((counts.astype(np.int64) ** 2).sum())
 
     def remove(self, codes: np.ndarray) -> None:
-        values, times = np.unique(codes[codes >= 0], return_counts=True)
-        before = self.counts[values].astype(np.int64)
-        self.squares += int(((before - times) ** 2 - before**2).sum())
-        self.counts[values] -= times
+        counts, squares = self.counts, self.squares
+        for code in codes.tolist():  # a cluster's few records, one at a time: (c - 1)^2 - c^2 = 1 - 2c
+            if code >= 0:
+                count = int(counts[code])
+                squares += 1 - 2 * count
+                counts[code] = count - 1
+        self.squares = squares
 
     def centroid_terms(self, codes: np.ndarray, m: int, *, ones: bool = False) -> np.ndarray:
         """Half the squared distance of a value's one-hot vector to the frequency vector, ``(1 - 2 f_v + sum f^2)
         / 2``, for each code (``sum f^2 / 2`` for a missing code -1); ``ones``: as if every value occurred once."""
         total = self.squares / (m * m)
-        if ones or not len(self.counts):  # (no value present: every code is -1)
-            frequency = np.full(len(codes), 1.0) / m
-        else:
-            frequency = self.counts[codes] / m
+        # (With no value present every code is -1 and the frequency is not used.)
+        frequency = np.full(len(codes), 1.0) / m if ones or not len(self.counts) else self.counts[codes] / m
         return np.where(codes >= 0, 1.0 - 2.0 * frequency + total, total) / 2.0
 
 
@@ -518,8 +523,9 @@ class _Pooled:
     from the highest bound down and their records measured exactly until no bound can beat the best found.
 
     Every distance that decides is computed with the same floating-point operations, in the same order, as
-    :class:`_Scan` computes it, and ties go to the earliest row, so both return the same clusters. Positions are the
-    columns of ``num`` and ``nom`` and are never compacted (removed records are flagged).
+    :class:`_Scan` computes it (a nominal term is looked up instead of computed, the same value), and ties go to the
+    earliest row, so both return the same clusters. Positions are the columns of ``num`` and ``nom`` and are never
+    compacted (removed records are flagged); the searched points are compacted when a quarter of them is used up.
     """
 
     def __init__(
@@ -541,14 +547,16 @@ class _Pooled:
         self.counts = [_Counts(codes, card) for codes, card in zip(nom, cardinalities, strict=True)]
         # Point key: a high-cardinality code becomes -2 (present) or -1 (missing).
         point_nom = np.where(np.array(self.high, dtype=bool)[:, None], np.where(nom >= 0, -2, -1), nom)
-        self.points, self.point_of = _distinct_points(num, point_nom)
-        self.pnum, self.pnom = self.points
-        n_points = self.pnum.shape[1]
-        sizes = np.bincount(self.point_of, minlength=n_points)
+        (self.pnum, pnom), self.point_of = _distinct_points(num, point_nom)
+        # Shifted so that they index lookup tables: low codes + 1 (missing 0), high ones + 2 (present 0, missing 1).
+        shift = np.where(np.array(self.high, dtype=bool), 2, 1)[:, None]
+        self.pkey = pnom + shift
+        sizes = np.bincount(self.point_of, minlength=self.pnum.shape[1])
         self.members = np.argsort(self.point_of, kind="stable")
         self.end = np.cumsum(sizes)
         self.next = self.end - sizes
         self.left = sizes.copy()
+        self.alive = int((sizes > 0).sum())
         self.removed = np.zeros(self.m, dtype=bool)
         self.exception = np.zeros(self.m, dtype=bool)
         # Per high-cardinality QI: positions sorted by code, and where each code's run starts.
@@ -559,19 +567,24 @@ class _Pooled:
                 order = np.argsort(codes, kind="stable")
                 starts = np.searchsorted(codes[order], np.arange(self.cardinalities[j] + 1))
                 self.by_value[j] = (order, starts)
-        self.live = np.flatnonzero(self.left > 0)
+        self._compact()
 
     @property
     def points_left(self) -> int:
-        return len(self.live)
+        return self.alive
 
     # -- helpers --
 
-    def _refresh_live(self) -> None:
-        self.live = self.live[self.left[self.live] > 0]
+    def _compact(self) -> None:
+        """Search only the points with records left."""
+        self.live = np.flatnonzero(self.left > 0)
+        self.live_num = np.ascontiguousarray(self.pnum[:, self.live])
+        self.live_key = np.ascontiguousarray(self.pkey[:, self.live])
 
     def _first_rows(self, points: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Up to ``want`` earliest remaining, non-exception positions of each point; and each one's point slot."""
+        if not len(points):
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         width = int(want.max()) + 2
         starts, ends = self.next[points], self.end[points]
         while True:
@@ -580,25 +593,26 @@ class _Pooled:
             positions = self.members[np.where(inside, slots, 0)]
             ok = inside & ~self.removed[positions] & ~self.exception[positions]
             taken = np.cumsum(ok, axis=1)
-            exhausted = ~inside[:, -1]
-            if bool((exhausted | (taken[:, -1] >= want)).all()):
+            if bool(((taken[:, -1] >= want) | ~inside[:, -1]).all()):
                 break
             width *= 2
         chosen = ok & (taken <= want[:, None])
-        owner = np.broadcast_to(np.arange(len(points))[:, None], chosen.shape)[chosen]
+        owner = np.nonzero(chosen)[0]
         return positions[chosen], owner
 
     def _remove(self, positions: np.ndarray) -> None:
         self.removed[positions] = True
-        points = self.point_of[positions]
-        np.subtract.at(self.left, points, 1)
         for codes, counts in zip(self.nom, self.counts, strict=True):
             counts.remove(codes[positions])
-        for point in np.unique(points).tolist():  # skip the removed rows at the head of each touched point
-            start, end = self.next[point], self.end[point]
-            while start < end and self.removed[self.members[start]]:
+        left, next_, end, members, removed = self.left, self.next, self.end, self.members, self.removed
+        for point in self.point_of[positions].tolist():
+            left[point] -= 1
+            if left[point] == 0:
+                self.alive -= 1
+            start, stop = int(next_[point]), int(end[point])
+            while start < stop and removed[members[start]]:  # skip the removed rows at the head of the point
                 start += 1
-            self.next[point] = start
+            next_[point] = start
 
     def _exact_to(self, positions: np.ndarray, position: int) -> np.ndarray:
         """:meth:`_Scan._distance_to` for ``positions`` only."""
@@ -617,16 +631,16 @@ class _Pooled:
     def farthest_from_centroid(self) -> int:
         m = self.m
         centre = self.sums / m
-        self._refresh_live()
         live = self.live
-        bound = _sq_dist(self.pnum[:, live], centre)
+        bound = _sq_dist(self.live_num, centre)
         for j, counts in enumerate(self.counts):
-            codes = self.pnom[j, live]
             if self.high[j]:
                 # A remaining value occurs at least once: its term is at most the one of a count of 1.
-                bound += counts.centroid_terms(np.where(codes == -2, 0, -1), m, ones=True)
+                table = counts.centroid_terms(np.array([0, -1]), m, ones=True)
             else:
-                bound += counts.centroid_terms(codes, m)
+                table = counts.centroid_terms(np.arange(-1, self.cardinalities[j]), m)
+            bound += table[self.live_key[j]]
+        bound[self.left[live] == 0] = -np.inf
         visited = np.zeros(len(live), dtype=bool)
         best, best_position = -np.inf, -1
         threshold = float(bound.max())
@@ -651,42 +665,54 @@ class _Pooled:
 
     # -- clusters --
 
+    def _point_distances(self, position: int) -> np.ndarray:
+        """Distance of every searched point's non-exception records to the record at ``position``."""
+        distance = _sq_dist(self.live_num, self.num[:, position].copy())
+        for j, codes in enumerate(self.nom):
+            code = int(codes[position])
+            if self.high[j]:
+                table = np.array([1.0, 0.5]) if code >= 0 else np.array([0.5, 0.0])
+            elif code >= 0:
+                table = np.full(self.cardinalities[j] + 1, 1.0)
+                table[0] = 0.5
+                table[code + 1] = 0.0
+            else:
+                table = np.full(self.cardinalities[j] + 1, 0.5)
+                table[0] = 0.0
+            distance += table[self.live_key[j]]
+        return distance
+
+    def _exceptions(self, position: int) -> np.ndarray:
+        """Remaining positions sharing a high-cardinality value with ``position`` (ascending)."""
+        found: list[np.ndarray] = []
+        for j, (order, starts) in self.by_value.items():
+            code = int(self.nom[j, position])
+            if code >= 0:
+                found.append(order[starts[code] : starts[code + 1]])
+        if not found:
+            return np.empty(0, dtype=np.int64)
+        special = found[0] if len(found) == 1 else np.unique(np.concatenate(found))
+        return special[~self.removed[special]]
+
+    def _available(self, special: np.ndarray) -> np.ndarray:
+        """Remaining non-exception records of each searched point."""
+        available = self.left[self.live]
+        if len(special):
+            np.subtract.at(available, np.searchsorted(self.live, self.point_of[special]), 1)
+        return available
+
     def cluster_around(self, position: int, k: int, *, then_farthest: bool) -> tuple[np.ndarray, int]:
         """Remove ``position`` and its ``k - 1`` nearest records (see :meth:`_Scan.cluster_around`)."""
-        self._refresh_live()
         live = self.live
-        query_num = self.num[:, position].copy()
-        query_nom = self.nom[:, position]
-        distance = _sq_dist(self.pnum[:, live], query_num)
-        exceptions: list[np.ndarray] = []
-        for j, codes_all in enumerate(self.pnom):
-            codes = codes_all[live]
-            code = int(query_nom[j])
-            if self.high[j]:
-                distance += np.where(codes == -2, 1.0, 0.5) if code >= 0 else np.where(codes == -2, 0.5, 0.0)
-                if code >= 0:
-                    order, starts = self.by_value[j]
-                    exceptions.append(order[starts[code] : starts[code + 1]])
-            elif code >= 0:
-                distance += np.where(codes == code, 0.0, np.where(codes >= 0, 1.0, 0.5))
-            else:
-                distance += np.where(codes >= 0, 0.5, 0.0)
+        distance = self._point_distances(position)
         self._remove(np.array([position]))
-        if exceptions:
-            special = np.unique(np.concatenate(exceptions))
-            special = special[~self.removed[special]]
-        else:
-            special = np.empty(0, dtype=np.int64)
+        special = self._exceptions(position)
         special_distance = self._exact_to(special, position)
         self.exception[special] = True
-        available = self.left[live].copy()
-        if len(special):
-            slot_of_point = np.searchsorted(live, self.point_of[special])
-            np.subtract.at(available, slot_of_point, 1)
-
         need = k - 1
         taken = np.empty(0, dtype=np.int64)
         if need > 0:
+            available = self._available(special)
             valid = np.flatnonzero(available > 0)
             candidate_distance = distance[valid]
             if len(valid) > need:
@@ -697,33 +723,26 @@ class _Pooled:
             positions = np.concatenate([rows, special])
             values = np.concatenate([candidate_distance[owner], special_distance])
             taken = positions[np.lexsort((positions, values))[:need]]
+            self.exception[special] = False
             self._remove(taken)
-        self.exception[special] = False
         members = np.sort(np.append(taken, position))
         self.sums = self.sums - self.num[:, members].sum(axis=1)
         self.m -= len(members)
         following = -1
-        if then_farthest and self.m:
+        if then_farthest:
             still = ~self.removed[special]
             special, special_distance = special[still], special_distance[still]
             self.exception[special] = True
-            available = self.left[live].copy()
-            if len(special):
-                np.subtract.at(available, np.searchsorted(live, self.point_of[special]), 1)
-            valid = np.flatnonzero(available > 0)
-            top = -np.inf
-            if len(valid):
-                top = float(distance[valid].max())
+            valid = np.flatnonzero(self._available(special) > 0)
+            top = float(distance[valid].max()) if len(valid) else -np.inf
             if len(special):
                 top = max(top, float(special_distance.max()))
-            tied = valid[distance[valid] == top]
-            rows, _ = (
-                self._first_rows(live[tied], np.ones(len(tied), dtype=np.int64))
-                if len(tied)
-                else (np.empty(0, dtype=np.int64), None)
-            )
-            self.exception[special] = False
+            tied = live[valid[distance[valid] == top]]
+            rows, _ = self._first_rows(tied, np.ones(len(tied), dtype=np.int64))
             following = int(np.concatenate([rows, special[special_distance == top]]).min())
+        self.exception[special] = False
+        if (len(self.live) - self.alive) * _REBUILD_FRACTION > len(self.live):
+            self._compact()
         return self.index[members], following
 
     def to_scan(self) -> _Scan:
@@ -750,11 +769,7 @@ def _distinct_points(num: np.ndarray, nom: np.ndarray) -> tuple[tuple[np.ndarray
 def _mdav_run(state: _Scan | _Indexed | _Pooled, k: int, labels: np.ndarray, next_label: int) -> int:
     """Run MDAV over ``state``; write cluster numbers from ``next_label`` into ``labels``; return the next free one."""
     while state.m >= 3 * k:
-        if (
-            isinstance(state, _Indexed | _Pooled)
-            and state.m < _INDEX_MIN_POINTS
-            and 2 * state.points_left > state.m
-        ):
+        if isinstance(state, _Indexed | _Pooled) and state.m < _INDEX_MIN_POINTS and 2 * state.points_left > state.m:
             # Few records left and mostly distinct: plain scans over records are cheaper.
             state = state.to_scan()
         first = state.farthest_from_centroid()
