@@ -47,7 +47,8 @@ import pandas as pd
 from privdash.constants import Metric
 from privdash.errors import ColumnError, ParameterError, check_columns, check_fraction
 from privdash.measure.classes import MISSING_LABEL, equivalence_classes
-from privdash.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
+from privdash.measure.encoding import encode_column
+from privdash.transform.hierarchy import Hierarchy, HierarchyError, canonical_text, lookup
 
 __all__ = [
     "SUPPRESSED_LABEL",
@@ -58,6 +59,7 @@ __all__ = [
     "cells_changed",
     "classifier_accuracy",
     "information_loss",
+    "information_loss_with_baseline",
     "utility_report",
     "value_distributions",
 ]
@@ -123,10 +125,15 @@ def _published_levels(hierarchy: Hierarchy, leaf: np.ndarray, published: pd.Seri
     published_missing = published.isna().to_numpy()
     levels[(leaf < 0) & published_missing] = 0
     todo = levels < 0
+    # The published column is encoded once; each level matches its distinct values (Hierarchy.codes_for, lenient).
+    encoded = encode_column(published)
+    value_codes = np.asarray(encoded.codes, dtype=np.int64)
     for level in range(hierarchy.n_levels):
         if not todo.any():
             break
-        codes = hierarchy.codes_for(published, level, strict=False)
+        position = lookup(hierarchy.labels[level], encoded.categories)
+        position = np.where(position < 0, -2, position)
+        codes = np.where(value_codes < 0, -1, np.append(position, -1)[value_codes])
         ancestor = np.where(leaf < 0, -3, hierarchy.codes[level][np.maximum(leaf, 0)])
         hit = todo & (codes == ancestor)
         levels[hit] = level
@@ -169,6 +176,48 @@ def information_loss(
         original, list(hierarchies) if quasi_identifiers is None else quasi_identifiers, role="quasi-identifier"
     )
     check_columns(transformed, qis, role="quasi-identifier")
+    return _information_loss(original, transformed, _leaves(original, hierarchies, qis), qis, kept_rows)
+
+
+def information_loss_with_baseline(
+    original: pd.DataFrame,
+    transformed: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    *,
+    quasi_identifiers: Sequence[str] | None = None,
+    kept_rows: Any = None,
+) -> tuple[InformationLoss, InformationLoss]:
+    """:func:`information_loss` of ``original`` against itself (the untransformed baseline) and of ``transformed``,
+    the original's hierarchies and leaf codes computed once for both."""
+    qis = check_columns(
+        original, list(hierarchies) if quasi_identifiers is None else quasi_identifiers, role="quasi-identifier"
+    )
+    check_columns(transformed, qis, role="quasi-identifier")
+    leaves = _leaves(original, hierarchies, qis)
+    before = _information_loss(original, original, leaves, qis, None)
+    return before, _information_loss(original, transformed, leaves, qis, kept_rows)
+
+
+def _leaves(
+    original: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], qis: Sequence[str]
+) -> dict[str, tuple[Hierarchy, np.ndarray]]:
+    """Per QI, its hierarchy over the original's values and the leaf code of each original record."""
+    out = {}
+    for column in qis:
+        if column not in hierarchies:
+            raise HierarchyError(f"No hierarchy for quasi-identifier '{column}'.")
+        hierarchy = hierarchies[column].for_values(original[column])
+        out[column] = (hierarchy, hierarchy.leaf_codes(original[column]))
+    return out
+
+
+def _information_loss(
+    original: pd.DataFrame,
+    transformed: pd.DataFrame,
+    leaves: Mapping[str, tuple[Hierarchy, np.ndarray]],
+    qis: Sequence[str],
+    kept_rows: Any,
+) -> InformationLoss:
     kept = _kept_positions(original, transformed, kept_rows)
     n = len(original)
     if n == 0:
@@ -178,11 +227,12 @@ def information_loss(
     suppressed = int(suppressed_mask.sum())
     rows = []
     for column in qis:
-        if column not in hierarchies:
-            raise HierarchyError(f"No hierarchy for quasi-identifier '{column}'.")
-        hierarchy = hierarchies[column].for_values(original[column])
-        leaf = hierarchy.leaf_codes(original[column])
-        levels_kept = _published_levels(hierarchy, leaf[kept], transformed[column].reset_index(drop=True), column)
+        hierarchy, leaf = leaves[column]
+        if transformed is original:
+            # Every value is published as it is: its leaf is its level-0 label (missing stays missing): level 0.
+            levels_kept = np.zeros(n, dtype=np.int64)
+        else:
+            levels_kept = _published_levels(hierarchy, leaf[kept], transformed[column].reset_index(drop=True), column)
         rows.append(
             {
                 "column": column,
@@ -344,6 +394,8 @@ def cells_changed(original: pd.DataFrame, transformed: pd.DataFrame, *, kept_row
             same = before.to_numpy(dtype=np.float64, na_value=np.nan) == after.to_numpy(
                 dtype=np.float64, na_value=np.nan
             )
+        elif isinstance(before.dtype, pd.StringDtype) and before.dtype == after.dtype:
+            same = (before == after).to_numpy(dtype=bool, na_value=False)  # text already: str(x) is x
         else:
             same = before.astype(str).to_numpy() == after.astype(str).to_numpy()
         changed = (~same & ~(missing_before & missing_after)) | (missing_before != missing_after)
