@@ -194,8 +194,8 @@ def information_loss_with_baseline(
     )
     check_columns(transformed, qis, role="quasi-identifier")
     leaves = _leaves(original, hierarchies, qis)
-    before = _information_loss(original, original, leaves, qis, None)
-    return before, _information_loss(original, transformed, leaves, qis, kept_rows)
+    after = _information_loss(original, transformed, leaves, qis, kept_rows)  # first: it may find them undefined
+    return _information_loss(original, original, leaves, qis, None), after
 
 
 def _leaves(
