@@ -46,8 +46,8 @@ import pandas as pd
 
 from privdash.constants import Metric
 from privdash.errors import ColumnError, ParameterError, check_columns, check_fraction
-from privdash.measure.classes import MISSING_LABEL, equivalence_classes
-from privdash.measure.encoding import encode_column
+from privdash.measure.classes import MISSING_LABEL
+from privdash.measure.encoding import EncodedColumn, encode_column, group_rows
 from privdash.transform.hierarchy import Hierarchy, HierarchyError, canonical_text, lookup
 
 __all__ = [
@@ -119,21 +119,29 @@ def _kept_positions(original: pd.DataFrame, transformed: pd.DataFrame, kept_rows
     return kept
 
 
-def _published_levels(hierarchy: Hierarchy, leaf: np.ndarray, published: pd.Series, column: str) -> np.ndarray:
-    """Per kept record, the lowest level whose ancestor of the original leaf is the published value."""
+def _level_codes(hierarchy: Hierarchy, encoded: EncodedColumn, level: int) -> np.ndarray:
+    """:meth:`Hierarchy.codes_for` (lenient: ``-2`` unmatched, ``-1`` missing) of an already encoded column."""
+    position = lookup(hierarchy.labels[level], encoded.categories)
+    position = np.where(position < 0, -2, position)
+    value_codes = np.asarray(encoded.codes, dtype=np.int64)
+    return np.where(value_codes < 0, -1, np.append(position, -1)[value_codes])
+
+
+def _published_levels(
+    hierarchy: Hierarchy, leaf: np.ndarray, published: pd.Series, column: str, encoded: EncodedColumn | None = None
+) -> np.ndarray:
+    """Per kept record, the lowest level whose ancestor of the original leaf is the published value (``encoded``:
+    the published column's encoding, when at hand)."""
     levels = np.full(len(leaf), -1, dtype=np.int64)
     published_missing = published.isna().to_numpy()
     levels[(leaf < 0) & published_missing] = 0
     todo = levels < 0
-    # The published column is encoded once; each level matches its distinct values (Hierarchy.codes_for, lenient).
-    encoded = encode_column(published)
-    value_codes = np.asarray(encoded.codes, dtype=np.int64)
+    # The published column is encoded once; each level matches its distinct values.
+    encoded = encode_column(published) if encoded is None else encoded
     for level in range(hierarchy.n_levels):
         if not todo.any():
             break
-        position = lookup(hierarchy.labels[level], encoded.categories)
-        position = np.where(position < 0, -2, position)
-        codes = np.where(value_codes < 0, -1, np.append(position, -1)[value_codes])
+        codes = _level_codes(hierarchy, encoded, level)
         ancestor = np.where(leaf < 0, -3, hierarchy.codes[level][np.maximum(leaf, 0)])
         hit = todo & (codes == ancestor)
         levels[hit] = level
@@ -198,23 +206,40 @@ def information_loss_with_baseline(
     return _information_loss(original, original, leaves, qis, None), after
 
 
-def _leaves(
-    original: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], qis: Sequence[str]
-) -> dict[str, tuple[Hierarchy, np.ndarray]]:
-    """Per QI, its hierarchy over the original's values and the leaf code of each original record."""
+_Leaves = dict[str, tuple[Hierarchy, np.ndarray, EncodedColumn]]
+
+
+def _leaves(original: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], qis: Sequence[str]) -> _Leaves:
+    """Per QI, its hierarchy over the original's values, the leaf code of each original record and the column's
+    encoding."""
     out = {}
     for column in qis:
         if column not in hierarchies:
             raise HierarchyError(f"No hierarchy for quasi-identifier '{column}'.")
         hierarchy = hierarchies[column].for_values(original[column])
-        out[column] = (hierarchy, hierarchy.leaf_codes(original[column]))
+        encoded = encode_column(original[column])
+        leaf = _level_codes(hierarchy, encoded, 0)
+        if (leaf == -2).any():  # values that are no leaves: the hierarchy's own message
+            leaf = hierarchy.leaf_codes(original[column])
+        out[column] = (hierarchy, leaf, encoded)
     return out
+
+
+def _same_values(original: pd.Series, published: pd.Series) -> bool:
+    """Whether two aligned columns of one (non-object) dtype hold equal values, missing in the same rows."""
+    if original.dtype != published.dtype or original.dtype == object:
+        return False
+    missing = original.isna().to_numpy()
+    if not np.array_equal(missing, published.isna().to_numpy()):
+        return False
+    equal = (original.reset_index(drop=True) == published.reset_index(drop=True)).to_numpy(dtype=bool, na_value=False)
+    return bool(equal[~missing].all())
 
 
 def _information_loss(
     original: pd.DataFrame,
     transformed: pd.DataFrame,
-    leaves: Mapping[str, tuple[Hierarchy, np.ndarray]],
+    leaves: _Leaves,
     qis: Sequence[str],
     kept_rows: Any,
 ) -> InformationLoss:
@@ -226,13 +251,18 @@ def _information_loss(
     suppressed_mask[kept] = False
     suppressed = int(suppressed_mask.sum())
     rows = []
+    published_codes = []
     for column in qis:
-        hierarchy, leaf = leaves[column]
-        if transformed is original:
+        hierarchy, leaf, encoded = leaves[column]
+        if transformed is original or _same_values(original[column].iloc[kept], transformed[column]):
             # Every value is published as it is: its leaf is its level-0 label (missing stays missing): level 0.
-            levels_kept = np.zeros(n, dtype=np.int64)
+            levels_kept = np.zeros(len(kept), dtype=np.int64)
+            published = EncodedColumn(column, encoded.codes[kept], encoded.categories)
         else:
-            levels_kept = _published_levels(hierarchy, leaf[kept], transformed[column].reset_index(drop=True), column)
+            published = encode_column(transformed[column])
+            values = transformed[column].reset_index(drop=True)
+            levels_kept = _published_levels(hierarchy, leaf[kept], values, column, published)
+        published_codes.append(published)
         rows.append(
             {
                 "column": column,
@@ -244,9 +274,9 @@ def _information_loss(
         )
     per_column = pd.DataFrame(rows, columns=["column", "levels", "loss", "precision", "entropy"])
     if len(transformed):
-        classes = equivalence_classes(transformed.reset_index(drop=True), list(qis))
-        sizes = classes.sizes.astype(np.float64)
-        n_classes = classes.n_classes
+        # The classes of equivalence_classes(transformed, qis) (missing as a value), from the encodings at hand.
+        sizes = group_rows(published_codes).sizes.astype(np.float64)
+        n_classes = len(sizes)
     else:
         sizes = np.zeros(0)
         n_classes = 0

@@ -277,3 +277,28 @@ def test_information_loss_with_baseline_equals_two_separate_calls(level: int) ->
     assert before.to_dict() == information_loss(original, original, HIERARCHIES).to_dict()
     assert after.to_dict() == information_loss(original, published, HIERARCHIES, kept_rows=kept).to_dict()
     assert before.loss == 0.0 and after.suppressed == 300 - len(kept)
+
+
+@pytest.mark.parametrize("change", ["copy", "generalize", "suppress", "both"])
+def test_class_metrics_equal_those_of_the_equivalence_classes(change: str) -> None:
+    rng = np.random.default_rng(7)
+    original = pd.DataFrame(
+        {
+            "sex": pd.Series(rng.choice(np.array(["M", "F", None], dtype=object), 500)).astype("str"),
+            "zip": rng.choice(["1301", "1302", "1410"], 500),
+        }
+    )
+    published = original.copy()  # equal values: published as they are
+    if change in ("generalize", "both"):
+        published["zip"] = ZIP.generalize(original["zip"], 1)
+    kept = np.arange(500)
+    if change in ("suppress", "both"):
+        kept = np.flatnonzero(rng.random(500) < 0.8)
+        published = published.iloc[kept].reset_index(drop=True)
+    loss = information_loss(original, published, HIERARCHIES, kept_rows=kept)
+    classes = equivalence_classes(published, ["sex", "zip"])
+    suppressed = 500 - len(kept)
+    assert loss.classes == classes.n_classes
+    assert loss.discernibility == float((classes.sizes.astype(float) ** 2).sum() + 500.0 * suppressed)
+    assert loss.aecs == 500 / (classes.n_classes + (1 if suppressed else 0))
+    assert (loss.loss == 0.0) is (change == "copy")
