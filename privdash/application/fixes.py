@@ -1106,14 +1106,20 @@ def row_sample(run: FixRun, size: int = 8, columns: int = 8) -> RowSample:
     published = np.flatnonzero(kept < n)  # rows of the fixed table that come from the scanned records
     removed = np.ones(n, dtype=bool)
     removed[kept[published]] = False
-    differs = np.zeros((n, len(names)), dtype=bool)
-    for j, name in enumerate(names):
-        differs[kept[published], j] = _texts_differ(
-            run.original[name].iloc[kept[published]], run.data[name].iloc[published]
-        )
-    touched = np.flatnonzero(differs.any(axis=1))
     gone = np.flatnonzero(removed)
     n_gone = min(len(gone), max(size // 4, 1)) if len(gone) else 0
+    # Records are compared in growing chunks until enough changed ones are found (the first ones in table order).
+    differs = np.zeros((n, len(names)), dtype=bool)
+    done, chunk = 0, 1024
+    while done < n:
+        stop = min(done + chunk, n)
+        rows = published[(kept[published] >= done) & (kept[published] < stop)]
+        for j, name in enumerate(names):
+            differs[kept[rows], j] = _texts_differ(run.original[name].iloc[kept[rows]], run.data[name].iloc[rows])
+        done, chunk = stop, chunk * 4
+        if int(differs[:done].any(axis=1).sum()) >= size - n_gone:
+            break
+    touched = np.flatnonzero(differs.any(axis=1))
     chosen = np.concatenate([touched[: size - n_gone], gone[:n_gone]])
     if len(chosen) < size:  # nothing (or little) changed: show the first records as they are
         rest = np.setdiff1d(np.arange(n), chosen, assume_unique=True)
