@@ -184,7 +184,7 @@ def information_loss(
         original, list(hierarchies) if quasi_identifiers is None else quasi_identifiers, role="quasi-identifier"
     )
     check_columns(transformed, qis, role="quasi-identifier")
-    return _information_loss(original, transformed, _leaves(original, hierarchies, qis), qis, kept_rows)
+    return _information_loss(original, transformed, _Leaves(original, hierarchies), qis, kept_rows)
 
 
 def information_loss_with_baseline(
@@ -201,28 +201,31 @@ def information_loss_with_baseline(
         original, list(hierarchies) if quasi_identifiers is None else quasi_identifiers, role="quasi-identifier"
     )
     check_columns(transformed, qis, role="quasi-identifier")
-    leaves = _leaves(original, hierarchies, qis)
+    leaves = _Leaves(original, hierarchies)
     after = _information_loss(original, transformed, leaves, qis, kept_rows)  # first: it may find them undefined
     return _information_loss(original, original, leaves, qis, None), after
 
 
-_Leaves = dict[str, tuple[Hierarchy, np.ndarray, EncodedColumn]]
+class _Leaves(dict[str, tuple[Hierarchy, np.ndarray, EncodedColumn]]):
+    """Per QI, on first use: its hierarchy over the original's values, the leaf code of each original record and the
+    column's encoding (computed once for the baseline and the transformed table)."""
 
+    def __init__(self, original: pd.DataFrame, hierarchies: Mapping[str, Hierarchy]) -> None:
+        super().__init__()
+        self.original = original
+        self.hierarchies = hierarchies
 
-def _leaves(original: pd.DataFrame, hierarchies: Mapping[str, Hierarchy], qis: Sequence[str]) -> _Leaves:
-    """Per QI, its hierarchy over the original's values, the leaf code of each original record and the column's
-    encoding."""
-    out = {}
-    for column in qis:
-        if column not in hierarchies:
+    def __missing__(self, column: str) -> tuple[Hierarchy, np.ndarray, EncodedColumn]:
+        if column not in self.hierarchies:
             raise HierarchyError(f"No hierarchy for quasi-identifier '{column}'.")
-        hierarchy = hierarchies[column].for_values(original[column])
-        encoded = encode_column(original[column])
+        values = self.original[column]
+        hierarchy = self.hierarchies[column].for_values(values)
+        encoded = encode_column(values)
         leaf = _level_codes(hierarchy, encoded, 0)
         if (leaf == -2).any():  # values that are no leaves: the hierarchy's own message
-            leaf = hierarchy.leaf_codes(original[column])
-        out[column] = (hierarchy, leaf, encoded)
-    return out
+            leaf = hierarchy.leaf_codes(values)
+        self[column] = (hierarchy, leaf, encoded)
+        return self[column]
 
 
 def _same_values(original: pd.Series, published: pd.Series) -> bool:
