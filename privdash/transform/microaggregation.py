@@ -512,6 +512,9 @@ class _Indexed:
         return self.index[self._remaining_rows()]
 
 
+_PRESENT_MISSING = np.array([0, -1])  # a present and a missing code
+
+
 class _Pooled:
     """The remaining records of one mixed-type MDAV run, searched over distinct points.
 
@@ -559,6 +562,8 @@ class _Pooled:
         self.alive = int((sizes > 0).sum())
         self.removed = np.zeros(self.m, dtype=bool)
         self.exception = np.zeros(self.m, dtype=bool)
+        self.tables: dict[tuple[int, int], np.ndarray] = {}
+        self.value_range = [np.arange(-1, card) for card in self.cardinalities]
         # Per high-cardinality QI: positions sorted by code, and where each code's run starts.
         self.by_value: dict[int, tuple[np.ndarray, np.ndarray]] = {}
         for j, is_high in enumerate(self.high):
@@ -585,6 +590,20 @@ class _Pooled:
         """Up to ``want`` earliest remaining, non-exception positions of each point; and each one's point slot."""
         if not len(points):
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        if len(points) <= 8:  # few points (the usual case): walk their lists
+            rows: list[int] = []
+            owner: list[int] = []
+            members, removed, exception = self.members, self.removed, self.exception
+            for slot, (point, wanted) in enumerate(zip(points.tolist(), want.tolist(), strict=True)):
+                start, stop, got = int(self.next[point]), int(self.end[point]), 0
+                while start < stop and got < wanted:
+                    position = int(members[start])
+                    if not removed[position] and not exception[position]:
+                        rows.append(position)
+                        owner.append(slot)
+                        got += 1
+                    start += 1
+            return np.array(rows, dtype=np.int64), np.array(owner, dtype=np.int64)
         width = int(want.max()) + 2
         starts, ends = self.next[points], self.end[points]
         while True:
@@ -616,6 +635,8 @@ class _Pooled:
 
     def _exact_to(self, positions: np.ndarray, position: int) -> np.ndarray:
         """:meth:`_Scan._distance_to` for ``positions`` only."""
+        if not len(positions):
+            return np.zeros(0)
         distance = _sq_dist(self.num[:, positions], self.num[:, position].copy())
         for codes_all in self.nom:
             codes = codes_all[positions]
@@ -636,9 +657,9 @@ class _Pooled:
         for j, counts in enumerate(self.counts):
             if self.high[j]:
                 # A remaining value occurs at least once: its term is at most the one of a count of 1.
-                table = counts.centroid_terms(np.array([0, -1]), m, ones=True)
+                table = counts.centroid_terms(_PRESENT_MISSING, m, ones=True)
             else:
-                table = counts.centroid_terms(np.arange(-1, self.cardinalities[j]), m)
+                table = counts.centroid_terms(self.value_range[j], m)
             bound += table[self.live_key[j]]
         bound[self.left[live] == 0] = -np.inf
         visited = np.zeros(len(live), dtype=bool)
@@ -665,11 +686,12 @@ class _Pooled:
 
     # -- clusters --
 
-    def _point_distances(self, position: int) -> np.ndarray:
-        """Distance of every searched point's non-exception records to the record at ``position``."""
-        distance = _sq_dist(self.live_num, self.num[:, position].copy())
-        for j, codes in enumerate(self.nom):
-            code = int(codes[position])
+    def _distance_table(self, j: int, code: int) -> np.ndarray:
+        """The terms :meth:`_Scan._distance_to` adds for nominal QI ``j`` when the query's code is ``code``, by point
+        key (see ``pkey``)."""
+        key = (j, code)
+        table = self.tables.get(key)
+        if table is None:
             if self.high[j]:
                 table = np.array([1.0, 0.5]) if code >= 0 else np.array([0.5, 0.0])
             elif code >= 0:
@@ -679,7 +701,18 @@ class _Pooled:
             else:
                 table = np.full(self.cardinalities[j] + 1, 0.5)
                 table[0] = 0.0
-            distance += table[self.live_key[j]]
+            if self.high[j] or self.cardinalities[j] <= 256:
+                self.tables[key] = table
+        return table
+
+    def _point_distances(self, position: int) -> np.ndarray:
+        """Distance of every searched point's non-exception records to the record at ``position``."""
+        distance = _sq_dist(self.live_num, self.num[:, position].copy())
+        for j, codes in enumerate(self.nom):
+            code = int(codes[position])
+            if self.high[j]:  # present (any value: the records sharing it are measured apart) or missing
+                code = 0 if code >= 0 else -1
+            distance += self._distance_table(j, code)[self.live_key[j]]
         return distance
 
     def _exceptions(self, position: int) -> np.ndarray:
@@ -864,8 +897,9 @@ def mdav_clusters(
     nominal
         Optional ``(n, q)`` integer codes of nominal attributes (``-1`` missing), compared by 0/1 distance.
     use_index
-        Force (True) or forbid (False) the indexed search; by default it is used for large numerical inputs. The
-        clusters are the same either way.
+        Force (True) or forbid (False) the indexed search; by default it is used for large numerical inputs, and
+        the distinct-point search for large inputs with nominal codes when their points are few (False forbids it
+        too). The clusters are the same either way.
 
     Returns
     -------
