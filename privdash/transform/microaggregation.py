@@ -591,19 +591,19 @@ class _Pooled:
         if not len(points):
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
         if len(points) <= 8:  # few points (the usual case): walk their lists
-            rows: list[int] = []
-            owner: list[int] = []
+            found: list[int] = []
+            slots: list[int] = []
             members, removed, exception = self.members, self.removed, self.exception
             for slot, (point, wanted) in enumerate(zip(points.tolist(), want.tolist(), strict=True)):
                 start, stop, got = int(self.next[point]), int(self.end[point]), 0
                 while start < stop and got < wanted:
                     position = int(members[start])
                     if not removed[position] and not exception[position]:
-                        rows.append(position)
-                        owner.append(slot)
+                        found.append(position)
+                        slots.append(slot)
                         got += 1
                     start += 1
-            return np.array(rows, dtype=np.int64), np.array(owner, dtype=np.int64)
+            return np.array(found, dtype=np.int64), np.array(slots, dtype=np.int64)
         width = int(want.max()) + 2
         starts, ends = self.next[points], self.end[points]
         while True:
