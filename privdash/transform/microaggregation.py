@@ -539,6 +539,7 @@ class _Pooled:
         index: np.ndarray,
         sums: np.ndarray,
         high: Sequence[bool],
+        points: tuple[tuple[np.ndarray, np.ndarray], np.ndarray] | None = None,
     ) -> None:
         self.num = num
         self.nom = nom
@@ -549,8 +550,9 @@ class _Pooled:
         self.high = [bool(h) for h in high]
         self.counts = [_Counts(codes, card) for codes, card in zip(nom, cardinalities, strict=True)]
         # Point key: a high-cardinality code becomes -2 (present) or -1 (missing).
-        point_nom = np.where(np.array(self.high, dtype=bool)[:, None], np.where(nom >= 0, -2, -1), nom)
-        (self.pnum, pnom), self.point_of = _distinct_points(num, point_nom)
+        (self.pnum, pnom), self.point_of = (
+            _distinct_points(num, _point_key(nom, self.high)) if points is None else points
+        )
         # Shifted so that they index lookup tables: low codes + 1 (missing 0), high ones + 2 (present 0, missing 1).
         shift = np.where(np.array(self.high, dtype=bool), 2, 1)[:, None]
         self.pkey = pnom + shift
@@ -849,10 +851,9 @@ def _run_group(
     if use_index and nom.shape[0] == 0 and m >= 3 * k and num.shape[0] > 0:
         state = _Indexed(num, rows, sums)
     elif nom.shape[0] and m >= 3 * k and pooled:
-        if high is None:
-            high = _high_cardinality(num, nom, cardinalities)
-        if high is not None:
-            state = _Pooled(num, nom, cardinalities, rows, sums, high)
+        chosen = _high_cardinality(num, nom, cardinalities) if high is None else (list(high), None)
+        if chosen is not None:
+            state = _Pooled(num, nom, cardinalities, rows, sums, chosen[0], chosen[1])
         else:
             state = _Scan(num, nom, cardinalities, rows, sums)
     else:
@@ -860,22 +861,33 @@ def _run_group(
     return _mdav_run(state, k, labels, next_label)
 
 
-def _high_cardinality(num: np.ndarray, nom: np.ndarray, cardinalities: Sequence[int]) -> list[bool] | None:
-    """Which nominal QIs :class:`_Pooled` should treat as high-cardinality, or None when distinct points would not
-    be few enough (at most a quarter of the records) for it to pay off.
+def _point_key(nom: np.ndarray, high: Sequence[bool]) -> np.ndarray:
+    """The nominal part of the distinct-point key: a high-cardinality code becomes -2 (present) or -1 (missing)."""
+    return np.where(np.array(high, dtype=bool)[:, None], np.where(nom >= 0, -2, -1), nom)
 
-    The QIs with the most values are moved out of the point key, one at a time, until the points are few.
+
+def _high_cardinality(
+    num: np.ndarray, nom: np.ndarray, cardinalities: Sequence[int]
+) -> tuple[list[bool], tuple[tuple[np.ndarray, np.ndarray], np.ndarray]] | None:
+    """Which nominal QIs :class:`_Pooled` should treat as high-cardinality, and the distinct points they give; or
+    None when the points would not be few enough (at most a quarter of the records) for it to pay off.
+
+    A QI with more values among these records than a quarter of them is high-cardinality at once; then the QIs with
+    the most values are moved out of the point key, one at a time, until the points are few.
     """
     m = nom.shape[1]
-    high = [False] * len(nom)
-    by_values = sorted(range(len(nom)), key=lambda j: (-cardinalities[j], j))
+    values = [
+        int((np.bincount(codes[codes >= 0], minlength=card) > 0).sum())
+        for codes, card in zip(nom, cardinalities, strict=True)
+    ]
+    high = [count * _POOLED_POINTS > m for count in values]
+    by_values = sorted((j for j in range(len(nom)) if not high[j]), key=lambda j: (-values[j], j))
     for j in [None, *by_values]:
         if j is not None:
             high[j] = True
-        key = np.where(np.array(high, dtype=bool)[:, None], np.where(nom >= 0, -2, -1), nom)
-        points = len(np.unique(np.vstack([num + 0.0, key.astype(np.float64)]).T, axis=0))
-        if points * _POOLED_POINTS <= m:
-            return high
+        points = _distinct_points(num, _point_key(nom, high))
+        if points[0][0].shape[1] * _POOLED_POINTS <= m:
+            return high, points
     return None
 
 
