@@ -93,6 +93,7 @@ _INDEX_MIN_POINTS = 3000
 _INDEX_MAX_DIMS = 8
 _REBUILD_FRACTION = 4  # rebuild the index when a quarter of its points have been clustered
 _POOLED_POINTS = 4  # mixed data: the distinct-point search needs at most 1 point per 4 records
+_POOLED_COMPACT = 16  # compact its searched points when a sixteenth of them is used up
 _SCAN_POINTS = 1024  # below this many distinct points, plain scans beat the index
 _PRUNE_LIMIT = 1024  # points a pruned farthest search may visit before screening all
 _ROUNDING_MARGIN = 1e-5  # relative to the squared data extent; single-precision screening errs by ~1e-7
@@ -776,7 +777,7 @@ class _Pooled:
             rows, _ = self._first_rows(tied, np.ones(len(tied), dtype=np.int64))
             following = int(np.concatenate([rows, special[special_distance == top]]).min())
         self.exception[special] = False
-        if (len(self.live) - self.alive) * _REBUILD_FRACTION > len(self.live):
+        if (len(self.live) - self.alive) * _POOLED_COMPACT > len(self.live):
             self._compact()
         return self.index[members], following
 
