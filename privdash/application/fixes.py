@@ -89,7 +89,7 @@ from privdash.transform.identifiers import KEY_ENV, MIN_KEY_BYTES, key_fingerpri
 from privdash.transform.microaggregation import types_from_contract
 from privdash.transform.steps import Recipe, Step, TransformResult, apply_recipe, apply_step
 from privdash.transform.suppression import SUPPRESSION_RISK_TARGETS
-from privdash.utility.metrics import InformationLoss, Metric, information_loss
+from privdash.utility.metrics import InformationLoss, Metric, information_loss_with_baseline
 from privdash.validation import Interval, check_param
 
 __all__ = [
@@ -978,9 +978,9 @@ def information_loss_pair(run: FixRun) -> tuple[InformationLoss, InformationLoss
     if not qis:
         raise FixError("No quasi-identifier is left to measure.")
     hierarchies = {name: run.hierarchies.get(name) or _flat_hierarchy(run.original[name]) for name in qis}
-    before = information_loss(run.original, run.original, hierarchies, quasi_identifiers=qis)
-    after = information_loss(run.original, run.data, hierarchies, quasi_identifiers=qis, kept_rows=run.kept_rows)
-    return before, after
+    return information_loss_with_baseline(
+        run.original, run.data, hierarchies, quasi_identifiers=qis, kept_rows=run.kept_rows
+    )
 
 
 def _flat_hierarchy(values: pd.Series) -> Hierarchy:
@@ -1106,20 +1106,51 @@ def row_sample(run: FixRun, size: int = 8, columns: int = 8) -> RowSample:
     published = np.flatnonzero(kept < n)  # rows of the fixed table that come from the scanned records
     removed = np.ones(n, dtype=bool)
     removed[kept[published]] = False
-    before = _display(run.original[names].iloc[:n].reset_index(drop=True))
-    after = pd.DataFrame(None, index=before.index, columns=names, dtype=object)
-    after.iloc[kept[published]] = _display(run.data[names].iloc[published].reset_index(drop=True)).to_numpy()
-    # Missing in both is no change (None != None would count it as one).
-    differs = (before.ne(after) & ~(before.isna() & after.isna())) & ~removed[:, None]
-    touched = np.flatnonzero(differs.any(axis=1).to_numpy())
     gone = np.flatnonzero(removed)
     n_gone = min(len(gone), max(size // 4, 1)) if len(gone) else 0
+    # Records are compared in growing chunks until enough changed ones are found (the first ones in table order).
+    differs = np.zeros((n, len(names)), dtype=bool)
+    done, chunk = 0, 1024
+    while done < n:
+        stop = min(done + chunk, n)
+        rows = published[(kept[published] >= done) & (kept[published] < stop)]
+        for j, name in enumerate(names):
+            differs[kept[rows], j] = _texts_differ(run.original[name].iloc[kept[rows]], run.data[name].iloc[rows])
+        done, chunk = stop, chunk * 4
+        if int(differs[:done].any(axis=1).sum()) >= size - n_gone:
+            break
+    touched = np.flatnonzero(differs.any(axis=1))
     chosen = np.concatenate([touched[: size - n_gone], gone[:n_gone]])
     if len(chosen) < size:  # nothing (or little) changed: show the first records as they are
         rest = np.setdiff1d(np.arange(n), chosen, assume_unique=True)
         chosen = np.concatenate([chosen, rest[: size - len(chosen)]])
-    chosen = np.sort(chosen)
-    return RowSample(before.iloc[chosen], after.iloc[chosen], removed[chosen], differs.iloc[chosen])
+    chosen = np.sort(chosen).astype(np.int64)
+    # Display text for the chosen records only.
+    before = _display(run.original[names].iloc[chosen].set_axis(chosen))
+    after = pd.DataFrame(None, index=before.index, columns=names, dtype=object)
+    shown = np.flatnonzero(~removed[chosen])
+    if len(shown):
+        fixed_rows = np.searchsorted(kept, chosen[shown])
+        after.iloc[shown] = _display(run.data[names].iloc[fixed_rows]).to_numpy()
+    changed = pd.DataFrame(differs[chosen], index=before.index, columns=names)
+    return RowSample(before, after, removed[chosen], changed)
+
+
+def _texts_differ(original: pd.Series, published: pd.Series) -> np.ndarray:
+    """Per row, whether the display texts (:func:`_display`) of the two aligned columns differ: a value missing on
+    one side only differs; equal values of one dtype have equal texts, so only the other pairs are converted."""
+    before, after = original.reset_index(drop=True), published.reset_index(drop=True)
+    missing_before, missing_after = before.isna().to_numpy(), after.isna().to_numpy()
+    out = missing_before != missing_after
+    both = ~missing_before & ~missing_after
+    if before.dtype == after.dtype and before.dtype != object:
+        both &= ~(before == after).to_numpy(dtype=bool, na_value=False)
+    rows = np.flatnonzero(both)
+    if len(rows):
+        out[rows] = np.asarray(canonical_text(pd.Index(before.iloc[rows]))) != np.asarray(
+            canonical_text(pd.Index(after.iloc[rows]))
+        )
+    return out
 
 
 def _display(frame: pd.DataFrame) -> pd.DataFrame:

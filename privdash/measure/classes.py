@@ -576,6 +576,8 @@ def compatible_sums(
     bits = (missing * (1 << np.arange(class_codes.shape[1], dtype=np.int64))).sum(axis=1)
     masks = np.unique(bits)
     source_bits = bits[source_class]
+    if np.asarray(source_weight).dtype.kind in "iub":
+        return _compatible_counts(class_codes, bits, masks, source_class, source_value, source_weight, source_bits)
     parts_class, parts_value, parts_weight = [], [], []
     for query_mask in masks:
         query_classes = np.flatnonzero(bits == query_mask)
@@ -614,6 +616,76 @@ def compatible_sums(
         index.get_level_values(1).to_numpy(np.int64),
         total.to_numpy(),
     )
+
+
+def _compatible_counts(
+    class_codes: np.ndarray,
+    bits: np.ndarray,
+    masks: np.ndarray,
+    source_class: np.ndarray,
+    source_value: np.ndarray,
+    source_weight: np.ndarray,
+    source_bits: np.ndarray,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`compatible_sums` for integer weights (counts), with sorted arrays instead of pandas joins; integer sums
+    do not depend on the order of addition, so the result is the same."""
+    weights = np.asarray(source_weight).astype(np.int64)
+    values = np.asarray(source_value).astype(np.int64)
+    parts_class, parts_value, parts_weight = [], [], []
+    n_qis = class_codes.shape[1]
+    # Per bucket (set of missing QIs): its classes and their codes; its source rows' codes, values and weights.
+    by_bits = np.argsort(bits, kind="stable")
+    bounds = np.searchsorted(bits[by_bits], np.append(masks, np.iinfo(np.int64).max))
+    by_source = np.argsort(source_bits, kind="stable")
+    source_bounds = np.searchsorted(source_bits[by_source], np.append(masks, np.iinfo(np.int64).max))
+    buckets = []
+    for i in range(len(masks)):
+        classes = by_bits[bounds[i] : bounds[i + 1]]
+        rows = by_source[source_bounds[i] : source_bounds[i + 1]]
+        buckets.append((classes, class_codes[classes], class_codes[source_class[rows]], values[rows], weights[rows]))
+    for query_mask, (query_classes, query_codes, _, _, _) in zip(masks.tolist(), buckets, strict=True):
+        for source_mask, (_, _, source_codes, source_values, source_weights) in zip(
+            masks.tolist(), buckets, strict=True
+        ):
+            if not len(source_codes):
+                continue
+            shared = np.flatnonzero(((query_mask | source_mask) >> np.arange(n_qis)) & 1 == 0)
+            keys = _row_keys(np.vstack([query_codes[:, shared], source_codes[:, shared]]))
+            query_keys, source_keys = keys[: len(query_classes)], keys[len(query_classes) :]
+            # Source rows summed by (key, value), sorted by key then value.
+            order = _order_pairs(source_keys, source_values)
+            key, value, weight = source_keys[order], source_values[order], source_weights[order]
+            starts = np.flatnonzero(np.r_[True, (key[1:] != key[:-1]) | (value[1:] != value[:-1])])
+            key, value, weight = key[starts], value[starts], np.add.reduceat(weight, starts)
+            # Each query class joins the run of its key.
+            low = np.searchsorted(key, query_keys, side="left")
+            high = np.searchsorted(key, query_keys, side="right")
+            lengths = high - low
+            total = int(lengths.sum())
+            if not total:
+                continue
+            offsets = np.repeat(low - (np.cumsum(lengths) - lengths), lengths) + np.arange(total)
+            parts_class.append(np.repeat(query_classes, lengths))
+            parts_value.append(value[offsets])
+            parts_weight.append(weight[offsets])
+    if not parts_class:
+        empty = np.zeros(0, dtype=np.int64)
+        return empty, empty.copy(), empty.copy()
+    cls, value, weight = np.concatenate(parts_class), np.concatenate(parts_value), np.concatenate(parts_weight)
+    order = _order_pairs(cls, value)
+    cls, value, weight = cls[order], value[order], weight[order]
+    starts = np.flatnonzero(np.r_[True, (cls[1:] != cls[:-1]) | (value[1:] != value[:-1])])
+    return cls[starts], value[starts], np.add.reduceat(weight, starts)
+
+
+def _order_pairs(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """The permutation sorting non-negative pairs by ``first`` then ``second`` (one int64 key when it fits)."""
+    if not len(first):
+        return np.zeros(0, dtype=np.int64)
+    width = int(second.max()) + 1
+    if (int(first.max()) + 1) * width < 2**62:
+        return np.argsort(first.astype(np.int64) * width + second, kind="stable")
+    return np.lexsort((second, first))
 
 
 def _sum_by_class(sparse: tuple[np.ndarray, np.ndarray, np.ndarray], n_classes: int) -> np.ndarray:

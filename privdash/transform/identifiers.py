@@ -72,6 +72,8 @@ def _distinct_text(column: pd.Series) -> tuple[np.ndarray, list[str]]:
         if len(present) and bool(np.isfinite(present).all()) and bool((present % 1 == 0).all()):
             column = column.astype("Int64")
     codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    if isinstance(column.dtype, pd.StringDtype):  # text already, distinct: str(value) is the value
+        return np.asarray(codes), [str(value) for value in uniques]
     texts = [str(value) for value in uniques]  # once per distinct value, not per row
     text_codes, distinct = pd.factorize(pd.Series(texts, dtype=object))
     codes = np.where(codes >= 0, text_codes[np.maximum(codes, 0)] if len(texts) else -1, -1)
@@ -104,7 +106,9 @@ def mask_identifiers(
         head = distinct.str.slice(0, keep_first).where(shown > 0, "")
         tail = distinct.str.slice(-keep_last if keep_last else None).where((shown > 0) & (keep_last > 0), "")
         hidden = lengths - (head.str.len().to_numpy() + tail.str.len().to_numpy())
-        stars = pd.Series([mask_char] * len(distinct), dtype=object).str.repeat(list(hidden))
+        # The run of mask characters depends only on its length: built once per length.
+        runs = np.array([mask_char * size for size in range(int(hidden.max(initial=0)) + 1)], dtype=object)
+        stars = pd.Series(runs[hidden], index=distinct.index, dtype=object)
         masked = (head + stars + tail).to_numpy(dtype=object)
         result[name] = _expand(masked, codes, data.index)
         changed[name] = int(

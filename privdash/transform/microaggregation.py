@@ -30,7 +30,11 @@ Squared Euclidean distance over the QIs, each QI standardised so that no unit do
 A missing value counts as the mean (z = 0) of a numerical or ordinal QI and as the zero vector of a nominal one
 (distance 1/2 to any value). For large groups of purely numerical points an index (points sorted by distance to
 the centre, a single-precision screen, a k-d tree; see :class:`_Indexed`) speeds up the farthest- and
-nearest-point searches; it returns exactly the records the plain scans return.
+nearest-point searches; it returns exactly the records the plain scans return. For large groups of mixed types whose
+records share few distinct points once the nominal QIs with the most values (e.g. postcodes) are left out, the
+searches run over those points and measure the records sharing such a value with the query apart (see
+:class:`_Pooled`); again exactly the records of the plain scans. ``sum f^2`` is computed from the integer counts
+(their squares' sum over ``m^2``, one rounding).
 
 Partition first
 ---------------
@@ -88,6 +92,8 @@ _MAX_DECIMALS = 15
 _INDEX_MIN_POINTS = 3000
 _INDEX_MAX_DIMS = 8
 _REBUILD_FRACTION = 4  # rebuild the index when a quarter of its points have been clustered
+_POOLED_POINTS = 4  # mixed data: the distinct-point search needs at most 1 point per 4 records
+_POOLED_COMPACT = 16  # compact its searched points when a sixteenth of them is used up
 _SCAN_POINTS = 1024  # below this many distinct points, plain scans beat the index
 _PRUNE_LIMIT = 1024  # points a pruned farthest search may visit before screening all
 _ROUNDING_MARGIN = 1e-5  # relative to the squared data extent; single-precision screening errs by ~1e-7
@@ -137,6 +143,36 @@ def _k_smallest(values: np.ndarray, k: int) -> np.ndarray:
     return np.concatenate([below, ties[: k - len(below)]])
 
 
+class _Counts:
+    """How many remaining records hold each code of one nominal QI, and the sum of the squared counts.
+
+    The squared frequencies' sum ``sum f^2`` is that exact integer over ``m^2``, one correctly rounded division
+    (a float sum over the values would depend on their number and on the BLAS library's threads).
+    """
+
+    def __init__(self, codes: np.ndarray, cardinality: int) -> None:
+        counts = np.bincount(codes[codes >= 0], minlength=cardinality)
+        self.counts = counts.astype(np.float64)
+        self.squares = int((counts.astype(np.int64) ** 2).sum())
+
+    def remove(self, codes: np.ndarray) -> None:
+        counts, squares = self.counts, self.squares
+        for code in codes.tolist():  # a cluster's few records, one at a time: (c - 1)^2 - c^2 = 1 - 2c
+            if code >= 0:
+                count = int(counts[code])
+                squares += 1 - 2 * count
+                counts[code] = count - 1
+        self.squares = squares
+
+    def centroid_terms(self, codes: np.ndarray, m: int, *, ones: bool = False) -> np.ndarray:
+        """Half the squared distance of a value's one-hot vector to the frequency vector, ``(1 - 2 f_v + sum f^2)
+        / 2``, for each code (``sum f^2 / 2`` for a missing code -1); ``ones``: as if every value occurred once."""
+        total = self.squares / (m * m)
+        # (With no value present every code is -1 and the frequency is not used.)
+        frequency = np.full(len(codes), 1.0) / m if ones or not len(self.counts) else self.counts[codes] / m
+        return np.where(codes >= 0, 1.0 - 2.0 * frequency + total, total) / 2.0
+
+
 class _Scan:
     """The remaining records of one MDAV run, searched by full scans.
 
@@ -156,10 +192,7 @@ class _Scan:
         self.nom = nom
         self.index = index
         self.sums = sums
-        self.counts = [
-            np.bincount(codes[codes >= 0], minlength=card).astype(np.float64)
-            for codes, card in zip(nom, cardinalities, strict=True)
-        ]
+        self.counts = [_Counts(codes, card) for codes, card in zip(nom, cardinalities, strict=True)]
 
     @property
     def m(self) -> int:
@@ -169,9 +202,7 @@ class _Scan:
         m = self.m
         distance = _sq_dist(self.num, self.sums / m)
         for codes, counts in zip(self.nom, self.counts, strict=True):
-            frequency = np.append(counts / m, 0.0)  # the extra 0 is looked up by missing codes (-1)
-            total = float(frequency @ frequency)
-            distance += np.where(codes >= 0, 1.0 - 2.0 * frequency[codes] + total, total) / 2.0
+            distance += counts.centroid_terms(codes, m)
         return int(np.argmax(distance))
 
     def _distance_to(self, position: int) -> np.ndarray:
@@ -202,8 +233,7 @@ class _Scan:
         rows = self.index[members]
         self.sums = self.sums - self.num[:, members].sum(axis=1)
         for codes, counts in zip(self.nom, self.counts, strict=True):
-            taken = codes[members]
-            counts -= np.bincount(taken[taken >= 0], minlength=len(counts))
+            counts.remove(codes[members])
         keep = np.ones(self.m, dtype=bool)
         keep[members] = False
         self.num = self.num[:, keep]
@@ -483,10 +513,299 @@ class _Indexed:
         return self.index[self._remaining_rows()]
 
 
-def _mdav_run(state: _Scan | _Indexed, k: int, labels: np.ndarray, next_label: int) -> int:
+_PRESENT_MISSING = np.array([0, -1])  # a present and a missing code
+
+
+class _Pooled:
+    """The remaining records of one mixed-type MDAV run, searched over distinct points.
+
+    Records that agree on every coordinate, on every *low-cardinality* nominal code and on which *high-cardinality*
+    nominal QIs are missing share one distinct point. A record's distance to any query is its point's distance,
+    except on the high-cardinality nominal QIs where it shares the query's value (0 instead of 1): those few
+    *exception* records (found through a per-value index) are measured one by one. For the distance to the centroid,
+    a high-cardinality value's frequency is at least ``1 / m``, which bounds each point from above; points are visited
+    from the highest bound down and their records measured exactly until no bound can beat the best found.
+
+    Every distance that decides is computed with the same floating-point operations, in the same order, as
+    :class:`_Scan` computes it (a nominal term is looked up instead of computed, the same value), and ties go to the
+    earliest row, so both return the same clusters. Positions are the columns of ``num`` and ``nom`` and are never
+    compacted (removed records are flagged); the searched points are compacted when a quarter of them is used up.
+    """
+
+    def __init__(
+        self,
+        num: np.ndarray,
+        nom: np.ndarray,
+        cardinalities: Sequence[int],
+        index: np.ndarray,
+        sums: np.ndarray,
+        high: Sequence[bool],
+        points: tuple[tuple[np.ndarray, np.ndarray], np.ndarray] | None = None,
+    ) -> None:
+        self.num = num
+        self.nom = nom
+        self.cardinalities = list(cardinalities)
+        self.index = index
+        self.sums = sums
+        self.m = len(index)
+        self.high = [bool(h) for h in high]
+        self.counts = [_Counts(codes, card) for codes, card in zip(nom, cardinalities, strict=True)]
+        # Point key: a high-cardinality code becomes -2 (present) or -1 (missing).
+        (self.pnum, pnom), self.point_of = (
+            _distinct_points(num, _point_key(nom, self.high)) if points is None else points
+        )
+        # Shifted so that they index lookup tables: low codes + 1 (missing 0), high ones + 2 (present 0, missing 1).
+        shift = np.where(np.array(self.high, dtype=bool), 2, 1)[:, None]
+        self.pkey = pnom + shift
+        sizes = np.bincount(self.point_of, minlength=self.pnum.shape[1])
+        self.members = np.argsort(self.point_of, kind="stable")
+        self.end = np.cumsum(sizes)
+        self.next = self.end - sizes
+        self.left = sizes.copy()
+        self.alive = int((sizes > 0).sum())
+        self.removed = np.zeros(self.m, dtype=bool)
+        self.exception = np.zeros(self.m, dtype=bool)
+        self.tables: dict[tuple[int, int], np.ndarray] = {}
+        self.value_range = [np.arange(-1, card) for card in self.cardinalities]
+        # Per high-cardinality QI: positions sorted by code, and where each code's run starts.
+        self.by_value: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        for j, is_high in enumerate(self.high):
+            if is_high:
+                codes = nom[j]
+                order = np.argsort(codes, kind="stable")
+                starts = np.searchsorted(codes[order], np.arange(self.cardinalities[j] + 1))
+                self.by_value[j] = (order, starts)
+        self._compact()
+
+    @property
+    def points_left(self) -> int:
+        return self.alive
+
+    # -- helpers --
+
+    def _compact(self) -> None:
+        """Search only the points with records left."""
+        self.live = np.flatnonzero(self.left > 0)
+        self.live_num = np.ascontiguousarray(self.pnum[:, self.live])
+        self.live_key = np.ascontiguousarray(self.pkey[:, self.live])
+
+    def _first_rows(self, points: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Up to ``want`` earliest remaining, non-exception positions of each point; and each one's point slot."""
+        if not len(points):
+            return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.int64)
+        if len(points) <= 8:  # few points (the usual case): walk their lists
+            found: list[int] = []
+            slots: list[int] = []
+            members, removed, exception = self.members, self.removed, self.exception
+            for slot, (point, wanted) in enumerate(zip(points.tolist(), want.tolist(), strict=True)):
+                start, stop, got = int(self.next[point]), int(self.end[point]), 0
+                while start < stop and got < wanted:
+                    position = int(members[start])
+                    if not removed[position] and not exception[position]:
+                        found.append(position)
+                        slots.append(slot)
+                        got += 1
+                    start += 1
+            return np.array(found, dtype=np.int64), np.array(slots, dtype=np.int64)
+        width = int(want.max()) + 2
+        starts, ends = self.next[points], self.end[points]
+        while True:
+            slots = starts[:, None] + np.arange(width)[None, :]
+            inside = slots < ends[:, None]
+            positions = self.members[np.where(inside, slots, 0)]
+            ok = inside & ~self.removed[positions] & ~self.exception[positions]
+            taken = np.cumsum(ok, axis=1)
+            if bool(((taken[:, -1] >= want) | ~inside[:, -1]).all()):
+                break
+            width *= 2
+        chosen = ok & (taken <= want[:, None])
+        owner = np.nonzero(chosen)[0]
+        return positions[chosen], owner
+
+    def _remove(self, positions: np.ndarray) -> None:
+        self.removed[positions] = True
+        for codes, counts in zip(self.nom, self.counts, strict=True):
+            counts.remove(codes[positions])
+        left, next_, end, members, removed = self.left, self.next, self.end, self.members, self.removed
+        for point in self.point_of[positions].tolist():
+            left[point] -= 1
+            if left[point] == 0:
+                self.alive -= 1
+            start, stop = int(next_[point]), int(end[point])
+            while start < stop and removed[members[start]]:  # skip the removed rows at the head of the point
+                start += 1
+            next_[point] = start
+
+    def _exact_to(self, positions: np.ndarray, position: int) -> np.ndarray:
+        """:meth:`_Scan._distance_to` for ``positions`` only."""
+        if not len(positions):
+            return np.zeros(0)
+        distance = _sq_dist(self.num[:, positions], self.num[:, position].copy())
+        for codes_all in self.nom:
+            codes = codes_all[positions]
+            code = codes_all[position]
+            if code >= 0:
+                distance += np.where(codes == code, 0.0, np.where(codes >= 0, 1.0, 0.5))
+            else:
+                distance += np.where(codes >= 0, 0.5, 0.0)
+        return distance
+
+    # -- farthest from the centroid --
+
+    def farthest_from_centroid(self) -> int:
+        m = self.m
+        centre = self.sums / m
+        live = self.live
+        bound = _sq_dist(self.live_num, centre)
+        for j, counts in enumerate(self.counts):
+            if self.high[j]:
+                # A remaining value occurs at least once: its term is at most the one of a count of 1.
+                table = counts.centroid_terms(_PRESENT_MISSING, m, ones=True)
+            else:
+                table = counts.centroid_terms(self.value_range[j], m)
+            bound += table[self.live_key[j]]
+        bound[self.left[live] == 0] = -np.inf
+        visited = np.zeros(len(live), dtype=bool)
+        best, best_position = -np.inf, -1
+        threshold = float(bound.max())
+        while True:
+            slots = np.flatnonzero(~visited & (bound >= threshold))
+            if not len(slots):
+                return best_position
+            visited[slots] = True
+            points = live[slots]
+            positions = np.concatenate(
+                [self.members[a:b] for a, b in zip(self.next[points].tolist(), self.end[points].tolist(), strict=True)]
+            )
+            positions = positions[~self.removed[positions]]
+            distance = _sq_dist(self.num[:, positions], centre)
+            for codes, counts in zip(self.nom, self.counts, strict=True):
+                distance += counts.centroid_terms(codes[positions], m)
+            top = float(distance.max())
+            position = int(positions[distance == top].min())
+            if top > best or (top == best and position < best_position):
+                best, best_position = top, position
+            threshold = best
+
+    # -- clusters --
+
+    def _distance_table(self, j: int, code: int) -> np.ndarray:
+        """The terms :meth:`_Scan._distance_to` adds for nominal QI ``j`` when the query's code is ``code``, by point
+        key (see ``pkey``)."""
+        key = (j, code)
+        table = self.tables.get(key)
+        if table is None:
+            if self.high[j]:
+                table = np.array([1.0, 0.5]) if code >= 0 else np.array([0.5, 0.0])
+            elif code >= 0:
+                table = np.full(self.cardinalities[j] + 1, 1.0)
+                table[0] = 0.5
+                table[code + 1] = 0.0
+            else:
+                table = np.full(self.cardinalities[j] + 1, 0.5)
+                table[0] = 0.0
+            if self.high[j] or self.cardinalities[j] <= 256:
+                self.tables[key] = table
+        return table
+
+    def _point_distances(self, position: int) -> np.ndarray:
+        """Distance of every searched point's non-exception records to the record at ``position``."""
+        distance = _sq_dist(self.live_num, self.num[:, position].copy())
+        for j, codes in enumerate(self.nom):
+            code = int(codes[position])
+            if self.high[j]:  # present (any value: the records sharing it are measured apart) or missing
+                code = 0 if code >= 0 else -1
+            distance += self._distance_table(j, code)[self.live_key[j]]
+        return distance
+
+    def _exceptions(self, position: int) -> np.ndarray:
+        """Remaining positions sharing a high-cardinality value with ``position`` (ascending)."""
+        found: list[np.ndarray] = []
+        for j, (order, starts) in self.by_value.items():
+            code = int(self.nom[j, position])
+            if code >= 0:
+                found.append(order[starts[code] : starts[code + 1]])
+        if not found:
+            return np.empty(0, dtype=np.int64)
+        special = found[0] if len(found) == 1 else np.unique(np.concatenate(found))
+        return special[~self.removed[special]]
+
+    def _available(self, special: np.ndarray) -> np.ndarray:
+        """Remaining non-exception records of each searched point."""
+        available = self.left[self.live]
+        if len(special):
+            np.subtract.at(available, np.searchsorted(self.live, self.point_of[special]), 1)
+        return available
+
+    def cluster_around(self, position: int, k: int, *, then_farthest: bool) -> tuple[np.ndarray, int]:
+        """Remove ``position`` and its ``k - 1`` nearest records (see :meth:`_Scan.cluster_around`)."""
+        live = self.live
+        distance = self._point_distances(position)
+        self._remove(np.array([position]))
+        special = self._exceptions(position)
+        special_distance = self._exact_to(special, position)
+        self.exception[special] = True
+        need = k - 1
+        taken = np.empty(0, dtype=np.int64)
+        if need > 0:
+            available = self._available(special)
+            valid = np.flatnonzero(available > 0)
+            candidate_distance = distance[valid]
+            if len(valid) > need:
+                cut = np.partition(candidate_distance, need - 1)[need - 1]
+                keep = candidate_distance <= cut
+                valid, candidate_distance = valid[keep], candidate_distance[keep]
+            rows, owner = self._first_rows(live[valid], np.minimum(available[valid], need))
+            positions = np.concatenate([rows, special])
+            values = np.concatenate([candidate_distance[owner], special_distance])
+            taken = positions[np.lexsort((positions, values))[:need]]
+            self.exception[special] = False
+            self._remove(taken)
+        members = np.sort(np.append(taken, position))
+        self.sums = self.sums - self.num[:, members].sum(axis=1)
+        self.m -= len(members)
+        following = -1
+        if then_farthest:
+            still = ~self.removed[special]
+            special, special_distance = special[still], special_distance[still]
+            self.exception[special] = True
+            valid = np.flatnonzero(self._available(special) > 0)
+            top = float(distance[valid].max()) if len(valid) else -np.inf
+            if len(special):
+                top = max(top, float(special_distance.max()))
+            tied = live[valid[distance[valid] == top]]
+            rows, _ = self._first_rows(tied, np.ones(len(tied), dtype=np.int64))
+            following = int(np.concatenate([rows, special[special_distance == top]]).min())
+        self.exception[special] = False
+        if (len(self.live) - self.alive) * _POOLED_COMPACT > len(self.live):
+            self._compact()
+        return self.index[members], following
+
+    def to_scan(self) -> _Scan:
+        positions = np.flatnonzero(~self.removed)
+        return _Scan(
+            self.num[:, positions], self.nom[:, positions], self.cardinalities, self.index[positions], self.sums
+        )
+
+    def remaining(self) -> np.ndarray:
+        return self.index[~self.removed]
+
+
+def _distinct_points(num: np.ndarray, nom: np.ndarray) -> tuple[tuple[np.ndarray, np.ndarray], np.ndarray]:
+    """Distinct columns of ``num`` (d, m; -0.0 counted as 0.0) together with ``nom`` (q, m): ((coordinates, codes),
+    point of each column)."""
+    keys = np.vstack([num + 0.0, nom.astype(np.float64)])
+    distinct, inverse = np.unique(keys.T, axis=0, return_inverse=True)
+    d = num.shape[0]
+    coordinates = np.ascontiguousarray(distinct[:, :d].T)
+    codes = np.ascontiguousarray(distinct[:, d:].T).astype(np.int64)
+    return (coordinates, codes), inverse.reshape(-1)
+
+
+def _mdav_run(state: _Scan | _Indexed | _Pooled, k: int, labels: np.ndarray, next_label: int) -> int:
     """Run MDAV over ``state``; write cluster numbers from ``next_label`` into ``labels``; return the next free one."""
     while state.m >= 3 * k:
-        if isinstance(state, _Indexed) and state.m < _INDEX_MIN_POINTS and 2 * state.points_left > state.m:
+        if isinstance(state, _Indexed | _Pooled) and state.m < _INDEX_MIN_POINTS and 2 * state.points_left > state.m:
             # Few records left and mostly distinct: plain scans over records are cheaper.
             state = state.to_scan()
         first = state.farthest_from_centroid()
@@ -516,18 +835,61 @@ def _run_group(
     next_label: int,
     *,
     use_index: bool | None = None,
+    high: Sequence[bool] | None = None,
 ) -> int:
-    """MDAV over the records ``rows`` (ascending) with coordinates ``num`` (d, m) and nominal codes ``nom`` (q, m)."""
+    """MDAV over the records ``rows`` (ascending) with coordinates ``num`` (d, m) and nominal codes ``nom`` (q, m).
+
+    ``high`` (tests) forces the distinct-point search of mixed data with these nominal QIs as high-cardinality ones.
+    """
     num = np.ascontiguousarray(num, dtype=np.float64)
+    nom = np.ascontiguousarray(nom, dtype=np.int64)
     sums = num.sum(axis=1)
+    m = len(rows)
+    pooled = high is not None or (use_index is not False and m >= _INDEX_MIN_POINTS)
     if use_index is None:
-        use_index = nom.shape[0] == 0 and 0 < num.shape[0] <= _INDEX_MAX_DIMS and len(rows) >= _INDEX_MIN_POINTS
-    state: _Scan | _Indexed
-    if use_index and nom.shape[0] == 0 and len(rows) >= 3 * k and num.shape[0] > 0:
+        use_index = nom.shape[0] == 0 and 0 < num.shape[0] <= _INDEX_MAX_DIMS and m >= _INDEX_MIN_POINTS
+    state: _Scan | _Indexed | _Pooled
+    if use_index and nom.shape[0] == 0 and m >= 3 * k and num.shape[0] > 0:
         state = _Indexed(num, rows, sums)
+    elif nom.shape[0] and m >= 3 * k and pooled:
+        chosen = _high_cardinality(num, nom, cardinalities) if high is None else (list(high), None)
+        if chosen is not None:
+            state = _Pooled(num, nom, cardinalities, rows, sums, chosen[0], chosen[1])
+        else:
+            state = _Scan(num, nom, cardinalities, rows, sums)
     else:
-        state = _Scan(num, np.ascontiguousarray(nom, dtype=np.int64), cardinalities, rows, sums)
+        state = _Scan(num, nom, cardinalities, rows, sums)
     return _mdav_run(state, k, labels, next_label)
+
+
+def _point_key(nom: np.ndarray, high: Sequence[bool]) -> np.ndarray:
+    """The nominal part of the distinct-point key: a high-cardinality code becomes -2 (present) or -1 (missing)."""
+    return np.where(np.array(high, dtype=bool)[:, None], np.where(nom >= 0, -2, -1), nom)
+
+
+def _high_cardinality(
+    num: np.ndarray, nom: np.ndarray, cardinalities: Sequence[int]
+) -> tuple[list[bool], tuple[tuple[np.ndarray, np.ndarray], np.ndarray]] | None:
+    """Which nominal QIs :class:`_Pooled` should treat as high-cardinality, and the distinct points they give; or
+    None when the points would not be few enough (at most a quarter of the records) for it to pay off.
+
+    A QI with more values among these records than a quarter of them is high-cardinality at once; then the QIs with
+    the most values are moved out of the point key, one at a time, until the points are few.
+    """
+    m = nom.shape[1]
+    values = [
+        int((np.bincount(codes[codes >= 0], minlength=card) > 0).sum())
+        for codes, card in zip(nom, cardinalities, strict=True)
+    ]
+    high = [count * _POOLED_POINTS > m for count in values]
+    by_values = sorted((j for j in range(len(nom)) if not high[j]), key=lambda j: (-values[j], j))
+    for j in [None, *by_values]:
+        if j is not None:
+            high[j] = True
+        points = _distinct_points(num, _point_key(nom, high))
+        if points[0][0].shape[1] * _POOLED_POINTS <= m:
+            return high, points
+    return None
 
 
 def mdav_clusters(
@@ -548,8 +910,9 @@ def mdav_clusters(
     nominal
         Optional ``(n, q)`` integer codes of nominal attributes (``-1`` missing), compared by 0/1 distance.
     use_index
-        Force (True) or forbid (False) the indexed search; by default it is used for large numerical inputs. The
-        clusters are the same either way.
+        Force (True) or forbid (False) the indexed search; by default it is used for large numerical inputs, and
+        the distinct-point search for large inputs with nominal codes when their points are few (False forbids it
+        too). The clusters are the same either way.
 
     Returns
     -------

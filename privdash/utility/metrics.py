@@ -46,8 +46,9 @@ import pandas as pd
 
 from privdash.constants import Metric
 from privdash.errors import ColumnError, ParameterError, check_columns, check_fraction
-from privdash.measure.classes import MISSING_LABEL, equivalence_classes
-from privdash.transform.hierarchy import Hierarchy, HierarchyError, canonical_text
+from privdash.measure.classes import MISSING_LABEL
+from privdash.measure.encoding import EncodedColumn, encode_column, group_rows
+from privdash.transform.hierarchy import Hierarchy, HierarchyError, canonical_text, lookup
 
 __all__ = [
     "SUPPRESSED_LABEL",
@@ -58,6 +59,7 @@ __all__ = [
     "cells_changed",
     "classifier_accuracy",
     "information_loss",
+    "information_loss_with_baseline",
     "utility_report",
     "value_distributions",
 ]
@@ -117,16 +119,29 @@ def _kept_positions(original: pd.DataFrame, transformed: pd.DataFrame, kept_rows
     return kept
 
 
-def _published_levels(hierarchy: Hierarchy, leaf: np.ndarray, published: pd.Series, column: str) -> np.ndarray:
-    """Per kept record, the lowest level whose ancestor of the original leaf is the published value."""
+def _level_codes(hierarchy: Hierarchy, encoded: EncodedColumn, level: int) -> np.ndarray:
+    """:meth:`Hierarchy.codes_for` (lenient: ``-2`` unmatched, ``-1`` missing) of an already encoded column."""
+    position = lookup(hierarchy.labels[level], encoded.categories)
+    position = np.where(position < 0, -2, position)
+    value_codes = np.asarray(encoded.codes, dtype=np.int64)
+    return np.where(value_codes < 0, -1, np.append(position, -1)[value_codes])
+
+
+def _published_levels(
+    hierarchy: Hierarchy, leaf: np.ndarray, published: pd.Series, column: str, encoded: EncodedColumn | None = None
+) -> np.ndarray:
+    """Per kept record, the lowest level whose ancestor of the original leaf is the published value (``encoded``:
+    the published column's encoding, when at hand)."""
     levels = np.full(len(leaf), -1, dtype=np.int64)
     published_missing = published.isna().to_numpy()
     levels[(leaf < 0) & published_missing] = 0
     todo = levels < 0
+    # The published column is encoded once; each level matches its distinct values.
+    encoded = encode_column(published) if encoded is None else encoded
     for level in range(hierarchy.n_levels):
         if not todo.any():
             break
-        codes = hierarchy.codes_for(published, level, strict=False)
+        codes = _level_codes(hierarchy, encoded, level)
         ancestor = np.where(leaf < 0, -3, hierarchy.codes[level][np.maximum(leaf, 0)])
         hit = todo & (codes == ancestor)
         levels[hit] = level
@@ -169,6 +184,68 @@ def information_loss(
         original, list(hierarchies) if quasi_identifiers is None else quasi_identifiers, role="quasi-identifier"
     )
     check_columns(transformed, qis, role="quasi-identifier")
+    return _information_loss(original, transformed, _Leaves(original, hierarchies), qis, kept_rows)
+
+
+def information_loss_with_baseline(
+    original: pd.DataFrame,
+    transformed: pd.DataFrame,
+    hierarchies: Mapping[str, Hierarchy],
+    *,
+    quasi_identifiers: Sequence[str] | None = None,
+    kept_rows: Any = None,
+) -> tuple[InformationLoss, InformationLoss]:
+    """:func:`information_loss` of ``original`` against itself (the untransformed baseline) and of ``transformed``,
+    the original's hierarchies and leaf codes computed once for both."""
+    qis = check_columns(
+        original, list(hierarchies) if quasi_identifiers is None else quasi_identifiers, role="quasi-identifier"
+    )
+    check_columns(transformed, qis, role="quasi-identifier")
+    leaves = _Leaves(original, hierarchies)
+    after = _information_loss(original, transformed, leaves, qis, kept_rows)  # first: it may find them undefined
+    return _information_loss(original, original, leaves, qis, None), after
+
+
+class _Leaves(dict[str, tuple[Hierarchy, np.ndarray, EncodedColumn]]):
+    """Per QI, on first use: its hierarchy over the original's values, the leaf code of each original record and the
+    column's encoding (computed once for the baseline and the transformed table)."""
+
+    def __init__(self, original: pd.DataFrame, hierarchies: Mapping[str, Hierarchy]) -> None:
+        super().__init__()
+        self.original = original
+        self.hierarchies = hierarchies
+
+    def __missing__(self, column: str) -> tuple[Hierarchy, np.ndarray, EncodedColumn]:
+        if column not in self.hierarchies:
+            raise HierarchyError(f"No hierarchy for quasi-identifier '{column}'.")
+        values = self.original[column]
+        hierarchy = self.hierarchies[column].for_values(values)
+        encoded = encode_column(values)
+        leaf = _level_codes(hierarchy, encoded, 0)
+        if (leaf == -2).any():  # values that are no leaves: the hierarchy's own message
+            leaf = hierarchy.leaf_codes(values)
+        self[column] = (hierarchy, leaf, encoded)
+        return self[column]
+
+
+def _same_values(original: pd.Series, published: pd.Series) -> bool:
+    """Whether two aligned columns of one (non-object) dtype hold equal values, missing in the same rows."""
+    if original.dtype != published.dtype or original.dtype == object:
+        return False
+    missing = original.isna().to_numpy()
+    if not np.array_equal(missing, published.isna().to_numpy()):
+        return False
+    equal = (original.reset_index(drop=True) == published.reset_index(drop=True)).to_numpy(dtype=bool, na_value=False)
+    return bool(equal[~missing].all())
+
+
+def _information_loss(
+    original: pd.DataFrame,
+    transformed: pd.DataFrame,
+    leaves: _Leaves,
+    qis: Sequence[str],
+    kept_rows: Any,
+) -> InformationLoss:
     kept = _kept_positions(original, transformed, kept_rows)
     n = len(original)
     if n == 0:
@@ -177,12 +254,18 @@ def information_loss(
     suppressed_mask[kept] = False
     suppressed = int(suppressed_mask.sum())
     rows = []
+    published_codes = []
     for column in qis:
-        if column not in hierarchies:
-            raise HierarchyError(f"No hierarchy for quasi-identifier '{column}'.")
-        hierarchy = hierarchies[column].for_values(original[column])
-        leaf = hierarchy.leaf_codes(original[column])
-        levels_kept = _published_levels(hierarchy, leaf[kept], transformed[column].reset_index(drop=True), column)
+        hierarchy, leaf, encoded = leaves[column]
+        if transformed is original or _same_values(original[column].iloc[kept], transformed[column]):
+            # Every value is published as it is: its leaf is its level-0 label (missing stays missing): level 0.
+            levels_kept = np.zeros(len(kept), dtype=np.int64)
+            published = EncodedColumn(column, encoded.codes[kept], encoded.categories)
+        else:
+            published = encode_column(transformed[column])
+            values = transformed[column].reset_index(drop=True)
+            levels_kept = _published_levels(hierarchy, leaf[kept], values, column, published)
+        published_codes.append(published)
         rows.append(
             {
                 "column": column,
@@ -194,9 +277,9 @@ def information_loss(
         )
     per_column = pd.DataFrame(rows, columns=["column", "levels", "loss", "precision", "entropy"])
     if len(transformed):
-        classes = equivalence_classes(transformed.reset_index(drop=True), list(qis))
-        sizes = classes.sizes.astype(np.float64)
-        n_classes = classes.n_classes
+        # The classes of equivalence_classes(transformed, qis) (missing as a value), from the encodings at hand.
+        sizes = group_rows(published_codes).sizes.astype(np.float64)
+        n_classes = len(sizes)
     else:
         sizes = np.zeros(0)
         n_classes = 0
@@ -344,6 +427,8 @@ def cells_changed(original: pd.DataFrame, transformed: pd.DataFrame, *, kept_row
             same = before.to_numpy(dtype=np.float64, na_value=np.nan) == after.to_numpy(
                 dtype=np.float64, na_value=np.nan
             )
+        elif isinstance(before.dtype, pd.StringDtype) and before.dtype == after.dtype:
+            same = (before == after).to_numpy(dtype=bool, na_value=False)  # text already: str(x) is x
         else:
             same = before.astype(str).to_numpy() == after.astype(str).to_numpy()
         changed = (~same & ~(missing_before & missing_after)) | (missing_before != missing_after)

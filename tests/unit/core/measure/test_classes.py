@@ -166,3 +166,24 @@ def test_wildcard_matches_brute_force_and_never_lowers_k(records: list[tuple]) -
     assert wildcard.record_sizes().tolist() == compatible.sum(axis=1).tolist()
     assert wildcard.k >= value.k
     assert (wildcard.record_sizes() >= value.record_sizes()).all()
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_compatible_counts_equal_the_joined_sums(seed: int) -> None:
+    """Integer weights take sorted arrays instead of pandas joins: the same triples as the float path."""
+    from privdash.measure.classes import compatible_sums
+
+    rng = np.random.default_rng(seed)
+    n_classes, n_qis = 200, 1 + seed
+    codes = rng.integers(0, 3 + seed, size=(n_classes, n_qis))
+    codes[rng.random(codes.shape) < 0.25] = -1  # wildcards
+    codes = np.unique(codes, axis=0)  # class patterns are distinct
+    source_class = rng.integers(0, len(codes), 500)
+    source_value = rng.integers(0, 4, 500)
+    weights = rng.integers(1, 9, 500)
+    fast = compatible_sums(codes, source_class, source_value, weights)
+    joined = compatible_sums(codes, source_class, source_value, weights.astype(np.float64))
+    assert len(fast[0]) == len(joined[0]) > 0
+    for got, expected in zip(fast, joined, strict=True):
+        assert np.array_equal(got, expected)
+    assert fast[2].dtype == np.int64

@@ -178,3 +178,16 @@ def test_a_recorded_step_reapplied_warns_that_the_releases_can_be_joined() -> No
     assert "can be joined" in again.summary["warning"] and key_fingerprint(KEY) in again.summary["warning"]
     # The reason for the warning: the same person's pseudonym is the same in both releases.
     assert set(again.data["email"].dropna()) == set(first.data["email"].dropna())
+
+
+@pytest.mark.parametrize(("first", "last"), [(0, 0), (2, 0), (0, 3), (2, 2), (9, 9)])
+def test_masking_a_text_column_equals_masking_its_values_as_objects(first: int, last: int) -> None:
+    rng = np.random.default_rng(first + last)
+    values = [None, "", "a", "0612345678", "+31 6 1234 5678", "ab", "abcdef", "ébène"]
+    column = pd.Series(rng.choice(np.array(values, dtype=object), 300), dtype=object)
+    text = mask_identifiers(pd.DataFrame({"v": column.astype("str")}), columns=["v"], keep_first=first, keep_last=last)
+    plain = mask_identifiers(pd.DataFrame({"v": column}), columns=["v"], keep_first=first, keep_last=last)
+    pd.testing.assert_series_equal(text.data["v"], plain.data["v"])
+    assert text.summary == plain.summary
+    masked = text.data["v"].dropna()
+    assert (masked.str.len() == column.dropna().str.len().to_numpy()).all()

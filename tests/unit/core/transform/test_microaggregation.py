@@ -385,3 +385,61 @@ def test_infinite_values_are_refused() -> None:
         microaggregation(pd.DataFrame({"x": [1.0, np.inf, 2.0]}), quasi_identifiers=["x"], k=2)
     with pytest.raises(ParameterError, match="finite"):
         mdav_clusters(np.array([[1.0], [np.nan]]), 2)
+
+
+def _mixed_table(seed: int, m: int, dims: int, cardinalities: list[int]) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    num = np.round(rng.normal(size=(dims, m)), 1)  # rounded: repeated coordinates and equal distances
+    nom = np.vstack([rng.integers(0, c, m) for c in cardinalities]) if cardinalities else np.zeros((0, m), np.int64)
+    nom[rng.random(nom.shape) < 0.1] = -1  # missing
+    if m > 40:
+        num[:, :20] = num[:, :1]  # a block of identical records
+        nom[:, :20] = nom[:, :1]
+    return num, nom
+
+
+@pytest.mark.parametrize("switch", [0, 100])
+@pytest.mark.parametrize(
+    ("seed", "m", "dims", "cardinalities", "k"),
+    [
+        (0, 300, 1, [2, 150], 3),
+        (1, 400, 2, [3, 400, 5], 5),
+        (2, 250, 0, [2, 3, 200], 2),
+        (3, 320, 2, [60, 80], 4),
+        (4, 90, 1, [1, 90], 3),
+        (5, 500, 1, [4, 2], 7),
+    ],
+)
+def test_distinct_point_search_gives_the_same_clusters_as_scans(
+    monkeypatch: pytest.MonkeyPatch, switch: int, seed: int, m: int, dims: int, cardinalities: list[int], k: int
+) -> None:
+    """The mixed-type search over distinct points (every choice of high-cardinality QIs) equals the plain scans."""
+    import itertools
+
+    import privdash.transform.microaggregation as module
+
+    monkeypatch.setattr(module, "_INDEX_MIN_POINTS", switch)  # 0: never hand the rest over to the scans
+    num, nom = _mixed_table(seed, m, dims, cardinalities)
+    cards = [int(c.max()) + 1 if (c >= 0).any() else 0 for c in nom]
+    rows = np.arange(m)
+    expected = np.full(m, -1)
+    module._run_group(num, nom, cards, rows, k, expected, 0, use_index=False)
+    for high in itertools.product([False, True], repeat=len(cardinalities)):
+        labels = np.full(m, -1)
+        module._run_group(num, nom, cards, rows, k, labels, 0, high=list(high))
+        assert np.array_equal(labels, expected), high
+    assert np.bincount(expected).min() >= k
+
+
+def test_microaggregation_of_the_demo_is_the_same_with_the_distinct_point_search(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import privdash.transform.microaggregation as module
+    from privdash.data.demo import people_contract, people_table
+
+    table = people_table(4000)
+    fast = microaggregate_with_contract(table, people_contract(), k=5)
+    monkeypatch.setattr(module, "_INDEX_MIN_POINTS", 10**9)  # the plain scans only
+    plain = microaggregate_with_contract(table, people_contract(), k=5)
+    pd.testing.assert_frame_equal(fast.data, plain.data)
+    assert fast.summary == plain.summary

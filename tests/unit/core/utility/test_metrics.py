@@ -19,6 +19,7 @@ from privdash.utility.metrics import (
     cells_changed,
     classifier_accuracy,
     information_loss,
+    information_loss_with_baseline,
     utility_report,
     value_distributions,
 )
@@ -240,3 +241,64 @@ def test_cells_changed_follows_the_kept_rows() -> None:
         cells_changed(original, transformed)
     empty = cells_changed(original.iloc[:0], transformed.iloc[:0])
     assert empty["changed"].tolist() == [0] and empty["share"].tolist() == [0.0]
+
+
+def test_cells_changed_compares_text_columns_directly_with_the_same_counts() -> None:
+    rng = np.random.default_rng(4)
+    values = np.array(["a", "b", " b", "10", "1e1", "nan"], dtype=object)
+    before = pd.Series(rng.choice(values, 400), dtype=object)
+    after = before.copy()
+    after[rng.random(400) < 0.3] = rng.choice(values, 400)[:1]
+    before[rng.random(400) < 0.1] = None
+    after[rng.random(400) < 0.1] = None
+    texts = pd.DataFrame({"v": before.astype("str")}), pd.DataFrame({"v": after.astype("str")})
+    objects = pd.DataFrame({"v": before}), pd.DataFrame({"v": after})
+    assert isinstance(texts[0]["v"].dtype, pd.StringDtype)
+    direct = cells_changed(*texts)
+    expected = cells_changed(*objects)  # compared through str()
+    pd.testing.assert_frame_equal(direct, expected)
+    assert 0 < direct["changed"].iloc[0] < 400
+
+
+@pytest.mark.parametrize("level", [0, 1, 2])
+def test_information_loss_with_baseline_equals_two_separate_calls(level: int) -> None:
+    rng = np.random.default_rng(level)
+    original = pd.DataFrame(
+        {
+            "sex": rng.choice(np.array(["M", "F", None], dtype=object), 300),
+            "zip": rng.choice(["1301", "1302", "1410"], 300),
+        }
+    )
+    published = original.copy()
+    published["zip"] = ZIP.generalize(original["zip"], level)
+    kept = np.flatnonzero(rng.random(300) < 0.9)
+    published = published.iloc[kept].reset_index(drop=True)
+    before, after = information_loss_with_baseline(original, published, HIERARCHIES, kept_rows=kept)
+    assert before.to_dict() == information_loss(original, original, HIERARCHIES).to_dict()
+    assert after.to_dict() == information_loss(original, published, HIERARCHIES, kept_rows=kept).to_dict()
+    assert before.loss == 0.0 and after.suppressed == 300 - len(kept)
+
+
+@pytest.mark.parametrize("change", ["copy", "generalize", "suppress", "both"])
+def test_class_metrics_equal_those_of_the_equivalence_classes(change: str) -> None:
+    rng = np.random.default_rng(7)
+    original = pd.DataFrame(
+        {
+            "sex": pd.Series(rng.choice(np.array(["M", "F", None], dtype=object), 500)).astype("str"),
+            "zip": rng.choice(["1301", "1302", "1410"], 500),
+        }
+    )
+    published = original.copy()  # equal values: published as they are
+    if change in ("generalize", "both"):
+        published["zip"] = ZIP.generalize(original["zip"], 1)
+    kept = np.arange(500)
+    if change in ("suppress", "both"):
+        kept = np.flatnonzero(rng.random(500) < 0.8)
+        published = published.iloc[kept].reset_index(drop=True)
+    loss = information_loss(original, published, HIERARCHIES, kept_rows=kept)
+    classes = equivalence_classes(published, ["sex", "zip"])
+    suppressed = 500 - len(kept)
+    assert loss.classes == classes.n_classes
+    assert loss.discernibility == float((classes.sizes.astype(float) ** 2).sum() + 500.0 * suppressed)
+    assert loss.aecs == 500 / (classes.n_classes + (1 if suppressed else 0))
+    assert (loss.loss == 0.0) is (change == "copy")
