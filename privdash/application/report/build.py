@@ -60,7 +60,7 @@ from privdash.targets import PrivacyTargets
 from privdash.transform.hierarchy import TOP, Hierarchy
 from privdash.transform.steps import Recipe, TransformResult
 from privdash.utility.estimates import Estimate, compare_estimates
-from privdash.utility.metrics import cells_changed, information_loss
+from privdash.utility.metrics import cells_changed, information_loss_with_baseline
 
 __all__ = ["build_report", "condensed_recipe", "printable_values", "recipe_steps", "shown_threshold"]
 
@@ -711,8 +711,9 @@ def _fix_summary(
     kept = [name for name in qis if name in published.columns]
     try:
         hierarchies = {name: fix.hierarchies.get(name) or _flat_hierarchy(data[name]) for name in kept}
-        loss_before = information_loss(data, data, hierarchies, quasi_identifiers=kept)
-        loss_after = information_loss(data, published, hierarchies, quasi_identifiers=kept, kept_rows=fix.kept_rows)
+        loss_before, loss_after = information_loss_with_baseline(
+            data, published, hierarchies, quasi_identifiers=kept, kept_rows=fix.kept_rows
+        )
     except PrivdashError as exc:
         note = (
             "The information-loss metrics are defined for generalization and record suppression only; "
