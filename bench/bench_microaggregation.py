@@ -100,7 +100,7 @@ def main() -> None:
 
     adult = adult_rows(args.rows)
     qis = ["sex", "age", "race", "marital-status"]
-    os.environ.setdefault("PRIVDASH_PSEUDONYM_KEY", "benchmark-only-key-0123456789")
+    key = os.environ.get("PRIVDASH_PSEUDONYM_KEY", "benchmark-only-key-0123456789")
     previews = {
         "top coding (95 % quantile)": lambda: top_bottom_coding(adult, column="age", top_quantile=0.95),
         "record suppression (k = 5, 5 %)": lambda: record_suppression(
@@ -112,7 +112,7 @@ def main() -> None:
         ),
         "microaggregation (k = 5, age + 3 nominal)": lambda: microaggregation(adult, quasi_identifiers=qis, k=5),
         "mask e-mail": lambda: mask_identifiers(adult, columns=["email"], keep_first=2),
-        "pseudonymise e-mail": lambda: pseudonymize(adult, columns=["email"]),
+        "pseudonymise e-mail": lambda: pseudonymize(adult, columns=["email"], key=key),
     }
     print()
     print(f"| preview on Adult resampled to {args.rows:,} rows | time | target |")
