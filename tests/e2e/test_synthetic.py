@@ -81,6 +81,8 @@ def test_a_fully_synthetic_release_of_the_demo(
     page.locator("#synth-run").scroll_into_view_if_needed()
     page.click("#synth-run")
     expect(page.locator("#synth-running")).to_be_visible()
+    # The job has started (its own status replaced the placeholder): Dash can cancel a job once it knows its id.
+    expect(page.locator("#synth-status")).not_to_have_text("Waiting ...", timeout=60_000)
     page.click("#synth-cancel")
     expect(page.locator("#synth-running")).to_be_hidden()
     expect(page.locator("#synth-result")).to_be_empty()

@@ -61,6 +61,9 @@ CREATED_BY_CALLBACKS: dict[str, Created] = {
     "report-get": Created(
         "report-result.children", "a report's download links (per file kind and token) exist once it is made"
     ),
+    "synth-get": Created(
+        "synth-result.children", "a synthetic release's download buttons (table, recipe) come with its result"
+    ),
 }
 
 #: The Wildcard values of a pattern-matching id as the callback map spells them in its JSON ids.

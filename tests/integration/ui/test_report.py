@@ -85,6 +85,8 @@ def test_report_button_makes_both_files_of_the_view(server: tuple[str, Settings]
     # The sign-off fields the steward filled in on the Data page (the shell's copy, kept in this browser).
     signoff = {"name": "Ann Steward", "role": "Data steward", "decision": "approve"}
     body["state"].append({"id": "signoff-fields", "property": "data", "value": signoff})
+    # The Fix page's last synthetic release: none made on this view.
+    body["state"].append([])
     job = session.start(body)
     deadline = time.monotonic() + 90
     while not job.poll().done:
