@@ -137,8 +137,13 @@ def _sort_permutation(categories: pd.Index) -> np.ndarray | None:
             array = None
         if array is not None and (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
             return np.asarray(pc.array_sort_indices(array))
+    values = categories.to_numpy()
+    if values.dtype.kind in "iuf":
+        # Distinct numbers (categories are; pandas takes 0.0 and -0.0 for one): every sort gives the one order, and
+        # numpy's default sort, vectorized, is 3-4x faster than the stable one (a million floats: 0.11 -> 0.03 s).
+        return np.argsort(values)
     try:
-        return np.argsort(categories.to_numpy(), kind="stable")
+        return np.argsort(values, kind="stable")
     except TypeError:  # unorderable mix of types: keep first-seen order
         return None
 

@@ -83,3 +83,17 @@ def test_chunked_counting_matches_bincount() -> None:
     encoded = encode_columns(frame, list(frame.columns))
     expected = frame.groupby(list(frame.columns), dropna=False, observed=True).size().sort_values()
     assert sorted(class_sizes(encoded).tolist()) == expected.tolist()
+
+
+def test_numeric_categories_sort_ascending_with_zeros_of_both_signs_and_missing_values() -> None:
+    rng = np.random.default_rng(7)
+    values = np.concatenate([rng.normal(0, 100, 5000), rng.integers(-50, 50, 5000).astype(float), [0.0, -0.0, np.nan]])
+    rng.shuffle(values)
+    for column in (pd.Series(values, name="x"), pd.Series(np.nan_to_num(values).astype(np.int64), name="n")):
+        encoded = encode_column(column)
+        categories = encoded.categories.to_numpy()
+        assert (np.diff(categories) > 0).all()  # ascending, each number once (0.0 and -0.0 are one)
+        expected = np.sort(pd.unique(column.dropna()))
+        assert np.array_equal(categories, expected[np.r_[True, np.diff(expected) > 0]])
+        decoded = encoded.decode(encoded.codes).to_numpy(dtype=float)
+        assert np.array_equal(decoded, column.to_numpy(dtype=float), equal_nan=True)
