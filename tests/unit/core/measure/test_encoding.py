@@ -97,3 +97,14 @@ def test_numeric_categories_sort_ascending_with_zeros_of_both_signs_and_missing_
         assert np.array_equal(categories, expected[np.r_[True, np.diff(expected) > 0]])
         decoded = encoded.decode(encoded.codes).to_numpy(dtype=float)
         assert np.array_equal(decoded, column.to_numpy(dtype=float), equal_nan=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=300), st.integers(1, 40))
+def test_sorted_factorize_is_pandas_sorted_factorize(values: list[int], spread: int) -> None:
+    from privdash.measure.encoding import _sorted_factorize
+
+    keys = np.array(values + [v // spread for v in values], dtype=np.int64)
+    ranks, uniques = _sorted_factorize(keys)
+    expected_ranks, expected_uniques = pd.factorize(keys, sort=True)
+    assert np.array_equal(ranks, expected_ranks) and np.array_equal(uniques, expected_uniques)
