@@ -19,7 +19,8 @@ past the Arrow path, as it is for files Arrow cannot read. Run: ``python -m benc
 
 * a numeric CSV (``--numeric-rows`` rows, 2 categories ``g1``, ``g2`` and 4 floats ``x1``..``x4`` written at 17
   significant digits, as numpy's ``%.17g`` and many exports write them; and the same floats written by pandas,
-  in their shortest form): ``read_table`` against ``pandas.read_csv`` in one process, warm, best of ``--repeat``;
+  in their shortest form): ``read_table`` against ``pandas.read_csv`` in one process, warm, best of ``--repeat``
+  (wall), and the median of the CPU-time ratios call by call (steadier on a shared machine);
 * the same file through ``privdash diagnose FILE --qi g1,g2,x1`` as a whole process against a process running
   DuckDB's ``read_csv`` + ``GROUP BY ALL`` on it;
 * a wide CSV (10,000 columns, one data row): ``privdash diagnose FILE --qi c0`` against DuckDB reading it and
@@ -127,12 +128,14 @@ import pyarrow.csv
 from privdash.data.tables import read_table_with_info
 path, repeat = sys.argv[1], int(sys.argv[2])
 pd.read_csv(path); read_table_with_info(path)  # warm: first calls, caches
-pandas_times, privdash_times = [], []
+pandas_times, privdash_times, pandas_cpu, privdash_cpu = [], [], [], []
 for _ in range(repeat):
-    start = time.perf_counter(); pd.read_csv(path); pandas_times.append(time.perf_counter() - start)
-    start = time.perf_counter(); frame, info = read_table_with_info(path)
-    privdash_times.append(time.perf_counter() - start)
-print(min(pandas_times), min(privdash_times), ",".join(frame.dtypes.astype(str)), len(info.notes))
+    start, cpu = time.perf_counter(), time.process_time(); pd.read_csv(path)
+    pandas_times.append(time.perf_counter() - start); pandas_cpu.append(time.process_time() - cpu)
+    start, cpu = time.perf_counter(), time.process_time(); frame, info = read_table_with_info(path)
+    privdash_times.append(time.perf_counter() - start); privdash_cpu.append(time.process_time() - cpu)
+cpu_ratio = sorted(b / a for a, b in zip(pandas_cpu, privdash_cpu))[repeat // 2]
+print(min(pandas_times), min(privdash_times), ",".join(frame.dtypes.astype(str)), len(info.notes), cpu_ratio)
 """
 
 
@@ -169,16 +172,17 @@ def numeric(rows: int, repeat: int) -> None:
         frame.to_csv(shortest, index=False)
         write_wide(wide)
         print(f"\nnumeric CSV: {rows:,} rows x (2 categories + 4 floats)")
-        print("| file | size | pandas.read_csv | privdash read_table | ratio | privdash's types | notes |")
-        print("|---|---|---|---|---|---|---|")
+        print("| file | size | pandas.read_csv | privdash read_table | ratio | CPU ratio | privdash's types | notes |")
+        print("|---|---|---|---|---|---|---|---|")
         for label, path in (("17 significant digits", digits), ("shortest form (pandas to_csv)", shortest)):
             out = subprocess.run(
                 [sys.executable, "-c", IN_PROCESS, str(path), str(repeat)], capture_output=True, text=True, check=True
             )
-            pandas_s, privdash_s, types, notes = out.stdout.split()
+            pandas_s, privdash_s, types, notes, cpu_ratio = out.stdout.split()
             print(
                 f"| {label} | {path.stat().st_size / 1e6:.0f} MB | {float(pandas_s):.3f} s | "
-                f"{float(privdash_s):.3f} s | {float(privdash_s) / float(pandas_s):.1f}x | {types} | {notes} |"
+                f"{float(privdash_s):.3f} s | {float(privdash_s) / float(pandas_s):.1f}x | {float(cpu_ratio):.1f}x | "
+                f"{types} | {notes} |"
             )
         print("\nwhole processes, medians of A B A B:")
         print("| run | privdash | DuckDB | ratio (median of pairs) |")

@@ -290,9 +290,11 @@ def _attacker_risk(
         empty = np.zeros(len(counts), dtype=np.float64)
         return AttackerRisk(model, 0.0, 0.0, 0.0, 0.0, tau, empty, counts)
     class_risk = 1.0 / risk_size
-    average = float(np.dot(counts, class_risk)) / n
+    # numpy's pairwise sums rather than np.dot: the same figure whatever the machine's BLAS threads (OpenBLAS
+    # splits a long dot product between them, and they then spin until the process ends: 0.2 s of CPU).
+    average = float((counts * class_risk).sum()) / n
     if journalist:
-        effective_classes = float(np.dot(counts, 1.0 / classes.sizes))
+        effective_classes = float((counts / classes.sizes).sum())
         average = max(effective_classes / float(risk_size.sum()), average)
     at_risk = float(counts[class_risk > tau].sum()) / n
     return AttackerRisk(

@@ -83,3 +83,28 @@ def test_chunked_counting_matches_bincount() -> None:
     encoded = encode_columns(frame, list(frame.columns))
     expected = frame.groupby(list(frame.columns), dropna=False, observed=True).size().sort_values()
     assert sorted(class_sizes(encoded).tolist()) == expected.tolist()
+
+
+def test_numeric_categories_sort_ascending_with_zeros_of_both_signs_and_missing_values() -> None:
+    rng = np.random.default_rng(7)
+    values = np.concatenate([rng.normal(0, 100, 5000), rng.integers(-50, 50, 5000).astype(float), [0.0, -0.0, np.nan]])
+    rng.shuffle(values)
+    for column in (pd.Series(values, name="x"), pd.Series(np.nan_to_num(values).astype(np.int64), name="n")):
+        encoded = encode_column(column)
+        categories = encoded.categories.to_numpy()
+        assert (np.diff(categories) > 0).all()  # ascending, each number once (0.0 and -0.0 are one)
+        expected = np.sort(pd.unique(column.dropna()))
+        assert np.array_equal(categories, expected[np.r_[True, np.diff(expected) > 0]])
+        decoded = encoded.decode(encoded.codes).to_numpy(dtype=float)
+        assert np.array_equal(decoded, column.to_numpy(dtype=float), equal_nan=True)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.integers(min_value=-(2**62), max_value=2**62), max_size=300), st.integers(1, 40))
+def test_sorted_factorize_is_pandas_sorted_factorize(values: list[int], spread: int) -> None:
+    from privdash.measure.encoding import _sorted_factorize
+
+    keys = np.array(values + [v // spread for v in values], dtype=np.int64)
+    ranks, uniques = _sorted_factorize(keys)
+    expected_ranks, expected_uniques = pd.factorize(keys, sort=True)
+    assert np.array_equal(ranks, expected_ranks) and np.array_equal(uniques, expected_uniques)
