@@ -108,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     from privdash.errors import PrivdashError
 
-    _reuse_freed_memory()
+    if args.command != "serve":  # a long-lived server returns what it frees; a command ends soon
+        _reuse_freed_memory()
     try:
         run = importlib.import_module(f"privdash.commands.{COMMANDS[args.command][0]}").run
         status = int(run(args) or 0)
