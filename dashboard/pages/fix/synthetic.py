@@ -105,9 +105,9 @@ def card(loaded: LoadedDataset, state: ViewState, services: Services) -> Any:
                 id="synth-columns",
                 label="Columns",
                 description="Partially synthetic: the columns whose values are replaced (empty: the quasi-identifiers)."
-                " Otherwise: the columns modelled and released (empty: every column but direct identifiers: "
-                + (", ".join(modelled[:12]) + (" ..." if len(modelled) > 12 else ""))
-                + ").",
+                " Otherwise: the columns modelled and released (empty: "
+                + (", ".join(modelled[:12]) + (f" and {len(modelled) - 12} more" if len(modelled) > 12 else ""))
+                + "; never direct identifiers, household or person ids).",
                 data=columns,
                 value=[],
                 searchable=True,
