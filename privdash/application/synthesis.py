@@ -9,7 +9,8 @@ from, not about the population). With ``r`` the risk and ``[lo, hi]`` its 95% in
 
 - **high** when ``lo > MAX_RESIDUAL_RISK`` (the attack does better on the training records than on the control
   records, beyond doubt);
-- **uncertain** when ``r > MAX_RESIDUAL_RISK`` but ``lo`` is not (attack more targets to decide);
+- **uncertain** when ``r > MAX_RESIDUAL_RISK`` but ``lo`` is not (to decide: attack more targets, or, when every
+  training record is attacked already, hold out more control records);
 - **near control** otherwise.
 
 The release is "not safe as is" when any attack is high, "not decided" when none is high and some is uncertain, and
@@ -141,9 +142,16 @@ def synthetic_verdict(attacks: AttackReport, distance: DistanceReport, original:
             f"from than on {against}, by more than {_pct(MAX_RESIDUAL_RISK)} of the remaining success."
         )
     elif uncertain:
+        sampled = any(
+            result.targets.n < attacks.rows_original
+            for result in _results(attacks)
+            if levels.get(result.attack) == "uncertain"
+        )
+        # Every training record attacked already: only more control records narrow the interval of the baseline.
+        remedy = "attack more targets" if sampled or attacks.rows_control is None else "hold out more control records"
         parts.append(
             f"Not decided: the {', '.join(uncertain)} attack(s) may do better on the training records than on "
-            f"{against}, but the interval is wide; attack more targets."
+            f"{against}, but the interval is wide; {remedy}."
         )
     else:
         parts.append(

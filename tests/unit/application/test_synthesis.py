@@ -83,3 +83,33 @@ def test_a_release_without_a_quasi_identifier_column_is_refused(adult: pd.DataFr
     release = synthesize(training, SynthesisSettings("full", columns=("sex", "race"), seed=1))
     with pytest.raises(ParameterError, match="no column age"):
         evaluate_synthetic(training, release, control=control, quasi_identifiers=["age", "sex"])
+
+
+def test_an_undecided_verdict_says_what_would_narrow_the_interval(adult_evaluation) -> None:
+    """Risk above 5% with an interval reaching below it: more targets help when some went unattacked; when every
+    training record was attacked, only more control records narrow the baseline's interval."""
+    from dataclasses import replace
+
+    from privdash.application.synthesis import synthetic_verdict
+
+    _, _, evaluation = adult_evaluation
+    report = evaluation.attacks
+    assert report.inference is not None
+
+    def undecided(targets: int) -> str:
+        near = (0.0, 0.0, 0.01)
+        attacks = replace(
+            report,
+            linkage=replace(report.linkage, risk=near),
+            singling_out=replace(report.singling_out, risk=near),
+            inference=replace(
+                report.inference, targets=replace(report.inference.targets, n=targets), risk=(0.06, 0.01, 0.11)
+            ),
+        )
+        assert attack_levels(attacks)["inference"] == "uncertain"
+        return synthetic_verdict(attacks, evaluation.distance, evaluation.original_attacks)
+
+    sampled = undecided(1500)
+    assert "Not decided: the inference attack(s)" in sampled and sampled.count("attack more targets") == 1
+    every = undecided(report.rows_original)
+    assert "hold out more control records" in every and "attack more targets" not in every
