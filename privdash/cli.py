@@ -83,9 +83,6 @@ def _reuse_freed_memory() -> None:
     process-wide setting, made by the command line (a program that imports the library keeps its own)."""
     if not sys.platform.startswith("linux"):
         return
-    # Arrow's buffers from the same allocator (Arrow reads the variable when it first allocates; a user's own
-    # choice stands): its mimalloc pool returns freed memory to the system, and 0.1 s more went to fresh pages.
-    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     import ctypes
 
     try:

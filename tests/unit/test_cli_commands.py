@@ -44,7 +44,6 @@ def test_the_lazy_parser_parses_like_the_full_one() -> None:
 
 def test_the_allocator_setting_asks_glibc_for_its_values(monkeypatch: pytest.MonkeyPatch) -> None:
     import ctypes
-    import os
     import sys
 
     calls: list[tuple[int, int]] = []
@@ -56,20 +55,10 @@ def test_the_allocator_setting_asks_glibc_for_its_values(monkeypatch: pytest.Mon
 
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
-    monkeypatch.delenv("ARROW_DEFAULT_MEMORY_POOL", raising=False)
     cli._reuse_freed_memory()
-    assert os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "system"
     # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, M_TOP_PAD.
     assert dict(calls) == {-3: 32 << 20, -1: 1 << 30, -2: 256 << 20}
     calls.clear()
     monkeypatch.setattr(sys, "platform", "darwin")
     cli._reuse_freed_memory()
     assert calls == []
-
-
-def test_a_users_arrow_memory_pool_stands(monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
-    monkeypatch.setenv("ARROW_DEFAULT_MEMORY_POOL", "jemalloc")
-    cli._reuse_freed_memory()
-    assert os.environ["ARROW_DEFAULT_MEMORY_POOL"] == "jemalloc"
