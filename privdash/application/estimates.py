@@ -29,6 +29,7 @@ __all__ = [
     "fmt_estimate",
     "fmt_interval",
     "fmt_overlap",
+    "printable_rows",
     "read_estimates",
     "run_estimates",
     "run_solution_estimates",
@@ -133,3 +134,27 @@ def fmt_interval(interval: ConfidenceInterval | None) -> str:
 def fmt_overlap(value: float | None) -> str:
     """The interval overlap with 2 decimals (``-`` when not computable)."""
     return "-" if value is None or not math.isfinite(value) else f"{value:.2f}"
+
+
+def printable_rows(comparisons: Sequence[EstimateComparison], threshold: int) -> tuple[list[dict[str, str]], int]:
+    """The rows of the comparisons as a report prints them (``estimate``, ``term``, ``before``, ``after``,
+    ``overlap``, ``note``), and how many are withheld: a number about fewer than ``threshold`` records (a small
+    group, category or cell) is not printed, as no value of a small class is."""
+    rows, withheld = [], 0
+    for comparison in comparisons:
+        for row in comparison.rows:
+            sizes = [side.records for side in (row.before, row.after) if side is not None]
+            if any(0 < size < threshold for size in sizes):
+                withheld += 1
+                continue
+            rows.append(
+                {
+                    "estimate": comparison.estimate.text(),
+                    "term": row.term + (f" ({row.group})" if row.group else ""),
+                    "before": fmt_interval(row.before),
+                    "after": fmt_interval(row.after),
+                    "overlap": fmt_overlap(row.overlap),
+                    "note": row.note or "",
+                }
+            )
+    return rows, withheld

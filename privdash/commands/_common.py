@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import math
 import sys
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -66,3 +68,20 @@ def split_columns(text: str | None) -> list[str]:
     if not text:
         return []
     return [part.strip() for part in text.split(",") if part.strip()]
+
+
+def check_output(args: argparse.Namespace, formats: Sequence[str]) -> None:
+    """``--output`` of a command that reads ``args.file`` and may charge ``args.ledger``: a name of one of
+    ``formats``, never the input file, never the ledger (:class:`~privdash.errors.ParameterError`)."""
+    from privdash.errors import ParameterError
+
+    output = args.output
+    if output is None:
+        return
+    if output.suffix.lower() not in formats:
+        raise ParameterError(f"Cannot write '{output.name}': use a {', '.join(formats)} file name.")
+    if output.exists() and output.resolve() == Path(args.file).resolve():
+        raise ParameterError(f"Refusing to overwrite the input file {args.file}; choose another output path.")
+    ledger = getattr(args, "ledger", None)
+    if ledger is not None and output.resolve() == Path(ledger).resolve():
+        raise ParameterError("The output file and the ledger must be different files.")

@@ -30,7 +30,7 @@ import numpy as np
 
 from privdash.application.storage import exclusive_lock
 from privdash.commands import _project
-from privdash.commands._common import format_table, jsonable, print_json, split_columns
+from privdash.commands._common import check_output, format_table, jsonable, print_json, split_columns
 from privdash.data.tables import read_table_with_info, write_table
 from privdash.dp.contributions import check_max_rows
 from privdash.dp.ledger import (
@@ -69,7 +69,7 @@ def _run(args: argparse.Namespace) -> int:
         )
     identity = check_identity(args.dataset_identity) if args.dataset_identity is not None else None
     args.max_rows_per_person = _check_entity_arguments(args)
-    _check_output(args)
+    check_output(args, _OUTPUTS)
     _check_query_arguments(args)
     if args.ledger is not None:
         _check_ledger_path(args.ledger)
@@ -159,17 +159,6 @@ def _ledger_lock(ledger: Path) -> Iterator[None]:
         except OSError as exc:
             raise DataReadError(f"Cannot lock the budget ledger {ledger}: {exc.strerror or exc}.") from None
         yield
-
-
-def _check_output(args: argparse.Namespace) -> None:
-    if args.output is None:
-        return
-    if args.output.suffix.lower() not in _OUTPUTS:
-        raise ParameterError(f"Cannot write '{args.output.name}': use a {', '.join(_OUTPUTS)} file name.")
-    if args.output.exists() and args.output.resolve() == Path(args.file).resolve():
-        raise ParameterError(f"Refusing to overwrite the input file {args.file}; choose another output path.")
-    if args.ledger is not None and args.output.resolve() == args.ledger.resolve():
-        raise ParameterError("The output file and the ledger must be different files.")
 
 
 def _check_entity_arguments(args: argparse.Namespace) -> int | None:

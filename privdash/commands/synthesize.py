@@ -20,7 +20,7 @@ from typing import Any
 import pandas as pd
 
 from privdash.commands import _project
-from privdash.commands._common import print_json, split_columns
+from privdash.commands._common import check_output, print_json, split_columns
 from privdash.commands._estimates import check_estimates, print_estimates
 from privdash.data.tables import read_table_with_info, write_table
 from privdash.dp.ledger import BudgetLedger, TableFingerprint, check_identity, file_sha256
@@ -51,7 +51,7 @@ def _run(args: argparse.Namespace) -> int:
     if args.ledger is not None and not dp:
         raise ParameterError("--ledger charges a dp release; a partial, full or hybrid release spends no DP budget.")
     identity = check_identity(args.dataset_identity) if args.dataset_identity is not None else None
-    _check_output(args)
+    check_output(args, _OUTPUTS)
     if args.report is not None:
         from privdash.application.report.render import report_format
 
@@ -192,17 +192,6 @@ def _domains(items: list[str] | None) -> dict[str, list[str]] | None:
             raise ParameterError(f"--domain reads COL=VALUE,VALUE,... (e.g. sex=Female,Male), got '{item}'.")
         domains[name.strip()] = values
     return domains
-
-
-def _check_output(args: argparse.Namespace) -> None:
-    if args.output is None:
-        return
-    if args.output.suffix.lower() not in _OUTPUTS:
-        raise ParameterError(f"Cannot write '{args.output.name}': use a {', '.join(_OUTPUTS)} file name.")
-    if args.output.exists() and args.output.resolve() == Path(args.file).resolve():
-        raise ParameterError(f"Refusing to overwrite the input file {args.file}; choose another output path.")
-    if args.ledger is not None and args.output.resolve() == args.ledger.resolve():
-        raise ParameterError("The output file and the ledger must be different files.")
 
 
 def _progress() -> Any:

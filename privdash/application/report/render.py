@@ -26,7 +26,7 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from privdash.application.estimates import fmt_interval, fmt_overlap
+from privdash.application.estimates import printable_rows
 from privdash.application.formats import fmt_count, fmt_number, fmt_share, in_people
 from privdash.application.project import DECISION_LABELS, SIGNOFF_FIELDS
 from privdash.application.report.definitions import describe_targets
@@ -553,25 +553,8 @@ def _fix(report: ReleaseReport, number: int) -> dict[str, Any] | None:
 
 
 def _estimate_rows(comparisons: Sequence[EstimateComparison], threshold: int) -> dict[str, Any]:
-    """The estimates' rows for the table, and how many are withheld: a number about fewer than ``threshold``
-    records (a small group, category or cell) is not printed, as no value of a small class is."""
-    rows, withheld = [], 0
-    for comparison in comparisons:
-        for row in comparison.rows:
-            sizes = [side.records for side in (row.before, row.after) if side is not None]
-            if any(0 < size < threshold for size in sizes):
-                withheld += 1
-                continue
-            rows.append(
-                {
-                    "estimate": comparison.estimate.text(),
-                    "term": row.term + (f" ({row.group})" if row.group else ""),
-                    "before": fmt_interval(row.before),
-                    "after": fmt_interval(row.after),
-                    "overlap": fmt_overlap(row.overlap),
-                    "note": row.note or "",
-                }
-            )
+    """The estimates' rows for the table, and how many are withheld (:func:`printable_rows`)."""
+    rows, withheld = printable_rows(comparisons, threshold)
     level = f"{comparisons[0].level:.0%}" if comparisons else "95%"
     weights = comparisons[0].weights if comparisons else None
     return {"rows": rows, "withheld": withheld, "level": level, "weights": weights}

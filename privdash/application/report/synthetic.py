@@ -21,8 +21,7 @@ import pandas as pd
 from markupsafe import Markup
 
 from privdash.application.attack import AttackRow, attack_rows, fmt_interval, fmt_rate
-from privdash.application.estimates import fmt_interval as fmt_estimate_interval
-from privdash.application.estimates import fmt_overlap
+from privdash.application.estimates import printable_rows
 from privdash.application.formats import fmt_count, fmt_number, fmt_share
 from privdash.application.report.build import build_report
 from privdash.application.report.model import Fingerprint, ReleaseReport
@@ -249,28 +248,6 @@ def _attack_rows(section: SyntheticSection) -> list[dict[str, str]]:
     return out
 
 
-def _estimate_rows(comparisons: Sequence[EstimateComparison], threshold: int) -> tuple[list[dict[str, str]], int]:
-    """The estimates' rows, and how many are withheld (about fewer than ``threshold`` records, as the report's other
-    estimates)."""
-    rows, withheld = [], 0
-    for comparison in comparisons:
-        for row in comparison.rows:
-            sizes = [side.records for side in (row.before, row.after) if side is not None]
-            if any(0 < size < threshold for size in sizes):
-                withheld += 1
-                continue
-            rows.append(
-                {
-                    "estimate": comparison.estimate.text(),
-                    "term": row.term + (f" ({row.group})" if row.group else ""),
-                    "before": fmt_estimate_interval(row.before),
-                    "after": fmt_estimate_interval(row.after),
-                    "overlap": fmt_overlap(row.overlap),
-                }
-            )
-    return rows, withheld
-
-
 TEMPLATE = """\
 <section id="synthetic" class="part">
   <h2>{{ number }}. Synthetic release</h2>
@@ -316,7 +293,7 @@ def synthetic_html(section: SyntheticSection | None, number: int, *, threshold: 
     """The section as HTML for the report's page (empty without a synthetic release)."""
     if section is None:
         return Markup("")
-    estimates, withheld = _estimate_rows(section.estimates, threshold)
+    estimates, withheld = printable_rows(section.estimates, threshold)
     html = _ENVIRONMENT.from_string(TEMPLATE).render(
         s=section,
         number=number,
