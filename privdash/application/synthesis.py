@@ -155,8 +155,9 @@ def synthetic_verdict(attacks: AttackReport, distance: DistanceReport, original:
         )
     else:
         parts.append(
-            f"Near its control baseline: every attack succeeds on the training records about as often as on "
-            f"{against} (risk beyond it at most {_pct(MAX_RESIDUAL_RISK)})."
+            f"Near its {'control baseline' if attacks.rows_control is not None else 'baselines'}: every attack "
+            f"succeeds on the training records about as often as on {against} (risk beyond it at most "
+            f"{_pct(MAX_RESIDUAL_RISK)})."
         )
     joined = "; ".join(details)
     parts.append(joined[:1].upper() + joined[1:] + ".")
@@ -165,7 +166,8 @@ def synthetic_verdict(attacks: AttackReport, distance: DistanceReport, original:
             f"{_NAMES.get(r.attack, r.attack)} {_pct(r.risk[0])}" for r in _results(original) if r.risk is not None
         ]
         if before:
-            parts.append(f"Published as is, the training table's risk beyond control would be: {', '.join(before)}.")
+            beyond = "control" if original.rows_control is not None else "the baselines"
+            parts.append(f"Published as is, the training table's risk beyond {beyond} would be: {', '.join(before)}.")
     parts.append(
         f"{_pct(distance.exact_copies)} of the released records equal a training record in every column"
         + (

@@ -169,7 +169,7 @@ def _settings(args: argparse.Namespace, settings_type: Any) -> tuple[Any, tuple[
 
 def _bounds(items: list[str] | None) -> dict[str, tuple[float, float]]:
     bounds: dict[str, tuple[float, float]] = {}
-    for item in items or []:
+    for item in [part for given in items or [] for part in given.split(",") if part.strip()]:
         name, sep, rest = item.partition("=")
         low, colon, high = rest.partition(":")
         try:

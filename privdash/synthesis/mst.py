@@ -300,7 +300,7 @@ def _columns(table: pd.DataFrame, settings: SynthesisSettings) -> tuple[list[str
         elif not pd.api.types.is_bool_dtype(series.dtype) and name not in domains:
             undeclared.append(str(name))
     if unbounded:
-        flags = " ".join(f"{n}=LOW:HIGH" for n in unbounded)
+        flags = ",".join(f"{n}=LOW:HIGH" for n in unbounded)
         raise ParameterError(
             f"DP synthesis needs declared bounds for the numeric column(s) {', '.join(unbounded)}: give "
             f"bounds {flags} (public knowledge, never taken from the data; --bounds on the command line), or leave "

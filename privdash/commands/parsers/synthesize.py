@@ -38,7 +38,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--columns",
         metavar="A,B",
         help="partial: the columns whose values are replaced (default: the --qi); full, hybrid, dp: the columns "
-        "modelled and released (default: every column)",
+        "modelled and released (default: every column but the --entity and the direct identifiers and household ids "
+        "privdash suggests, unless they are --qi or --sensitive)",
     )
     parser.add_argument(
         "--rows",
@@ -64,10 +65,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--bounds",
-        action="extend",
-        nargs="+",
-        metavar="COL=LOW:HIGH",
-        help="dp: the declared range of each numeric column (public knowledge; several after one --bounds or "
+        action="append",
+        metavar="COL=LOW:HIGH[,...]",
+        help="dp: the declared range of each numeric column (public knowledge; several separated by commas, or "
         "--bounds repeated; every numeric column needs one)",
     )
     parser.add_argument(

@@ -200,3 +200,26 @@ def test_people_with_several_rows_and_direct_identifiers(capsys: pytest.CaptureF
     assert code == 0, err
     (entry,) = BudgetLedger.load(ledger).account("visits").entries
     assert (entry.epsilon, entry.query) == (2.0, "synthesize")
+
+
+def test_bounds_separated_by_commas_or_repeated_and_a_release_without_control(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    import numpy as np
+
+    rng = np.random.default_rng(2)
+    table = pd.DataFrame({"age": rng.integers(18, 90, 600), "income": rng.uniform(0, 1e5, 600).round(2)})
+    source = tmp_path / "t.csv"
+    table.to_csv(source, index=False)
+    recipes = []
+    for bounds in (["--bounds", "age=18:90,income=0:100000"], ["--bounds", "age=18:90", "--bounds", "income=0:100000"]):
+        recipe = tmp_path / f"r{len(recipes)}.json"
+        code, stdout, err = run(
+            capsys, "synthesize", str(source), "--method", "dp", "--epsilon", "2", "--qi", "age", *bounds,
+            "--control-share", "0", "--seed", "4", "-o", str(tmp_path / "o.csv"), "--recipe-out", str(recipe),
+        )  # fmt: skip
+        assert code == 0, err
+        recipes.append(json.loads(recipe.read_text())["steps"][0]["params"]["bounds"])
+        # No control records: the verdict reads the baseline guesses, and says so.
+        assert "beyond control" not in stdout and "risk beyond the baselines would be" in stdout
+    assert recipes[0] == recipes[1] == {"age": [18.0, 90.0], "income": [0.0, 100000.0]}
