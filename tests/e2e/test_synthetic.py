@@ -1,8 +1,9 @@
 """The Fix page's "Synthetic data" section in a real browser: a fully synthetic release of the demo dataset is made
 in a background job, its attacks against the control records are shown beside the original's and the page's
 generalized fix's, the verdict says that k-anonymity does not describe a synthetic table, and the CSV downloads
-spreadsheet-safe (the report's section: tests/unit/ui/test_report_synthetic.py); a DP synthetic release is charged to the dataset's
-budget ledger (the DP section lists it), and one over the remaining budget is refused with nothing recorded.
+spreadsheet-safe (the report's section: tests/unit/ui/test_report_synthetic.py); a DP synthetic release is charged
+to the dataset's budget ledger (the DP section lists it), and one over the remaining budget is refused with nothing
+recorded.
 
 The screenshots of the section with its result are written at 1280, 1440 and 1920 px
 (``docs/screenshots/fix-synthetic-<width>.png``; the 1440 one is committed).
