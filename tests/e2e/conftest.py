@@ -6,6 +6,7 @@ No browser is downloaded: ``browser_type_launch_args`` points Playwright at ``/u
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -59,17 +60,17 @@ def browser_context_args(browser_context_args: dict) -> dict:
     return {**browser_context_args, "bypass_csp": True}
 
 
-@pytest.fixture(scope="session")
-def live_settings(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Settings:
-    root = tmp_path_factory.mktemp("privdash")
+def fresh_settings(tmp_path_factory: pytest.TempPathFactory, data_dir: Path, name: str = "privdash") -> Settings:
+    """Settings with a store, a cache and a ledger of their own."""
+    root = tmp_path_factory.mktemp(name)
     return Settings(store_dir=root / "store", cache_dir=root / "cache", max_upload_bytes=5_000_000, data_dir=data_dir)
 
 
-@pytest.fixture(scope="session")
-def live_server(live_settings: Settings) -> Iterator[str]:
-    """The app on ``http://127.0.0.1:<free port>``, for the whole session."""
+@contextlib.contextmanager
+def serving(settings: Settings) -> Iterator[str]:
+    """The app of ``settings`` on ``http://127.0.0.1:<free port>`` while the block runs."""
     logging.getLogger("werkzeug").setLevel(logging.WARNING)
-    app = create_app(live_settings)
+    app = create_app(settings)
     server = make_server("127.0.0.1", 0, app.server, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
@@ -78,6 +79,18 @@ def live_server(live_settings: Settings) -> Iterator[str]:
     finally:
         server.shutdown()
         thread.join(timeout=5)
+
+
+@pytest.fixture(scope="session")
+def live_settings(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Settings:
+    return fresh_settings(tmp_path_factory, data_dir)
+
+
+@pytest.fixture(scope="session")
+def live_server(live_settings: Settings) -> Iterator[str]:
+    """The app on ``http://127.0.0.1:<free port>``, for the whole session."""
+    with serving(live_settings) as url:
+        yield url
 
 
 @pytest.fixture(scope="session")

@@ -12,21 +12,19 @@ The screenshots of the section with its result are written at 1280, 1440 and 192
 from __future__ import annotations
 
 import io
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
 import pytest
 from playwright.sync_api import Page, expect
-from werkzeug.serving import make_server
 
-from dashboard.app import create_app
 from privdash.application.dp_release import ledger_for, table_keys
 from privdash.application.services import LoadedDataset, Services
 from privdash.application.settings import Settings
 from privdash.application.state import ViewState
 from privdash.dp import DatasetAccount, LedgerEntry
+from tests.e2e.conftest import fresh_settings, serving
 from tests.e2e.test_accessibility import assert_accessible, settled
 
 TIMEOUT = 120_000
@@ -41,24 +39,16 @@ K_ANONYMITY = "k-anonymity does not describe a synthetic table"
 
 @pytest.fixture(scope="module")
 def live_settings(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Settings:
-    """A store and a ledger of this module's own: the demo's budget and the server's job queue are as a fresh
-    server has them, whatever the session's other browser tests spent or left running."""
-    root = tmp_path_factory.mktemp("privdash-synthetic")
-    return Settings(store_dir=root / "store", cache_dir=root / "cache", max_upload_bytes=5_000_000, data_dir=data_dir)
+    """A store and a ledger of this module's own: the demo's budget and the server's job queue as a fresh server has
+    them, whatever the session's other browser tests spent or left running."""
+    return fresh_settings(tmp_path_factory, data_dir, "privdash-synthetic")
 
 
 @pytest.fixture(scope="module")
 def live_server(live_settings: Settings) -> Iterator[str]:
     """The app on a free loopback port, for this module."""
-    app = create_app(live_settings)
-    server = make_server("127.0.0.1", 0, app.server, threaded=True)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_port}"
-    finally:
-        server.shutdown()
-        thread.join(timeout=5)
+    with serving(live_settings) as url:
+        yield url
 
 
 def state_for(services: Services, fix: tuple[dict, ...] = ()) -> ViewState:
