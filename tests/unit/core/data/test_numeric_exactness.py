@@ -305,3 +305,52 @@ def test_columns_of_mostly_distinct_values_read_row_by_row_as_the_reference(monk
     assert arrow[1] == reference[1]
     assert arrow[0].dtypes.astype(str).tolist() == ["float64", "str", "str", "int64"]
     assert arrow[0]["a"].isna().sum() == len(range(0, n, 7)) and arrow[0]["a"][3] == 1.5
+
+
+def _long_decimals(rng: random.Random, count: int) -> list[str]:
+    """Texts of 14 to 21 significant digits in the forms the bulk test reads by their last four digits: exports at
+    17 and 18 digits, trailing zeros, a point among the last digits, signs and exponents, one digit moved."""
+    texts = []
+    for _ in range(count):
+        value = rng.normalvariate(0, 10 ** rng.randint(-8, 22))
+        kind = rng.random()
+        if kind < 0.25:
+            text = f"{value:.{rng.randint(14, 21)}g}"
+        elif kind < 0.4:
+            text = f"{value:.18e}"  # numpy.savetxt's default
+        elif kind < 0.55:  # a point among the last four digits of a long number
+            text = f"{rng.randint(10**14, 10**19)}.{rng.randint(0, 999):0{rng.randint(1, 3)}d}"
+        elif kind < 0.75:  # one of the last four digits moved by one, trailing zeros after it
+            mantissa, exponent = f"{value:.{rng.randint(15, 19)}e}".split("e")
+            digits = list(mantissa)
+            place = len(digits) - rng.randint(1, 4)
+            if digits[place].isdigit():
+                digits[place] = str((int(digits[place]) + rng.choice([-1, 1])) % 10)
+            text = "".join(digits) + "0" * rng.randint(0, 3) + (f"e{exponent}" if rng.random() < 0.5 else "")
+        else:  # fixed notation with many places
+            text = f"{rng.choice(['', '+', '-'])}{abs(value) % 10 ** rng.randint(1, 6):.{rng.randint(10, 22)}f}"
+        texts.append(text)
+    return texts
+
+
+def test_the_bulk_test_agrees_with_the_oracle_on_long_texts_in_many_steps() -> None:
+    """The bulk test decides texts of 16 digits and more from their last four significant digits and the float:
+    on thousands of long texts, repeated past the size of a step (so that steps run on two threads), every decision
+    equals the oracle's and every scale equals the exact test's."""
+    from privdash.data.tables import numbers
+
+    rng = random.Random(20261128)
+    unique = [text for text in dict.fromkeys(_long_decimals(rng, 4_000)) if _NUMBER.fullmatch(text)]
+    expected = {text: _oracle(text) for text in unique}
+    texts = [unique[i % len(unique)] for i in range(numbers._CHUNK_TEXTS * 2 + 123)]
+    rng.shuffle(texts)
+    array = pa.array(texts, type=pa.large_string())
+    (floats,) = numbers._floats(array)
+    parts = numbers._NumberParts(*numbers._in_chunks(numbers._number_parts_arrays, array))
+    kept, scale, _ = numbers._kept_floats(array, floats, parts, np.arange(len(texts)), len(texts))
+    disagree = sorted({text for text, have in zip(texts, kept.tolist(), strict=True) if have != expected[text]})
+    assert not disagree, disagree[:10]
+    assert 0.3 < sum(expected.values()) / len(expected) < 0.95
+    for text, number, found in zip(texts[:3_000], floats[:3_000], scale[:3_000], strict=True):
+        if expected[text] and number != 0:
+            assert numbers._kept_one(text, float(number)) == (True, int(found)), text
