@@ -529,8 +529,8 @@ def _relation(connection: Any, source: Any) -> DuckSource:
 
 #: DuckDB's read buffer for a CSV file: its default (16 x the 2,000,000-byte line limit, buffers held per thread)
 #: was a fifth of the peak memory of a 114 MiB file read to the class table; 8 MiB reads as fast (4 MiB cost 4%
-#: more CPU on 20M rows) and keeps the peak under twice the file. DuckDB needs it over the line limit, which is given with it (a smaller buffer would
-#: otherwise raise the limit to the buffer's size and change which files it reads).
+#: more CPU on 20M rows) and keeps the peak under twice the file. The line limit is given with it: a smaller
+#: buffer would otherwise raise the limit to its own size and change which files DuckDB reads.
 _CSV_BUFFER_BYTES = 2**23
 
 

@@ -407,8 +407,8 @@ class _TextColumn:
 
 
 #: A column whose first rows are mostly distinct is settled row by row (``_TextColumn``): hashing its values would
-#: cost more than it spares.
-_DISTINCT_SAMPLE = 16_384
+#: cost more than it spares. The first 4,096 values tell (hashing them costs 0.3 ms; 16,384 cost 1.3 ms a column).
+_DISTINCT_SAMPLE = 4_096
 
 
 def _settle_text_column(column: Any) -> _TextColumn | None:
