@@ -53,12 +53,39 @@ def test_the_allocator_setting_asks_glibc_for_its_values(monkeypatch: pytest.Mon
             calls.append((option, value))
             return 1
 
+    environment: dict[str, str] = {}
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
+    monkeypatch.setattr(cli.os, "environ", environment)
+    monkeypatch.delitem(sys.modules, "pyarrow", raising=False)
     cli._reuse_freed_memory()
     # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, M_TOP_PAD.
     assert dict(calls) == {-3: 32 << 20, -1: 1 << 30, -2: 256 << 20}
+    # Arrow's buffers from the same allocator, unless the environment chose a pool.
+    assert environment == {"ARROW_DEFAULT_MEMORY_POOL": "system"}
+    environment["ARROW_DEFAULT_MEMORY_POOL"] = "jemalloc"
+    cli._reuse_freed_memory()
+    assert environment == {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
     calls.clear()
+    environment.clear()
     monkeypatch.setattr(sys, "platform", "darwin")
     cli._reuse_freed_memory()
-    assert calls == []
+    assert calls == [] and environment == {}
+
+
+def test_the_arrow_pool_is_left_alone_once_pyarrow_is_imported(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes
+    import sys
+
+    import pyarrow  # noqa: F401  (its pool is chosen: setting the variable now would change nothing)
+
+    class Libc:
+        def mallopt(self, option: int, value: int) -> int:
+            return 1
+
+    environment: dict[str, str] = {}
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
+    monkeypatch.setattr(cli.os, "environ", environment)
+    cli._reuse_freed_memory()
+    assert environment == {}
