@@ -22,11 +22,14 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
-
-from privdash.application.project import Project
 from privdash.data.contract import DataContract
+
+if TYPE_CHECKING:  # loaded with the first --project (a command without one never needs them)
+    import pandas as pd
+
+    from privdash.application.project import Project
 
 MISSING_DEFAULT = "value"
 STEPS_NOTE = (
@@ -47,6 +50,8 @@ def with_project(
             args.missing = MISSING_DEFAULT
         if getattr(args, "project", None) is None:
             return run(args)
+        from privdash.application.project import Project
+
         project = Project.load(args.project)
         given = {name for name, value in vars(args).items() if value is not None}
         with tempfile.TemporaryDirectory(prefix="privdash-project-") as folder:

@@ -13,8 +13,6 @@ from privdash.commands._common import format_table, print_json, split_columns
 from privdash.data.contract import DataContract
 from privdash.data.tables import read_table, read_table_with_info, write_table
 from privdash.engines.aggregate import DatabaseSource, Engine, is_database_url, resolve_engine
-from privdash.engines.database import redact_url
-from privdash.engines.streaming import with_record_sizes, write_person_sizes, write_record_sizes
 from privdash.errors import ParameterError
 from privdash.measure.diagnose import Diagnosis, diagnose
 from privdash.measure.model_risk import population_unique_probability
@@ -117,6 +115,8 @@ def _needed_columns(args: argparse.Namespace) -> list[str] | None:
 
 def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, result: Diagnosis) -> None:
     """--record-risk: each record with its class size and risks, from the rows in memory or streamed by DuckDB."""
+    from privdash.engines.streaming import with_record_sizes, write_person_sizes, write_record_sizes
+
     # sdcMicro's individual risk: F from the sampling weights, else 1 / f (survey = FALSE); the household risk's too
     # (with a person id, each row gets its person's class size and risk, the columns DuckDB's streaming gives too)
     risks: dict[str, Any] = (
@@ -201,6 +201,8 @@ def _interactions(text: str | None) -> list[tuple[str, str]]:
 
 def _database_source(args: argparse.Namespace) -> DatabaseSource:
     """The table or query of a postgresql:// source; nothing of it is read with pandas."""
+    from privdash.engines.database import redact_url
+
     shown = redact_url(args.file)
     if args.sheet is not None:
         raise ParameterError(f"--sheet chooses a sheet of an Excel workbook; {shown} is a database (use --table).")
@@ -216,6 +218,8 @@ def _database_source(args: argparse.Namespace) -> DatabaseSource:
 def _source_name(data: Any, file: str) -> str:
     """How the text output names the source: a file's name, or a database URL without its password."""
     if isinstance(data, DatabaseSource):
+        from privdash.engines.database import redact_url
+
         return f"{redact_url(data.url)} " + (f"table {data.table}" if data.table is not None else "(query)")
     return Path(file).name
 

@@ -14,7 +14,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -29,7 +29,6 @@ from privdash.measure.classes import (
     equivalence_classes,
     equivalence_classes_from_aggregate_rows,
 )
-from privdash.measure.combinations import CombinationRisk, combination_risk
 from privdash.measure.entities import (
     EntityClasses,
     EntityKey,
@@ -37,10 +36,8 @@ from privdash.measure.entities import (
     entity_classes_from_aggregate,
     entity_columns,
 )
-from privdash.measure.household import HouseholdRisk, household_risk_of_records
 from privdash.measure.model_risk import ModelRisk, check_model_request
 from privdash.measure.model_risk import model_risk as _model_risk
-from privdash.measure.models import SensitiveModels, sensitive_models
 from privdash.measure.population import (
     PopulationCounts,
     PopulationSource,
@@ -54,6 +51,11 @@ from privdash.measure.population import (
 from privdash.measure.risk import DEFAULT_MAX_RISK, IndividualRisk, RiskSummary, individual_risk, risk_summary
 from privdash.measure.verdict import Verdict, check_targets
 from privdash.targets import PrivacyTargets
+
+if TYPE_CHECKING:  # loaded when a diagnosis asks for them (sensitive attributes, households, QI combinations)
+    from privdash.measure.combinations import CombinationRisk
+    from privdash.measure.household import HouseholdRisk
+    from privdash.measure.models import SensitiveModels
 
 __all__ = ["DEFAULT_K_VALUES", "Diagnosis", "diagnose"]
 
@@ -484,6 +486,8 @@ def diagnose(
         rows, used, seconds = aggregate.rows, aggregate.engine, aggregate.seconds
     counts = _population_counts(classes, population, population_count, sampling_fraction)
     risk = risk_summary(classes, counts, max_risk=max_risk)
+    if sensitive_names:
+        from privdash.measure.models import sensitive_models
     models = {
         name: sensitive_models(
             classes,
@@ -498,6 +502,8 @@ def diagnose(
     individual = individual_risk(classes, counts) if classes.weight_sums is not None else None
     households = None
     if household_column is not None:
+        from privdash.measure.household import household_risk_of_records
+
         # sdcMicro measure_risk(hid=): F from the sampling weights (survey risk), without them 1 / f (survey = FALSE)
         member_risk = individual_risk(classes)
         if in_memory:
@@ -509,6 +515,8 @@ def diagnose(
             )
     combination = None
     if combinations:
+        from privdash.measure.combinations import combination_risk
+
         if in_memory:
             assert isinstance(data, pd.DataFrame)
             combination = combination_risk(data, qis, missing=classes.missing_policy)
