@@ -204,6 +204,15 @@ class EquivalenceClasses:
         """
         if not self.n_classes:
             return pd.DataFrame({"size": [], "classes": [], "records": []}, dtype=np.int64)
+        largest = int(self.sizes.max())
+        if self.sizes.dtype.kind in "iu" and self.sizes.min() >= 0 and largest <= max(1 << 16, self.n_classes):
+            # A count for every size up to the largest (sizes are whole numbers no larger than n): no sort of the
+            # sizes, whose number is the number of classes (a million classes: 0.017 -> 0.005 s).
+            per_size = np.bincount(self.sizes, minlength=largest + 1)
+            sizes = np.flatnonzero(per_size)
+            classes = per_size[sizes]
+            records = np.bincount(self.sizes, weights=self.counts, minlength=largest + 1)[sizes].astype(np.int64)
+            return pd.DataFrame({"size": sizes, "classes": classes, "records": records})
         sizes, inverse = np.unique(self.sizes, return_inverse=True)
         classes = np.bincount(inverse, minlength=len(sizes))
         records = np.bincount(inverse, weights=self.counts, minlength=len(sizes)).astype(np.int64)

@@ -166,7 +166,10 @@ class Diagnosis:
 
     def records_below_k(self) -> dict[int, int]:
         """k -> records in classes smaller than k (the records that violate k-anonymity), for ``k_values``."""
-        return {k: self.classes.records_below(k) for k in self.k_values}
+        # From the class-size table (one row per distinct size) rather than a pass over the classes for each k.
+        table = self.classes.size_frequencies()
+        sizes, records = table["size"].to_numpy(), table["records"].to_numpy()
+        return {k: int(records[sizes < k].sum()) for k in self.k_values}
 
     def to_dict(self) -> dict[str, Any]:
         """The diagnosis as plain JSON-able values (infinite values stay ``inf``; the CLI writes them as null)."""
