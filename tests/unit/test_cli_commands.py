@@ -89,3 +89,65 @@ def test_the_arrow_pool_is_left_alone_once_pyarrow_is_imported(monkeypatch: pyte
     monkeypatch.setattr(cli.os, "environ", environment)
     cli._reuse_freed_memory()
     assert environment == {}
+
+
+def test_the_collector_is_off_while_a_command_imports_and_leaves_those_objects_alone() -> None:
+    import gc
+
+    frozen = gc.get_freeze_count()
+    assert gc.isenabled()
+    try:
+        with cli._collector_spared():
+            assert not gc.isenabled()
+            made = [[] for _ in range(1000)]
+        assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(made)
+    finally:
+        gc.unfreeze()
+    gc.disable()
+    try:
+        with cli._collector_spared():
+            pass
+        assert not gc.isenabled()  # left as it was found
+    finally:
+        gc.unfreeze()
+        gc.enable()
+
+
+@pytest.mark.parametrize(
+    ("argv", "process_argv", "spared"),
+    [
+        (None, ["privdash", "diagnose", "t.csv", "--qi", "a"], True),  # the console script
+        (["diagnose", "t.csv", "--qi", "a"], ["privdash", "diagnose", "t.csv", "--qi", "a"], True),
+        (["diagnose", "t.csv", "--qi", "a"], ["pytest", "-q"], False),  # a program's or a test's own arguments
+        (None, ["privdash", "serve"], False),  # a long-lived server
+    ],
+)
+def test_the_collector_is_spared_only_for_the_command_line_of_the_process(
+    monkeypatch: pytest.MonkeyPatch, argv: list[str] | None, process_argv: list[str], spared: bool
+) -> None:
+    import contextlib
+    import sys
+    import types
+
+    calls: list[str] = []
+    real_import = importlib.import_module
+
+    def import_module(name: str) -> object:
+        if name.startswith("privdash.commands.parsers"):
+            return real_import(name)
+        calls.append(f"import {name}")
+        return types.SimpleNamespace(run=lambda args: calls.append("run") or 0)
+
+    @contextlib.contextmanager
+    def spy() -> object:
+        calls.append("spared")
+        yield
+
+    monkeypatch.setattr(sys, "argv", process_argv)
+    monkeypatch.setattr(cli.importlib, "import_module", import_module)
+    monkeypatch.setattr(cli, "_collector_spared", spy)
+    monkeypatch.setattr(cli, "_reuse_freed_memory", lambda: None)
+    assert cli.main(argv) == 0
+    command = process_argv[1] if argv is None else argv[0]
+    expected = [f"import privdash.commands.{command}", "run"]
+    assert calls == (["spared", *expected] if spared else expected)
