@@ -252,13 +252,14 @@ def render_text(result: Diagnosis, name: str) -> str:
     """The diagnosis as readable plain-text sections."""
     n = result.n_records
     classes = result.classes
+    uniques = result.sample_uniques
     dropped_rows = result.entity_rows_dropped if result.entity is not None else classes.n_dropped
     lines = [
         f"{name}: {result.rows:,} rows, {len(result.quasi_identifiers)} quasi-identifiers "
         f"({', '.join(result.quasi_identifiers)}); missing QI values: {result.missing_policy.value}"
         + (f", {dropped_rows:,} rows dropped" if dropped_rows else ""),
         f"equivalence classes: {classes.n_classes:,}   k = {result.k}   "
-        f"sample uniques: {result.sample_uniques:,} ({_percent(result.sample_uniques, n)})",
+        f"sample uniques: {uniques:,} ({_percent(uniques, n)})",
         f"counted by {result.engine} in {result.counting_seconds:.2f} s",
     ]
     if result.entity is not None:
@@ -291,18 +292,13 @@ def render_text(result: Diagnosis, name: str) -> str:
         )
     )
     lines += ["", f"re-identification risk (records at risk: risk > {result.risk.max_risk:g})"]
+    at_risk = [m.n_records_at_risk for m in result.risk.models]
     lines.append(
         format_table(
             ["attacker", "highest", "average", "lowest", "records at risk"],
             [
-                [
-                    m.model,
-                    m.highest,
-                    m.average,
-                    m.lowest,
-                    f"{m.n_records_at_risk:,} ({_percent(m.n_records_at_risk, n)})",
-                ]
-                for m in result.risk.models
+                [m.model, m.highest, m.average, m.lowest, f"{count:,} ({_percent(count, n)})"]
+                for m, count in zip(result.risk.models, at_risk, strict=True)
             ],
             align="lrrrr",
         )

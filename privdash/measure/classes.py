@@ -186,11 +186,11 @@ class EquivalenceClasses:
     @property
     def sample_uniques(self) -> int:
         """Records whose class has size 1."""
-        return int(self.counts[self.sizes == 1].sum())
+        return int(self.counts.sum(where=self.sizes == 1))
 
     def records_below(self, k: int) -> int:
         """Records in classes smaller than ``k`` (strictly), i.e. the records that violate k-anonymity."""
-        return int(self.counts[self.sizes < k].sum())
+        return int(self.counts.sum(where=self.sizes < k))
 
     def classes_below(self, k: int) -> int:
         """Classes smaller than ``k`` (strictly)."""
@@ -202,6 +202,10 @@ class EquivalenceClasses:
         Columns ``size``, ``classes``, ``records`` (sorted by size); ``records`` counts records whose own class
         has that size, so it sums to ``n_records`` under every policy.
         """
+        return self._size_table.copy()  # made once (a pass over the classes), a copy for each caller to keep
+
+    @cached_property
+    def _size_table(self) -> pd.DataFrame:
         if not self.n_classes:
             return pd.DataFrame({"size": [], "classes": [], "records": []}, dtype=np.int64)
         largest = int(self.sizes.max())

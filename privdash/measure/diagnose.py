@@ -174,6 +174,7 @@ class Diagnosis:
     def to_dict(self) -> dict[str, Any]:
         """The diagnosis as plain JSON-able values (infinite values stay ``inf``; the CLI writes them as null)."""
         n = self.n_records
+        uniques = self.sample_uniques
 
         def attacker(model: Any) -> dict[str, Any]:
             return {
@@ -199,8 +200,8 @@ class Diagnosis:
             "k": self.k,
             "class_size_counts": {str(size): count for size, count in self.class_size_counts().items()},
             "records_below_k": {str(k): count for k, count in self.records_below_k().items()},
-            "sample_uniques": self.sample_uniques,
-            "sample_uniqueness": self.sample_uniques / n if n else 0.0,
+            "sample_uniques": uniques,
+            "sample_uniqueness": uniques / n if n else 0.0,
             "max_risk": self.risk.max_risk,
             "threshold": self.risk.max_risk,  # the old JSON name of max_risk, kept for readers of the JSON
             "prosecutor": attacker(self.risk.prosecutor),

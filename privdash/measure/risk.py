@@ -92,7 +92,7 @@ class AttackerRisk:
     @property
     def n_records_at_risk(self) -> int:
         """The number of records whose risk is strictly greater than ``max_risk``."""
-        return int(self.class_counts[self.class_risk > self.max_risk].sum())
+        return int(self.class_counts.sum(where=self.class_risk > self.max_risk))
 
 
 @dataclass(frozen=True, eq=False)
