@@ -53,42 +53,32 @@ def test_the_allocator_setting_asks_glibc_for_its_values(monkeypatch: pytest.Mon
             calls.append((option, value))
             return 1
 
-    environment: dict[str, str] = {}
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
-    monkeypatch.setattr(cli.os, "environ", environment)
-    monkeypatch.delitem(sys.modules, "pyarrow", raising=False)
     cli._reuse_freed_memory()
     # M_MMAP_THRESHOLD, M_TRIM_THRESHOLD, M_TOP_PAD.
     assert dict(calls) == {-3: 32 << 20, -1: 1 << 30, -2: 256 << 20}
-    # Arrow's buffers from the same allocator, unless the environment chose a pool.
-    assert environment == {"ARROW_DEFAULT_MEMORY_POOL": "system"}
-    environment["ARROW_DEFAULT_MEMORY_POOL"] = "jemalloc"
-    cli._reuse_freed_memory()
-    assert environment == {"ARROW_DEFAULT_MEMORY_POOL": "jemalloc"}
     calls.clear()
-    environment.clear()
     monkeypatch.setattr(sys, "platform", "darwin")
     cli._reuse_freed_memory()
-    assert calls == [] and environment == {}
+    assert calls == []
 
 
-def test_the_arrow_pool_is_left_alone_once_pyarrow_is_imported(monkeypatch: pytest.MonkeyPatch) -> None:
-    import ctypes
+def test_arrow_is_given_the_c_allocator_without_an_environment_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
     import sys
 
-    import pyarrow  # noqa: F401  (its pool is chosen: setting the variable now would change nothing)
+    import pyarrow as pa
 
-    class Libc:
-        def mallopt(self, option: int, value: int) -> int:
-            return 1
-
-    environment: dict[str, str] = {}
+    pools: list[str] = []
+    environment = dict(os.environ)
+    monkeypatch.setattr(pa, "set_memory_pool", lambda pool: pools.append(pool.backend_name))
     monkeypatch.setattr(sys, "platform", "linux")
-    monkeypatch.setattr(ctypes, "CDLL", lambda name: Libc())
-    monkeypatch.setattr(cli.os, "environ", environment)
-    cli._reuse_freed_memory()
-    assert environment == {}
+    cli._arrow_from_the_c_allocator()
+    assert pools == ["system"] and dict(os.environ) == environment
+    monkeypatch.setattr(sys, "platform", "darwin")
+    cli._arrow_from_the_c_allocator()
+    assert pools == ["system"]
 
 
 def test_the_collector_is_off_while_a_command_imports_and_leaves_those_objects_alone() -> None:
@@ -147,7 +137,8 @@ def test_the_collector_is_spared_only_for_the_command_line_of_the_process(
     monkeypatch.setattr(cli.importlib, "import_module", import_module)
     monkeypatch.setattr(cli, "_collector_spared", spy)
     monkeypatch.setattr(cli, "_reuse_freed_memory", lambda: None)
+    monkeypatch.setattr(cli, "_arrow_from_the_c_allocator", lambda: calls.append("arrow pool"))
     assert cli.main(argv) == 0
     command = process_argv[1] if argv is None else argv[0]
     expected = [f"import privdash.commands.{command}", "run"]
-    assert calls == (["spared", *expected] if spared else expected)
+    assert calls == (["spared", "arrow pool", *expected] if spared else expected)
