@@ -111,6 +111,32 @@ def _arrow_from_the_c_allocator() -> None:
     pa.set_memory_pool(pa.system_memory_pool())
 
 
+def _stop_idle_blas_threads() -> None:
+    """Import numpy and stop the threads of its BLAS (OpenBLAS) at once. OpenBLAS starts a thread a core when it
+    loads, and each spins, busy, for about 0.1 s before it sleeps: 0.1 s of CPU a command for nothing, as a command
+    line's work uses no BLAS routine (privdash sums with numpy's own pairwise sums). OpenBLAS starts its threads
+    again if a BLAS routine runs (``blas_thread_shutdown_`` is what it calls itself before a fork). Linux only: the
+    library is found among those the process has loaded, and nothing is done when it is not there or lacks the
+    function. A process-wide setting, made only when :func:`main` runs the command line of its own process."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    import numpy  # noqa: F401  (loads OpenBLAS, whose threads start spinning)
+
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            libraries = {line.split()[-1] for line in maps if "openblas" in line.lower() and ".so" in line}
+    except OSError:
+        return
+    for library in sorted(libraries):
+        try:
+            shutdown = ctypes.CDLL(library).blas_thread_shutdown_
+        except (OSError, AttributeError):
+            continue
+        shutdown()
+
+
 @contextlib.contextmanager
 def _collector_spared() -> Iterator[None]:
     """Import a command's modules without the cyclic garbage collector, then leave what they made to it no more.
@@ -145,10 +171,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     if args.command != "serve":  # a long-lived server returns what it frees; a command ends soon
         _reuse_freed_memory()
+    # The process-wide settings of a command that ends soon, made only for the command line of this process (not
+    # when a program or a test calls main with arguments of its own); a long-lived server keeps the defaults.
+    tuned = own_process and args.command != "serve"
     try:
-        spared = own_process and args.command != "serve"  # a long-lived server: left as it is
-        with _collector_spared() if spared else contextlib.nullcontext():
-            if spared:
+        with _collector_spared() if tuned else contextlib.nullcontext():
+            if tuned:
+                _stop_idle_blas_threads()
                 _arrow_from_the_c_allocator()
             run = importlib.import_module(f"privdash.commands.{COMMANDS[args.command][0]}").run
         status = int(run(args) or 0)

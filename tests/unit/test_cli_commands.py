@@ -138,7 +138,49 @@ def test_the_collector_is_spared_only_for_the_command_line_of_the_process(
     monkeypatch.setattr(cli, "_collector_spared", spy)
     monkeypatch.setattr(cli, "_reuse_freed_memory", lambda: None)
     monkeypatch.setattr(cli, "_arrow_from_the_c_allocator", lambda: calls.append("arrow pool"))
+    monkeypatch.setattr(cli, "_stop_idle_blas_threads", lambda: calls.append("blas threads"))
     assert cli.main(argv) == 0
     command = process_argv[1] if argv is None else argv[0]
     expected = [f"import privdash.commands.{command}", "run"]
-    assert calls == (["spared", "arrow pool", *expected] if spared else expected)
+    assert calls == (["spared", "blas threads", "arrow pool", *expected] if spared else expected)
+
+
+def test_the_blas_threads_are_stopped_in_each_openblas_the_process_loaded(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes
+    import io
+    import sys
+
+    maps = (
+        "7f00-7f01 r-xp 0 08:01 1 /venv/numpy.libs/libscipy_openblas64_-32a4b2a6.so\n"
+        "7f01-7f02 r--p 0 08:01 1 /venv/numpy.libs/libscipy_openblas64_-32a4b2a6.so\n"
+        "7f02-7f03 r-xp 0 08:01 2 /usr/lib/libopenblas.so.0\n"
+        "7f03-7f04 r-xp 0 08:01 3 /usr/lib/libc.so.6\n"
+        "7f04-7f05 rw-p 0 00:00 0 [heap]\n"
+    )
+    stopped: list[str] = []
+
+    class Library:
+        def __init__(self, path: str) -> None:
+            if path.startswith("/usr"):  # an OpenBLAS without the function: left alone
+                raise AttributeError("blas_thread_shutdown_")
+            self.blas_thread_shutdown_ = lambda: stopped.append(path)
+
+    def library(path: str) -> Library:
+        return Library(path)
+
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(cli, "open", lambda *args, **kwargs: io.StringIO(maps), raising=False)
+    monkeypatch.setattr(ctypes, "CDLL", library)
+    cli._stop_idle_blas_threads()
+    assert stopped == ["/venv/numpy.libs/libscipy_openblas64_-32a4b2a6.so"]  # once, though mapped twice
+    monkeypatch.setattr(sys, "platform", "darwin")
+    cli._stop_idle_blas_threads()
+    assert len(stopped) == 1
+
+
+def test_blas_works_after_its_threads_are_stopped() -> None:
+    import numpy as np
+
+    cli._stop_idle_blas_threads()  # the real library, where it is OpenBLAS
+    matrix = np.arange(40_000, dtype=np.float64).reshape(200, 200) / 1e4
+    assert np.allclose(matrix @ matrix, np.einsum("ij,jk->ik", matrix, matrix))
