@@ -112,17 +112,19 @@ def _arrow_from_the_c_allocator() -> None:
 
 
 def _stop_idle_blas_threads() -> None:
-    """Import numpy and stop the threads of its BLAS (OpenBLAS) at once. OpenBLAS starts a thread a core when it
+    """Import numpy without the threads of its BLAS (OpenBLAS) spinning. OpenBLAS starts a thread a core when it
     loads, and each spins, busy, for about 0.1 s before it sleeps: 0.1 s of CPU a command for nothing, as a command
-    line's work uses no BLAS routine (privdash sums with numpy's own pairwise sums). OpenBLAS starts its threads
-    again if a BLAS routine runs (``blas_thread_shutdown_`` is what it calls itself before a fork). Linux only: the
-    library is found among those the process has loaded, and nothing is done when it is not there or lacks the
-    function. A process-wide setting, made only when :func:`main` runs the command line of its own process."""
+    line's work uses no BLAS routine (privdash sums with numpy's own pairwise sums). numpy's wheels carry OpenBLAS
+    beside the package (``numpy.libs``): it is loaded first and its threads stopped at once, before numpy's import
+    (which then finds it loaded); any other OpenBLAS the process has loaded once numpy is imported is stopped then.
+    ``blas_thread_shutdown_`` is what OpenBLAS calls itself before a fork, and it starts its threads again if a BLAS
+    routine runs. Linux only; nothing is done for a library that is not there or lacks the function. A
+    process-wide setting, made only when :func:`main` runs the command line of its own process."""
     if not sys.platform.startswith("linux"):
         return
-    import ctypes
-
-    import numpy  # noqa: F401  (loads OpenBLAS, whose threads start spinning)
+    for library in _openblas_beside_numpy():
+        _shutdown_blas_threads(library)
+    import numpy  # noqa: F401  (loads OpenBLAS, unless loaded above)
 
     try:
         with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
@@ -130,11 +132,31 @@ def _stop_idle_blas_threads() -> None:
     except OSError:
         return
     for library in sorted(libraries):
-        try:
-            shutdown = ctypes.CDLL(library).blas_thread_shutdown_
-        except (OSError, AttributeError):
-            continue
-        shutdown()
+        _shutdown_blas_threads(library)
+
+
+def _openblas_beside_numpy() -> list[str]:
+    """The OpenBLAS libraries of numpy's wheel (``numpy.libs`` beside the package), found without importing numpy."""
+    import glob
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("numpy")
+    except (ImportError, ValueError):
+        return []
+    if spec is None or spec.origin is None:
+        return []
+    return sorted(glob.glob(os.path.join(glob.escape(os.path.dirname(spec.origin) + ".libs"), "*openblas*.so*")))
+
+
+def _shutdown_blas_threads(library: str) -> None:
+    import ctypes
+
+    try:
+        shutdown = ctypes.CDLL(library).blas_thread_shutdown_
+    except (OSError, AttributeError):
+        return
+    shutdown()
 
 
 @contextlib.contextmanager

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import pkgutil
+from pathlib import Path
 
 import pytest
 
@@ -169,13 +170,38 @@ def test_the_blas_threads_are_stopped_in_each_openblas_the_process_loaded(monkey
         return Library(path)
 
     monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(cli, "_openblas_beside_numpy", lambda: ["/venv/numpy.libs/libscipy_openblas64_-32a4b2a6.so"])
     monkeypatch.setattr(cli, "open", lambda *args, **kwargs: io.StringIO(maps), raising=False)
     monkeypatch.setattr(ctypes, "CDLL", library)
     cli._stop_idle_blas_threads()
-    assert stopped == ["/venv/numpy.libs/libscipy_openblas64_-32a4b2a6.so"]  # once, though mapped twice
+    # numpy's own, before numpy's import and once more among the loaded libraries (each mapping listed once)
+    assert stopped == ["/venv/numpy.libs/libscipy_openblas64_-32a4b2a6.so"] * 2
     monkeypatch.setattr(sys, "platform", "darwin")
     cli._stop_idle_blas_threads()
-    assert len(stopped) == 1
+    assert len(stopped) == 2
+
+
+def test_numpys_openblas_is_found_beside_the_package_without_importing_it(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    import importlib.machinery
+    import importlib.util
+
+    package = tmp_path / "site [packages]" / "numpy"  # a glob character in the path is taken as it is
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    libraries = package.parent / "numpy.libs"
+    libraries.mkdir()
+    for name in ("libscipy_openblas64_-32a4b2a6.so", "libgfortran-040039e1.so.5.0.0", "libopenblas.so.0"):
+        (libraries / name).write_text("")
+    spec = importlib.machinery.ModuleSpec("numpy", None, origin=str(package / "__init__.py"))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: spec if name == "numpy" else None)
+    assert cli._openblas_beside_numpy() == [
+        str(libraries / "libopenblas.so.0"),
+        str(libraries / "libscipy_openblas64_-32a4b2a6.so"),
+    ]
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert cli._openblas_beside_numpy() == []
 
 
 def test_blas_works_after_its_threads_are_stopped() -> None:
