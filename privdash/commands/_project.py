@@ -24,12 +24,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from privdash.data.contract import DataContract
-
 if TYPE_CHECKING:  # loaded with the first --project (a command without one never needs them)
     import pandas as pd
 
     from privdash.application.project import Project
+    from privdash.data.contract import DataContract
 
 MISSING_DEFAULT = "value"
 STEPS_NOTE = (
@@ -99,6 +98,8 @@ def apply_project(
     project: Project, args: argparse.Namespace, command: str, folder: Path, *, search_options: tuple[str, ...] = ()
 ) -> None:
     """Fill ``args`` from ``project`` (files written into ``folder``), and check the table against it."""
+    from privdash.data.contract import DataContract
+
     frame = _read_for_check(args, command)
     if frame is not None:
         project.require_columns([str(c) for c in frame.columns], str(getattr(args, "file", "The table")))
@@ -149,6 +150,8 @@ def _apply_release(project: Project, args: argparse.Namespace, frame: pd.DataFra
             args.dataset_identity = ledger.identity
     if command != "synthesize":
         return
+    from privdash.data.contract import DataContract
+
     present = {str(c) for c in frame.columns} if frame is not None else None
     contract = DataContract(tuple(f for f in project.contract.fields if present is None or f.name in present))
     if args.qi is None and contract.quasi_identifiers:

@@ -10,7 +10,6 @@ from typing import Any
 
 from privdash.commands import _project
 from privdash.commands._common import format_table, print_json, split_columns
-from privdash.data.contract import DataContract
 from privdash.data.tables import read_table, read_table_with_info, write_table
 from privdash.engines.aggregate import DatabaseSource, Engine, is_database_url, resolve_engine
 from privdash.errors import ParameterError
@@ -48,7 +47,11 @@ def _run(args: argparse.Namespace) -> int:
             f"--record-risk streams the records of a file (engines pandas and duckdb); the {engine.value} engine "
             "brings back only the aggregate."
         )
-    contract = DataContract.load(args.contract) if args.contract else None
+    contract = None
+    if args.contract:
+        from privdash.data.contract import DataContract
+
+        contract = DataContract.load(args.contract)
     entity = args.entity if args.entity is not None else (contract.entity if contract else None)
     if args.entity_key != "set" and entity is None:
         raise ParameterError(

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from privdash.data.contract import DataContract
 from privdash.engines.aggregate import COUNT, Engine, aggregate_table, resolve_engine
 from privdash.errors import ColumnError, ParameterError, check_columns, check_fraction, check_positive_int
 from privdash.measure.classes import (
@@ -53,6 +52,7 @@ from privdash.measure.verdict import Verdict, check_targets
 from privdash.targets import PrivacyTargets
 
 if TYPE_CHECKING:  # loaded when a diagnosis asks for them (sensitive attributes, households, QI combinations)
+    from privdash.data.contract import DataContract
     from privdash.measure.combinations import CombinationRisk
     from privdash.measure.household import HouseholdRisk
     from privdash.measure.models import SensitiveModels
