@@ -158,9 +158,10 @@ def _encode_by_sorting(column: pd.Series) -> tuple[np.ndarray, pd.Index] | None:
     first[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     ranks = np.cumsum(first)
+    ranks -= 1
     categories = pd.Index(ordered[first])
     codes = np.empty(len(values), dtype=smallest_int_dtype(len(categories)))
-    codes[order[:present]] = ranks - 1
+    codes[order[:present]] = ranks
     codes[order[present:]] = -1
     return codes, categories
 
@@ -417,7 +418,10 @@ def group_rows(columns: Sequence[EncodedColumn], *, exclude: np.ndarray | None =
         present_keys = present
     else:
         kept_groups, uniques, first_rows = _sorted_factorize_rows(kept_keys)
-        sizes = np.bincount(kept_groups, minlength=len(uniques))
+        if len(uniques) == len(kept_keys):  # every row a group of its own (a long aggregate): nothing to count
+            sizes = np.ones(len(uniques), dtype=np.int64)
+        else:
+            sizes = np.bincount(kept_groups, minlength=len(uniques))
     if kept is not None:
         row_group = np.full(n, -1, dtype=kept_groups.dtype)
         row_group[kept] = kept_groups
@@ -451,7 +455,9 @@ def _sorted_factorize_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     first[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     ranks = np.empty(len(keys), dtype=np.intp)
-    ranks[order] = np.cumsum(first) - 1
+    rank_in_order = np.cumsum(first, dtype=np.intp)
+    rank_in_order -= 1
+    ranks[order] = rank_in_order
     return ranks, ordered[first], order[first]
 
 
