@@ -22,11 +22,13 @@ import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pandas as pd
+if TYPE_CHECKING:  # loaded with the first --project (a command without one never needs them)
+    import pandas as pd
 
-from privdash.application.project import Project
-from privdash.data.contract import DataContract
+    from privdash.application.project import Project
+    from privdash.data.contract import DataContract
 
 MISSING_DEFAULT = "value"
 STEPS_NOTE = (
@@ -47,6 +49,8 @@ def with_project(
             args.missing = MISSING_DEFAULT
         if getattr(args, "project", None) is None:
             return run(args)
+        from privdash.application.project import Project
+
         project = Project.load(args.project)
         given = {name for name, value in vars(args).items() if value is not None}
         with tempfile.TemporaryDirectory(prefix="privdash-project-") as folder:
@@ -94,6 +98,8 @@ def apply_project(
     project: Project, args: argparse.Namespace, command: str, folder: Path, *, search_options: tuple[str, ...] = ()
 ) -> None:
     """Fill ``args`` from ``project`` (files written into ``folder``), and check the table against it."""
+    from privdash.data.contract import DataContract
+
     frame = _read_for_check(args, command)
     if frame is not None:
         project.require_columns([str(c) for c in frame.columns], str(getattr(args, "file", "The table")))
@@ -144,6 +150,8 @@ def _apply_release(project: Project, args: argparse.Namespace, frame: pd.DataFra
             args.dataset_identity = ledger.identity
     if command != "synthesize":
         return
+    from privdash.data.contract import DataContract
+
     present = {str(c) for c in frame.columns} if frame is not None else None
     contract = DataContract(tuple(f for f in project.contract.fields if present is None or f.name in present))
     if args.qi is None and contract.quasi_identifiers:

@@ -10,11 +10,8 @@ from typing import Any
 
 from privdash.commands import _project
 from privdash.commands._common import format_table, print_json, split_columns
-from privdash.data.contract import DataContract
 from privdash.data.tables import read_table, read_table_with_info, write_table
 from privdash.engines.aggregate import DatabaseSource, Engine, is_database_url, resolve_engine
-from privdash.engines.database import redact_url
-from privdash.engines.streaming import with_record_sizes, write_person_sizes, write_record_sizes
 from privdash.errors import ParameterError
 from privdash.measure.diagnose import Diagnosis, diagnose
 from privdash.measure.model_risk import population_unique_probability
@@ -50,7 +47,11 @@ def _run(args: argparse.Namespace) -> int:
             f"--record-risk streams the records of a file (engines pandas and duckdb); the {engine.value} engine "
             "brings back only the aggregate."
         )
-    contract = DataContract.load(args.contract) if args.contract else None
+    contract = None
+    if args.contract:
+        from privdash.data.contract import DataContract
+
+        contract = DataContract.load(args.contract)
     entity = args.entity if args.entity is not None else (contract.entity if contract else None)
     if args.entity_key != "set" and entity is None:
         raise ParameterError(
@@ -117,6 +118,8 @@ def _needed_columns(args: argparse.Namespace) -> list[str] | None:
 
 def _write_record_risk(args: argparse.Namespace, data: Any, engine: Engine, result: Diagnosis) -> None:
     """--record-risk: each record with its class size and risks, from the rows in memory or streamed by DuckDB."""
+    from privdash.engines.streaming import with_record_sizes, write_person_sizes, write_record_sizes
+
     # sdcMicro's individual risk: F from the sampling weights, else 1 / f (survey = FALSE); the household risk's too
     # (with a person id, each row gets its person's class size and risk, the columns DuckDB's streaming gives too)
     risks: dict[str, Any] = (
@@ -201,6 +204,8 @@ def _interactions(text: str | None) -> list[tuple[str, str]]:
 
 def _database_source(args: argparse.Namespace) -> DatabaseSource:
     """The table or query of a postgresql:// source; nothing of it is read with pandas."""
+    from privdash.engines.database import redact_url
+
     shown = redact_url(args.file)
     if args.sheet is not None:
         raise ParameterError(f"--sheet chooses a sheet of an Excel workbook; {shown} is a database (use --table).")
@@ -216,6 +221,8 @@ def _database_source(args: argparse.Namespace) -> DatabaseSource:
 def _source_name(data: Any, file: str) -> str:
     """How the text output names the source: a file's name, or a database URL without its password."""
     if isinstance(data, DatabaseSource):
+        from privdash.engines.database import redact_url
+
         return f"{redact_url(data.url)} " + (f"table {data.table}" if data.table is not None else "(query)")
     return Path(file).name
 
@@ -248,13 +255,14 @@ def render_text(result: Diagnosis, name: str) -> str:
     """The diagnosis as readable plain-text sections."""
     n = result.n_records
     classes = result.classes
+    uniques = result.sample_uniques
     dropped_rows = result.entity_rows_dropped if result.entity is not None else classes.n_dropped
     lines = [
         f"{name}: {result.rows:,} rows, {len(result.quasi_identifiers)} quasi-identifiers "
         f"({', '.join(result.quasi_identifiers)}); missing QI values: {result.missing_policy.value}"
         + (f", {dropped_rows:,} rows dropped" if dropped_rows else ""),
         f"equivalence classes: {classes.n_classes:,}   k = {result.k}   "
-        f"sample uniques: {result.sample_uniques:,} ({_percent(result.sample_uniques, n)})",
+        f"sample uniques: {uniques:,} ({_percent(uniques, n)})",
         f"counted by {result.engine} in {result.counting_seconds:.2f} s",
     ]
     if result.entity is not None:
@@ -287,18 +295,13 @@ def render_text(result: Diagnosis, name: str) -> str:
         )
     )
     lines += ["", f"re-identification risk (records at risk: risk > {result.risk.max_risk:g})"]
+    at_risk = [m.n_records_at_risk for m in result.risk.models]
     lines.append(
         format_table(
             ["attacker", "highest", "average", "lowest", "records at risk"],
             [
-                [
-                    m.model,
-                    m.highest,
-                    m.average,
-                    m.lowest,
-                    f"{m.n_records_at_risk:,} ({_percent(m.n_records_at_risk, n)})",
-                ]
-                for m in result.risk.models
+                [m.model, m.highest, m.average, m.lowest, f"{count:,} ({_percent(count, n)})"]
+                for m, count in zip(result.risk.models, at_risk, strict=True)
             ],
             align="lrrrr",
         )

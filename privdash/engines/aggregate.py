@@ -291,6 +291,9 @@ def _duckdb_aggregate(
 
     connection = duckdb_connection(memory_limit, temp_directory, ordered=False)
     try:
+        # Text as Arrow's large strings, the layout of pandas' str: the aggregate's text columns become pandas
+        # columns without a copy (a million rows of three text columns: 0.01-0.07 s of casting).
+        connection.execute("SET arrow_large_buffer_size = true")
         opened = _relation(connection, source)
         unknown = [name for name in names if name not in opened.names]
         if unknown:

@@ -14,12 +14,11 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from privdash.data.contract import DataContract
 from privdash.engines.aggregate import COUNT, Engine, aggregate_table, resolve_engine
 from privdash.errors import ColumnError, ParameterError, check_columns, check_fraction, check_positive_int
 from privdash.measure.classes import (
@@ -29,7 +28,6 @@ from privdash.measure.classes import (
     equivalence_classes,
     equivalence_classes_from_aggregate_rows,
 )
-from privdash.measure.combinations import CombinationRisk, combination_risk
 from privdash.measure.entities import (
     EntityClasses,
     EntityKey,
@@ -37,10 +35,8 @@ from privdash.measure.entities import (
     entity_classes_from_aggregate,
     entity_columns,
 )
-from privdash.measure.household import HouseholdRisk, household_risk_of_records
 from privdash.measure.model_risk import ModelRisk, check_model_request
 from privdash.measure.model_risk import model_risk as _model_risk
-from privdash.measure.models import SensitiveModels, sensitive_models
 from privdash.measure.population import (
     PopulationCounts,
     PopulationSource,
@@ -54,6 +50,12 @@ from privdash.measure.population import (
 from privdash.measure.risk import DEFAULT_MAX_RISK, IndividualRisk, RiskSummary, individual_risk, risk_summary
 from privdash.measure.verdict import Verdict, check_targets
 from privdash.targets import PrivacyTargets
+
+if TYPE_CHECKING:  # loaded when a diagnosis asks for them (sensitive attributes, households, QI combinations)
+    from privdash.data.contract import DataContract
+    from privdash.measure.combinations import CombinationRisk
+    from privdash.measure.household import HouseholdRisk
+    from privdash.measure.models import SensitiveModels
 
 __all__ = ["DEFAULT_K_VALUES", "Diagnosis", "diagnose"]
 
@@ -164,11 +166,15 @@ class Diagnosis:
 
     def records_below_k(self) -> dict[int, int]:
         """k -> records in classes smaller than k (the records that violate k-anonymity), for ``k_values``."""
-        return {k: self.classes.records_below(k) for k in self.k_values}
+        # From the class-size table (one row per distinct size) rather than a pass over the classes for each k.
+        table = self.classes.size_frequencies()
+        sizes, records = table["size"].to_numpy(), table["records"].to_numpy()
+        return {k: int(records[sizes < k].sum()) for k in self.k_values}
 
     def to_dict(self) -> dict[str, Any]:
         """The diagnosis as plain JSON-able values (infinite values stay ``inf``; the CLI writes them as null)."""
         n = self.n_records
+        uniques = self.sample_uniques
 
         def attacker(model: Any) -> dict[str, Any]:
             return {
@@ -194,8 +200,8 @@ class Diagnosis:
             "k": self.k,
             "class_size_counts": {str(size): count for size, count in self.class_size_counts().items()},
             "records_below_k": {str(k): count for k, count in self.records_below_k().items()},
-            "sample_uniques": self.sample_uniques,
-            "sample_uniqueness": self.sample_uniques / n if n else 0.0,
+            "sample_uniques": uniques,
+            "sample_uniqueness": uniques / n if n else 0.0,
             "max_risk": self.risk.max_risk,
             "threshold": self.risk.max_risk,  # the old JSON name of max_risk, kept for readers of the JSON
             "prosecutor": attacker(self.risk.prosecutor),
@@ -484,6 +490,8 @@ def diagnose(
         rows, used, seconds = aggregate.rows, aggregate.engine, aggregate.seconds
     counts = _population_counts(classes, population, population_count, sampling_fraction)
     risk = risk_summary(classes, counts, max_risk=max_risk)
+    if sensitive_names:
+        from privdash.measure.models import sensitive_models
     models = {
         name: sensitive_models(
             classes,
@@ -498,6 +506,8 @@ def diagnose(
     individual = individual_risk(classes, counts) if classes.weight_sums is not None else None
     households = None
     if household_column is not None:
+        from privdash.measure.household import household_risk_of_records
+
         # sdcMicro measure_risk(hid=): F from the sampling weights (survey risk), without them 1 / f (survey = FALSE)
         member_risk = individual_risk(classes)
         if in_memory:
@@ -509,6 +519,8 @@ def diagnose(
             )
     combination = None
     if combinations:
+        from privdash.measure.combinations import combination_risk
+
         if in_memory:
             assert isinstance(data, pd.DataFrame)
             combination = combination_risk(data, qis, missing=classes.missing_policy)

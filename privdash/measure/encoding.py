@@ -109,6 +109,9 @@ def encode_column(column: pd.Series, *, order: Sequence[Any] | None = None, sort
         return EncodedColumn(name, codes, categories)
     sort = True if sort is None else sort
     arrow = _arrow_dictionary(column)
+    by_sorting = _encode_by_sorting(column) if arrow is None and sort else None
+    if by_sorting is not None:
+        return EncodedColumn(name, *by_sorting)
     if arrow is not None:
         codes, categories = arrow
     else:
@@ -120,6 +123,47 @@ def encode_column(column: pd.Series, *, order: Sequence[Any] | None = None, sort
         if ascending is not None:
             categories, codes = _permute(categories, codes, ascending)
     return EncodedColumn(name, codes, categories)
+
+
+#: A numeric column of at least this many values whose first ``_DISTINCT_SAMPLE`` values are mostly distinct is
+#: encoded by one sort of its values (:func:`_encode_by_sorting`) rather than hashed and its distinct values sorted.
+_SORT_ENCODE_ROWS = 1 << 16
+_DISTINCT_SAMPLE = 1 << 14
+
+
+def _encode_by_sorting(column: pd.Series) -> tuple[np.ndarray, pd.Index] | None:
+    """Codes and ascending categories of a numeric column (numpy integers or floats) of mostly distinct values, by
+    one sort of the values: each value's code is the rank of its value among the distinct ones, as
+    :func:`pandas.factorize` and a sort of its categories make them (a million distinct floats: 0.085 -> 0.045 s).
+    ``None`` for other columns, a short one, one whose first values repeat (hashing is then cheaper), and a float
+    column holding both ``0.0`` and ``-0.0`` (one value, whose category is the first seen: a sort does not know
+    which). NaN is missing (code ``-1``)."""
+    dtype = column.dtype
+    if not isinstance(dtype, np.dtype) or dtype.kind not in "iuf" or len(column) < _SORT_ENCODE_ROWS:
+        return None
+    values = column.to_numpy()
+    sample = values[:_DISTINCT_SAMPLE]
+    if len(np.unique(sample)) <= len(sample) // 2:
+        return None
+    missing = 0
+    if dtype.kind == "f":
+        zeros = values[values == 0]
+        if len(zeros) and len(np.unique(np.signbit(zeros))) > 1:
+            return None
+        missing = int(np.count_nonzero(np.isnan(values)))
+    order = np.argsort(values)  # NaN last; equal values need no stable order (their rank is one)
+    present = len(values) - missing
+    ordered = values[order[:present]]
+    first = np.empty(present, dtype=bool)
+    first[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
+    ranks = np.cumsum(first)
+    ranks -= 1
+    categories = pd.Index(ordered[first])
+    codes = np.empty(len(values), dtype=smallest_int_dtype(len(categories)))
+    codes[order[:present]] = ranks
+    codes[order[present:]] = -1
+    return codes, categories
 
 
 def _sort_permutation(categories: pd.Index) -> np.ndarray | None:
@@ -363,6 +407,7 @@ def group_rows(columns: Sequence[EncodedColumn], *, exclude: np.ndarray | None =
         kept_keys = key[kept]
     else:
         kept, kept_keys = None, key
+    present_keys: np.ndarray | None = None  # the keys of the groups, when counted over the key space
     if space <= max(_DENSE_KEY_SPACE, 2 * n):
         counts = np.bincount(kept_keys, minlength=space) if len(kept_keys) else np.zeros(space, np.int64)
         present = np.flatnonzero(counts)
@@ -370,17 +415,27 @@ def group_rows(columns: Sequence[EncodedColumn], *, exclude: np.ndarray | None =
         lookup = np.full(space, -1, dtype=smallest_int_dtype(len(present)))
         lookup[present] = np.arange(len(present))
         kept_groups = lookup[kept_keys]
-        present_keys: np.ndarray = present
+        present_keys = present
     else:
-        kept_groups, uniques = _sorted_factorize(kept_keys)
-        sizes = np.bincount(kept_groups, minlength=len(uniques))
-        present_keys = np.asarray(uniques)
+        kept_groups, uniques, first_rows = _sorted_factorize_rows(kept_keys)
+        if len(uniques) == len(kept_keys):  # every row a group of its own (a long aggregate): nothing to count
+            sizes = np.ones(len(uniques), dtype=np.int64)
+        else:
+            sizes = np.bincount(kept_groups, minlength=len(uniques))
     if kept is not None:
         row_group = np.full(n, -1, dtype=kept_groups.dtype)
         row_group[kept] = kept_groups
     else:
         row_group = kept_groups
-    group_codes = _decode_keys(present_keys, columns, radices, shifted, key, row_group)
+    if present_keys is None:
+        # The sort found a row of each group: its codes are the group's (a gather a column, where the digits of the
+        # keys cost a division each: a million groups, 0.020 -> 0.005 s).
+        rows = first_rows if kept is None else np.flatnonzero(kept)[first_rows]
+        group_codes = np.empty((len(rows), len(columns)), dtype=np.int64)
+        for index, col in enumerate(columns):
+            group_codes[:, index] = col.codes[rows]
+    else:
+        group_codes = _decode_keys(present_keys, columns, radices, shifted, key, row_group)
     return Grouping(row_group=row_group, sizes=sizes.astype(np.int64, copy=False), group_codes=group_codes)
 
 
@@ -388,14 +443,22 @@ def _sorted_factorize(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``pandas.factorize(keys, sort=True)`` for integer keys: each key's rank among the distinct keys, and the
     distinct keys ascending, by one sort (numpy's vectorized one) instead of a hash table and a sort of its keys
     (a million keys: 0.10 -> 0.05 s)."""
+    ranks, uniques, _ = _sorted_factorize_rows(keys)
+    return ranks, uniques
+
+
+def _sorted_factorize_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_sorted_factorize` and, for each distinct key, the position of one of its rows."""
     order = np.argsort(keys)
     ordered = keys[order]
     first = np.empty(len(keys), dtype=bool)
     first[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     ranks = np.empty(len(keys), dtype=np.intp)
-    ranks[order] = np.cumsum(first) - 1
-    return ranks, ordered[first]
+    rank_in_order = np.cumsum(first, dtype=np.intp)
+    rank_in_order -= 1
+    ranks[order] = rank_in_order
+    return ranks, ordered[first], order[first]
 
 
 def _decode_keys(

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from privdash.errors import ColumnError, ParameterError
 from privdash.measure.classes import (
     MISSING_LABEL,
+    EquivalenceClasses,
     MissingPolicy,
     class_size_frequencies,
     equivalence_classes,
@@ -187,3 +188,27 @@ def test_compatible_counts_equal_the_joined_sums(seed: int) -> None:
     for got, expected in zip(fast, joined, strict=True):
         assert np.array_equal(got, expected)
     assert fast[2].dtype == np.int64
+
+
+@pytest.mark.parametrize("policy", ["value", "wildcard", "drop"])
+def test_size_table_counts_each_size_and_the_records_of_its_classes(policy: str) -> None:
+    rng = np.random.default_rng(21)
+    n = 20_000
+    data = pd.DataFrame({"a": rng.integers(0, 40, n), "b": rng.choice(["x", "y", "z", None], n)}).astype(object)
+    data.loc[rng.random(n) < 0.05, "a"] = None
+    classes = equivalence_classes(data, ["a", "b"], missing=policy)
+    table = classes.size_frequencies()
+    frame = pd.DataFrame({"size": classes.sizes, "records": classes.counts})
+    expected = frame.groupby("size").agg(classes=("records", "size"), records=("records", "sum")).reset_index()
+    pd.testing.assert_frame_equal(table, expected.astype(np.int64), check_dtype=True)
+    assert table["records"].sum() == classes.n_records
+    # sizes beyond what a count per size covers take the sort: the same table
+    wide = EquivalenceClasses(
+        quasi_identifiers=("a",),
+        missing_policy=MissingPolicy.VALUE,
+        class_codes=np.arange(3).reshape(-1, 1),
+        categories=(pd.Index([0, 1, 2]),),
+        sizes=np.array([5, 10**9, 5]),
+        counts=np.array([5, 10**9, 5]),
+    )
+    assert wide.size_frequencies().to_dict("list") == {"size": [5, 10**9], "classes": [2, 1], "records": [10, 10**9]}

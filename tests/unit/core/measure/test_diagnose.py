@@ -167,3 +167,12 @@ def test_warnings_name_roles_missing_in_every_record() -> None:
     assert clean.warnings == () and clean.to_dict()["warnings"] == []
     # Every key of the report is still there, "warnings" added.
     assert {"rows", "records", "k", "classes", "sample_uniques", "prosecutor", "sensitive", "warnings"} <= set(report)
+
+
+def test_records_below_k_are_the_records_of_the_smaller_classes() -> None:
+    rng = np.random.default_rng(41)
+    data = pd.DataFrame({"a": rng.integers(0, 30, 3_000), "b": rng.choice(["x", "y", None], 3_000)})
+    result = diagnose(data, ["a", "b"], missing="wildcard", k_values=(1, 2, 3, 5, 50, 10_000))
+    below = result.records_below_k()
+    assert below == {k: int(result.classes.counts[result.classes.sizes < k].sum()) for k in (1, 2, 3, 5, 50, 10_000)}
+    assert below[1] == 0 and below[10_000] == result.n_records and below[50] > 0

@@ -108,3 +108,87 @@ def test_sorted_factorize_is_pandas_sorted_factorize(values: list[int], spread: 
     ranks, uniques = _sorted_factorize(keys)
     expected_ranks, expected_uniques = pd.factorize(keys, sort=True)
     assert np.array_equal(ranks, expected_ranks) and np.array_equal(uniques, expected_uniques)
+
+
+def _hashed_encoding(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """The encoding by hashing: pandas' factorize, its categories sorted ascending and the codes remapped."""
+    codes, uniques = pd.factorize(column, sort=False, use_na_sentinel=True)
+    order = np.argsort(uniques)
+    remap = np.empty(len(order) + 1, dtype=np.int64)
+    remap[order] = np.arange(len(order))
+    remap[-1] = -1
+    return remap[codes], pd.Index(uniques[order])
+
+
+def test_long_numeric_columns_of_distinct_values_encode_by_one_sort_as_by_hashing() -> None:
+    from privdash.measure.encoding import _encode_by_sorting
+
+    rng = np.random.default_rng(11)
+    n = 100_000  # above the rows from which a column of mostly distinct numbers is sorted
+    floats = rng.normal(0, 1e3, n)
+    floats[rng.random(n) < 0.05] = np.nan
+    floats[:50] = floats[50:100]  # some repeats
+    floats[200:203] = [-0.0, -0.0, np.inf]  # zeros of one sign: the category keeps it
+    columns = {
+        "floats": floats,
+        "integers": rng.integers(-(10**12), 10**12, n),
+        "float32": rng.normal(size=n).astype(np.float32),
+        "unsigned": rng.integers(0, 2**40, n).astype(np.uint64),
+    }
+    for name, values in columns.items():
+        column = pd.Series(values, name=name)
+        assert _encode_by_sorting(column) is not None, name
+        encoded = encode_column(column)
+        codes, categories = _hashed_encoding(column)
+        assert np.array_equal(encoded.codes, codes), name
+        assert encoded.categories.equals(categories) and encoded.categories.dtype == categories.dtype, name
+        assert np.array_equal(np.signbit(encoded.categories.to_numpy()), np.signbit(categories.to_numpy())), name
+        assert encoded.codes.dtype == np.int32  # the narrowest that holds the codes, as hashing gives them
+    zeros = encode_column(pd.Series(columns["floats"]))
+    zero = zeros.categories[zeros.codes[200]]
+    assert zero == 0 and np.signbit(zero)
+
+
+def test_columns_a_sort_would_encode_otherwise_are_hashed() -> None:
+    from privdash.measure.encoding import _encode_by_sorting
+
+    rng = np.random.default_rng(12)
+    n = 100_000
+    both_zeros = rng.normal(size=n)
+    both_zeros[[10, 20]] = [0.0, -0.0]  # one value: its category is the first seen, which a sort does not know
+    repeated = rng.integers(0, 100, n).astype(float)  # few values: hashing is cheaper
+    for values in (both_zeros, repeated, rng.normal(size=1_000)):
+        column = pd.Series(values)
+        assert _encode_by_sorting(column) is None
+        encoded = encode_column(column)
+        codes, categories = _hashed_encoding(column)
+        assert np.array_equal(encoded.codes, codes) and encoded.categories.equals(categories)
+    zeros = encode_column(pd.Series(both_zeros))
+    assert not np.signbit(zeros.categories[zeros.codes[20]])  # 0.0, seen first
+    assert encode_column(pd.Series(both_zeros), sort=False).categories[0] == both_zeros[0]  # first-seen order kept
+
+
+def test_groups_of_a_large_key_space_read_their_codes_off_their_rows(monkeypatch: pytest.MonkeyPatch) -> None:
+    from privdash.measure import encoding
+
+    sorted_calls: list[int] = []
+    sort = encoding._sorted_factorize_rows
+    monkeypatch.setattr(encoding, "_sorted_factorize_rows", lambda keys: sorted_calls.append(len(keys)) or sort(keys))
+    rng = np.random.default_rng(13)
+    n = 150_000
+    frame = pd.DataFrame({"a": rng.integers(0, 7, n), "b": rng.normal(size=n).round(5), "c": rng.integers(0, 90, n)})
+    frame.loc[rng.random(n) < 0.1, "b"] = np.nan
+    encoded = encode_columns(frame, ["a", "b", "c"])
+    exclude = rng.random(n) < 0.2
+    for mask in (None, exclude):
+        grouping = group_rows(encoded, exclude=mask)
+        assert sorted_calls.pop() == n - (0 if mask is None else int(mask.sum()))  # a key space too large to count
+        kept = grouping.row_group >= 0
+        assert (kept == (True if mask is None else ~mask)).all()
+        for index, column in enumerate(encoded):
+            assert (grouping.group_codes[grouping.row_group[kept], index] == column.codes[kept]).all()
+        # groups in lexicographic order of their codes, missing (-1) first
+        ordered = np.lexsort(grouping.group_codes.T[::-1])
+        assert (ordered == np.arange(grouping.n_groups)).all()
+        expected = frame[kept].groupby(["a", "b", "c"], dropna=False).size()
+        assert sorted(grouping.sizes.tolist()) == sorted(expected.tolist())

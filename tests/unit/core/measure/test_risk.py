@@ -373,3 +373,31 @@ def test_adult_against_plain_pandas(adult) -> None:
     class_term = weighted.n_classes / float(weighted.weight_sums.sum())
     expected = max(class_term, (1 / big_f).mean())
     assert journalist_w.average == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("policy", ["value", "wildcard"])
+def test_risk_summary_gives_each_model_what_its_own_function_gives(policy: str) -> None:
+    rng = np.random.default_rng(31)
+    data = pd.DataFrame({"age": rng.choice(["20-29", "30-39", None], 500), "sex": rng.choice(["M", "F"], 500)})
+    classes = equivalence_classes(data, QIS, missing=policy)
+    population = population_counts_from_size(classes, sampling_fraction=0.37)
+    summary = risk_summary(classes, population, max_risk=0.01)
+    for shared, alone in (
+        (summary.prosecutor, prosecutor_risk(classes, max_risk=0.01)),
+        (summary.journalist, journalist_risk(classes, population, max_risk=0.01)),
+        (summary.marketer, marketer_risk(classes, population, max_risk=0.01)),
+    ):
+        assert shared.model == alone.model
+        assert (shared.highest, shared.lowest, shared.average, shared.records_at_risk) == (
+            alone.highest,
+            alone.lowest,
+            alone.average,
+            alone.records_at_risk,
+        )
+        assert np.array_equal(shared.class_risk, alone.class_risk)
+        assert np.array_equal(shared.class_counts, alone.class_counts)
+    # f = (1, 100), F = (2, 100): the journalist's average is its classes term, larger than the marketer's
+    small = equivalence_classes(pd.DataFrame({"age": ["a"] + ["b"] * 100, "sex": "x"}), QIS)
+    table = pd.DataFrame({"age": ["a", "b"], "sex": ["x", "x"], "n": [2, 100]})
+    summary = risk_summary(small, population_counts_from_table(small, table, count="n"))
+    assert summary.journalist.average == pytest.approx(2 / 102) and summary.marketer.average == pytest.approx(1.5 / 101)
