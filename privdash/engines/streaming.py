@@ -524,7 +524,7 @@ class _Reader:
 
     def batches(self) -> Iterator[pd.DataFrame]:
         reader = self._connection.sql("SELECT * FROM src").to_arrow_reader(self._rows)
-        for batch in reader:
+        for batch in _rebatched(reader, self._rows):
             if self._text:
                 yield self._typed(batch.to_pandas(), range(len(self.names)))
                 continue
@@ -552,6 +552,27 @@ class _Reader:
         out = pd.DataFrame(columns, index=pd.RangeIndex(len(frame)))
         out.columns = pd.Index(self.names)
         return out
+
+
+def _rebatched(batches: Iterable[Any], rows: int) -> Iterator[Any]:
+    """Record batches of exactly ``rows`` rows (the last one of what is left): DuckDB's reader hands some batches over
+    short where its scan's parts end (which depends on its read buffer and the file), so that the number of batches
+    would depend on them too. At most one batch's rows are held besides the batch being filled."""
+    held: list[Any] = []
+    count = 0
+    for batch in batches:
+        if not held and batch.num_rows == rows:  # a whole batch, as most are: handed over as it is
+            yield batch
+            continue
+        held.append(batch)
+        count += batch.num_rows
+        while count >= rows:
+            table = pa.Table.from_batches(held).combine_chunks()
+            yield from table.slice(0, rows).to_batches(max_chunksize=rows)
+            rest = table.slice(rows)
+            held, count = rest.to_batches(), rest.num_rows
+    if count:
+        yield from pa.Table.from_batches(held).combine_chunks().to_batches(max_chunksize=rows)
 
 
 def _column_typing(connection: Any, source: DuckSource) -> dict[int, tuple[pd.Index, pd.Series]]:

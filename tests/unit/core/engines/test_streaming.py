@@ -125,3 +125,25 @@ def test_bad_outputs_and_sources(adult_setup, tmp_path: Path) -> None:
         apply_recipe_streaming(tmp_path / "nothing-*.parquet", recipe, tmp_path / "out.csv")
     assert copy.read_bytes() == path.read_bytes()
     assert not (tmp_path / "out.csv").exists()
+
+
+@pytest.mark.parametrize("rows", [1, 3, 7, 10, 50])
+def test_batches_hold_the_rows_asked_for_however_duckdb_cuts_them(rows: int) -> None:
+    """DuckDB hands some batches over short where its scan's parts end: the streamed batches are cut again to
+    ``batch_rows`` rows each (the last one what is left), the rows in their order."""
+    import itertools
+
+    import numpy as np
+    import pyarrow as pa
+
+    from privdash.engines.streaming import _rebatched
+
+    sizes = [7, 3, 7, 0, 1, 7, 7, 2]
+    values = np.arange(sum(sizes))
+    edges = np.cumsum([0, *sizes])
+    batches = [pa.record_batch({"v": values[a:b]}) for a, b in itertools.pairwise(edges)]
+    out = list(_rebatched(batches, rows))
+    assert [batch.num_rows for batch in out] == [rows] * (len(values) // rows) + (
+        [len(values) % rows] if len(values) % rows else []
+    )
+    assert np.concatenate([batch.column(0).to_numpy() for batch in out]).tolist() == values.tolist()
