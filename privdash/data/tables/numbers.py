@@ -443,7 +443,7 @@ def _kept_in_bulk(texts: Any, numbers: np.ndarray, parts: _NumberParts) -> tuple
     known = ~np.isfinite(numbers)  # overflow: not kept
     buffers = texts.buffers()
     starts = np.frombuffer(buffers[1], dtype=np.int64)[texts.offset : texts.offset + n]
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(4, dtype=np.uint8)
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, dtype=np.uint8)
     if len(data) < 8:  # eight bytes at least for the windows of _ending (places are unchanged)
         data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
     first = starts + parts.signed  # the first digit (or the point)
@@ -472,8 +472,8 @@ def _kept_in_bulk(texts: Any, numbers: np.ndarray, parts: _NumberParts) -> tuple
     kept[coarse] = known[coarse] = True
     check = work & ~coarse & (bound <= 66)
     fine = np.flatnonzero(check) if not check.all() else slice(None)
-    residual = np.abs(_residual(mantissa[fine], exponent[fine], index[fine], _ending(data, last[fine], first[fine],
-                                                                                     point[fine])))  # fmt: skip
+    ending = _ending(data, last[fine], first[fine], point[fine])
+    residual = np.abs(_residual(mantissa[fine], exponent[fine], index[fine], ending))
     uneven = mantissa[fine] == 0.5  # a power of two: a narrower gap below
     accept = residual < 0.5 - _RESIDUAL_TOLERANCE
     reject = (residual > 0.5 + _RESIDUAL_TOLERANCE) & ~uneven
