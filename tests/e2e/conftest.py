@@ -93,6 +93,23 @@ def live_server(live_settings: Settings) -> Iterator[str]:
         yield url
 
 
+def server_of_its_own(name: str) -> tuple[object, object]:
+    """``live_settings`` and ``live_server`` fixtures for one module (``live_settings, live_server =
+    server_of_its_own("privdash-x")``): a store, a ledger and a server of its own, so that the demo's budget and the
+    job queue are as a fresh server has them, whatever the session's other browser tests spent or left running."""
+
+    @pytest.fixture(scope="module", name="live_settings")
+    def module_settings(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Settings:
+        return fresh_settings(tmp_path_factory, data_dir, name)
+
+    @pytest.fixture(scope="module", name="live_server")
+    def module_server(live_settings: Settings) -> Iterator[str]:
+        with serving(live_settings) as url:
+            yield url
+
+    return module_settings, module_server
+
+
 @pytest.fixture(scope="session")
 def screenshots() -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)

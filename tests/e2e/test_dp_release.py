@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import io
 import re
-from collections.abc import Iterator
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -24,7 +22,7 @@ from privdash.application.settings import Settings
 from privdash.application.state import ViewState
 from privdash.data.demo import people_table
 from privdash.dp import DatasetAccount, Mechanism, accuracy
-from tests.e2e.conftest import fresh_settings, serving
+from tests.e2e.conftest import server_of_its_own
 from tests.e2e.test_accessibility import assert_accessible, open_numbers, settled
 
 TIMEOUT = 30_000
@@ -32,18 +30,7 @@ TIMEOUT = 30_000
 expect.set_options(timeout=TIMEOUT)
 
 
-@pytest.fixture(scope="module")
-def live_settings(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Settings:
-    """A store and a ledger of this module's own: the demo's budget and the server's job queue as a fresh server has
-    them, whatever the session's other browser tests spent or left running."""
-    return fresh_settings(tmp_path_factory, data_dir, "privdash-dp")
-
-
-@pytest.fixture(scope="module")
-def live_server(live_settings: Settings) -> Iterator[str]:
-    """The app on a free loopback port, for this module."""
-    with serving(live_settings) as url:
-        yield url
+live_settings, live_server = server_of_its_own("privdash-dp")
 
 
 def number(text: str) -> float:

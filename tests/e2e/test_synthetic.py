@@ -12,11 +12,9 @@ The screenshots of the section with its result are written at 1280, 1440 and 192
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
-import pytest
 from playwright.sync_api import Page, expect
 
 from privdash.application.dp_release import ledger_for, table_keys
@@ -24,7 +22,7 @@ from privdash.application.services import LoadedDataset, Services
 from privdash.application.settings import Settings
 from privdash.application.state import ViewState
 from privdash.dp import DatasetAccount, LedgerEntry
-from tests.e2e.conftest import fresh_settings, serving
+from tests.e2e.conftest import server_of_its_own
 from tests.e2e.test_accessibility import assert_accessible, settled
 
 TIMEOUT = 120_000
@@ -37,18 +35,7 @@ SHOTS = Path("/tmp/privdash-synthetic-screenshots")
 K_ANONYMITY = "k-anonymity does not describe a synthetic table"
 
 
-@pytest.fixture(scope="module")
-def live_settings(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Settings:
-    """A store and a ledger of this module's own: the demo's budget and the server's job queue as a fresh server has
-    them, whatever the session's other browser tests spent or left running."""
-    return fresh_settings(tmp_path_factory, data_dir, "privdash-synthetic")
-
-
-@pytest.fixture(scope="module")
-def live_server(live_settings: Settings) -> Iterator[str]:
-    """The app on a free loopback port, for this module."""
-    with serving(live_settings) as url:
-        yield url
+live_settings, live_server = server_of_its_own("privdash-synthetic")
 
 
 def state_for(services: Services, fix: tuple[dict, ...] = ()) -> ViewState:
