@@ -354,9 +354,7 @@ def _number_parts_arrays(texts: Any) -> tuple[np.ndarray, ...]:
     import pyarrow.compute as pc
 
     n = len(texts)
-    buffers = texts.buffers()
-    offsets = np.frombuffer(buffers[1], dtype=np.int64)[texts.offset : texts.offset + n + 1]
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(1, dtype=np.uint8)
+    offsets, data = _text_bytes(texts, 1)
     last = len(data) - 1
     starts, ends = offsets[:-1], offsets[1:]
     first = data[np.minimum(starts, last)]
@@ -387,6 +385,17 @@ def _number_parts_arrays(texts: Any) -> tuple[np.ndarray, ...]:
     dot = np.asarray(pc.find_substring(texts, ".").to_numpy(zero_copy_only=False), dtype=np.int64)
     point = np.where(dot >= 0, dot, end - starts)
     return lead, (dot >= 0) | powered, ends - starts - signed, signed, end - starts, point, exponent, extreme
+
+
+def _text_bytes(texts: Any, minimum: int) -> tuple[np.ndarray, np.ndarray]:
+    """The offsets (``len(texts) + 1``) and the bytes of an Arrow array of large strings, as numpy views of its
+    buffers; the bytes padded with zeros to ``minimum`` when shorter (places are unchanged)."""
+    buffers = texts.buffers()
+    offsets = np.frombuffer(buffers[1], dtype=np.int64)[texts.offset : texts.offset + len(texts) + 1]
+    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, dtype=np.uint8)
+    if len(data) < minimum:
+        data = np.concatenate([data, np.zeros(minimum, dtype=np.uint8)])
+    return offsets, data
 
 
 def _kept_floats(
@@ -441,11 +450,8 @@ def _kept_in_bulk(texts: Any, numbers: np.ndarray, parts: _NumberParts) -> tuple
     n = len(numbers)
     kept = np.zeros(n, dtype=bool)
     known = ~np.isfinite(numbers)  # overflow: not kept
-    buffers = texts.buffers()
-    starts = np.frombuffer(buffers[1], dtype=np.int64)[texts.offset : texts.offset + n]
-    data = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, dtype=np.uint8)
-    if len(data) < 8:  # eight bytes at least for the windows of _ending (places are unchanged)
-        data = np.concatenate([data, np.zeros(8, dtype=np.uint8)])
+    offsets, data = _text_bytes(texts, 8)  # eight bytes at least for the windows of _ending
+    starts = offsets[:-1]
     first = starts + parts.signed  # the first digit (or the point)
     point = starts + parts.point  # the point's place (the mantissa's end when there is none)
     last = starts + (parts.mantissa_length - 1)  # the last significant digit, once trailing zeros are passed
