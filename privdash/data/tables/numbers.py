@@ -161,11 +161,11 @@ def _settle_numbers(
 ) -> dict[int, np.ndarray]:
     """The numeric columns among ``width`` columns of texts, decided together, vectorized over cells and columns.
 
-    ``texts`` (an Arrow array of large strings) holds the non-missing cells of every column one column after the
-    other, in row order (or each column's distinct values, in order of first appearance), ``cols`` the column of
-    each cell (ascending) and ``complete`` which columns have no missing value. Returns column -> its cells' numbers
-    (int64 for a complete column of whole numbers, else float64); the columns kept as text for a reason the module
-    docstring gives are added to ``kept`` (reason -> column name and an example).
+    ``texts`` (an Arrow array or chunked array of large strings) holds the non-missing cells of every column one
+    column after the other, in row order (or each column's distinct values, in order of first appearance), ``cols``
+    the column of each cell (ascending) and ``complete`` which columns have no missing value. Returns column -> its
+    cells' numbers (int64 for a complete column of whole numbers, else float64); the columns kept as text for a
+    reason the module docstring gives are added to ``kept`` (reason -> column name and an example).
     """
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -189,8 +189,11 @@ def _settle_numbers(
     texts, cols = _narrow(texts, cols, candidate)
     if not len(cols):
         return {}
-    try:  # Arrow reads exactly the decimal numbers (and words such as inf and nan): one pass when all are numbers
-        (numbers,) = _in_chunks(_floats, texts)
+    reading: _Reading | None = None
+    try:  # Arrow reads exactly the decimal numbers (and words such as inf and nan): one pass when all are numbers,
+        # which also reads their shape and makes the bulk test of exactness while each step is in the cache
+        reading = _Reading(*_in_chunks(_read_numbers, texts))
+        numbers = reading.numbers
         odd = ~np.isfinite(numbers)
         number = np.ones(len(cols), dtype=bool)
         word = np.zeros(len(cols), dtype=bool)
@@ -199,6 +202,7 @@ def _settle_numbers(
             number[odd] = _matches(strange, _NUMBER_PATTERN)
             word[odd] = _matches(strange, _INFINITY_PATTERN)
     except pa.ArrowInvalid:
+        texts = _contiguous(texts)
         number = _matches(texts, _NUMBER_PATTERN)
         word = np.zeros(len(cols), dtype=bool)
         loose = ~number
@@ -217,12 +221,14 @@ def _settle_numbers(
     chosen = candidate[cols]
     if not chosen.all():
         texts, cols, numbers = texts.filter(pa.array(chosen)), cols[chosen], numbers[chosen]
+        reading = reading.take(chosen) if reading is not None else None
     if not len(cols):
         return {}
-    parts = _NumberParts(*_in_chunks(_number_parts_arrays, texts))
-    candidate &= ~any_in(parts.lead, cols)  # a leading zero
-    integer = ~parts.shaped
-    magnitude = parts.magnitude
+    if reading is None:
+        reading = _Reading(*_in_chunks(_read_numbers, texts, numbers))
+    candidate &= ~any_in(reading.lead, cols)  # a leading zero
+    integer = ~reading.shaped
+    magnitude = reading.magnitude
     all_integer = candidate & ~any_in(~integer, cols)
     as_float_integers = np.zeros(width, dtype=bool)
     out: dict[int, np.ndarray] = {}
@@ -253,7 +259,8 @@ def _settle_numbers(
         return out
     chosen = floating[cols]
     if not chosen.all():
-        texts, cols, numbers, parts = texts.filter(pa.array(chosen)), cols[chosen], numbers[chosen], parts.take(chosen)
+        texts, cols, reading = texts.filter(pa.array(chosen)), cols[chosen], reading.take(chosen)
+    numbers = reading.numbers
     infinite = ~np.isfinite(numbers)
     overflow = any_in(infinite, cols)
     for position in _flagged(floating & overflow):
@@ -263,8 +270,9 @@ def _settle_numbers(
         return out
     chosen = live[cols]
     if not chosen.all():
-        texts, cols, numbers, parts = texts.filter(pa.array(chosen)), cols[chosen], numbers[chosen], parts.take(chosen)
-    exact, scale, long = _kept_floats(texts, numbers, parts, cols, width)
+        texts, cols, reading = texts.filter(pa.array(chosen)), cols[chosen], reading.take(chosen)
+    numbers = reading.numbers
+    exact, scale, long = _kept_floats(texts, reading, cols, width)
     inexact = any_in(~exact, cols)
     for position in _flagged(live & inexact):
         kept["inexact"].append((names[position], _example(texts, cols, int(position), ~exact)))
@@ -279,6 +287,36 @@ def _settle_numbers(
         whole = complete[index] and bool(np.all((np.floor(column) == column) & (np.abs(column) < 2.0**63)))
         out[index] = column.astype(np.int64) if whole else column
     return out
+
+
+@dataclass(frozen=True)
+class _Reading:
+    """Decimal texts read in one pass (:func:`_read_numbers`), one value a text: the float, the shape the numeric
+    rules need (a leading zero, a point or an exponent, an integer's digits: :class:`_NumberParts`) and the bulk
+    test of exactness (:func:`_kept_in_bulk`: kept, decided, scale, on a grid finer than the float's)."""
+
+    numbers: np.ndarray
+    lead: np.ndarray
+    shaped: np.ndarray
+    magnitude: np.ndarray
+    kept: np.ndarray
+    known: np.ndarray
+    scale: np.ndarray
+    long: np.ndarray
+
+    def take(self, mask: np.ndarray) -> _Reading:
+        return _Reading(*(value[mask] for value in vars(self).values()))
+
+
+def _read_numbers(texts: Any, numbers: np.ndarray | None = None) -> tuple[np.ndarray, ...]:
+    """The arrays of :class:`_Reading` for a slice of texts that Arrow reads as floats (decimal numbers, and words
+    such as ``inf`` or ``nan``, whose float is not finite and whose shape is not used), the floats read by Arrow
+    unless given: one step of :func:`_in_chunks` does all three while the slice is in the cache."""
+    if numbers is None:
+        (numbers,) = _floats(texts)
+    parts = _NumberParts(*_number_parts_arrays(texts))
+    kept, known, scale, long = _kept_in_bulk(texts, numbers, parts)
+    return numbers, parts.lead, parts.shaped, parts.magnitude, kept, known, scale, long
 
 
 def _floats(texts: Any) -> tuple[np.ndarray]:
@@ -342,12 +380,6 @@ class _NumberParts:
     exponent: np.ndarray
     extreme: np.ndarray
 
-    def take(self, mask: np.ndarray) -> _NumberParts:
-        return _NumberParts(*(value[mask] for value in vars(self).values()))
-
-    def slice(self, a: int, b: int) -> _NumberParts:
-        return _NumberParts(*(value[a:b] for value in vars(self).values()))
-
 
 def _number_parts_arrays(texts: Any) -> tuple[np.ndarray, ...]:
     """The arrays of :class:`_NumberParts` for decimal texts."""
@@ -360,8 +392,12 @@ def _number_parts_arrays(texts: Any) -> tuple[np.ndarray, ...]:
     first = data[np.minimum(starts, last)]
     signed = (first == ord("-")) | (first == ord("+"))
     zero_at = starts + signed
-    after = data[np.minimum(zero_at + 1, last)]
-    lead = (data[np.minimum(zero_at, last)] == ord("0")) & (zero_at + 1 < ends) & (after >= 48) & (after <= 57)
+    lead = data[np.minimum(zero_at, last)] == ord("0")
+    zeros = np.flatnonzero(lead)  # the texts that start with a zero (0.5, 00.5, 02): is a digit next?
+    if len(zeros):
+        following = zero_at[zeros] + 1
+        after = data[np.minimum(following, last)]
+        lead[zeros] = (following < ends[zeros]) & (after >= 48) & (after <= 57)
     region = data[offsets[0] : offsets[-1]]
     end = ends.copy()  # of the mantissa
     exponent = np.zeros(n, dtype=np.int64)
@@ -398,15 +434,13 @@ def _text_bytes(texts: Any, minimum: int) -> tuple[np.ndarray, np.ndarray]:
     return offsets, data
 
 
-def _kept_floats(
-    texts: Any, numbers: np.ndarray, parts: _NumberParts, cols: np.ndarray, width: int
-) -> tuple[np.ndarray, ...]:
+def _kept_floats(texts: Any, reading: _Reading, cols: np.ndarray, width: int) -> tuple[np.ndarray, ...]:
     """Which decimal texts their floats keep (module docstring: a text is kept when rounding its float to the text's
     last significant digit gives the text back), each text's scale (``q``: the text is ``digits x 10**q``, its digits
     an integer without trailing zeros), and which texts lie on a grid of ``10**q`` not coarser than their float's
     (only those can be one of two kept texts of one float: a text on a coarser grid never merges).
 
-    ``texts`` are decimal numbers (``_NUMBER_TEXT``), ``parts`` their shape. Decided in bulk by
+    ``texts`` are decimal numbers (``_NUMBER_TEXT``), ``reading`` their floats and the bulk test. Decided in bulk by
     :func:`_kept_in_bulk`: a text whose grid is coarser than its float's is kept without reading its digits (every
     decimal of at most 15 significant digits in the normal range is one, DBL_DIG); the others up to 19 digits by
     :func:`_residual`, the distance from the float to the text in units of its last digit, accurate to 1e-12 (kept
@@ -416,10 +450,11 @@ def _kept_floats(
     """
     import pyarrow as pa
 
+    numbers, known, kept, scale = reading.numbers, reading.known, reading.kept, reading.scale
     n = len(numbers)
-    kept, known, scale, long = _in_chunks(_kept_in_bulk, texts, numbers, parts)
     unknown = np.flatnonzero(~known)
     if len(unknown):
+        kept, scale = kept.copy(), scale.copy()
         # The first text of each column known not to be kept: texts after it need no exact test.
         stop = np.full(width, n)
         refused = np.flatnonzero(known & ~kept)
@@ -432,7 +467,7 @@ def _kept_floats(
             kept[i], scale[i] = _kept_one(text, float(numbers[i]))
             if not kept[i]:
                 stop[column] = i
-    return kept, scale, long
+    return kept, scale, reading.long
 
 
 def _kept_in_bulk(texts: Any, numbers: np.ndarray, parts: _NumberParts) -> tuple[np.ndarray, ...]:
@@ -490,14 +525,17 @@ def _kept_in_bulk(texts: Any, numbers: np.ndarray, parts: _NumberParts) -> tuple
 
 def _ending(data: np.ndarray, last: np.ndarray, first: np.ndarray, point: np.ndarray) -> np.ndarray:
     """The integer the last four digits up to byte ``last`` write (the point skipped; places before ``first`` are
-    0): the four bytes read as one big-endian word where they are all digits (the usual case), else digit by
+    0): the four bytes read as one little-endian word where they are all digits (the usual case), else digit by
     digit."""
     start = last - 3  # at least -3, at most len(data) - 4: a window of data (a negative one is never whole)
-    windows = np.lib.stride_tricks.as_strided(data, shape=(len(data) - 3, 4), strides=(1, 1))
-    word = windows[start].view(">u4").ravel().astype(np.uint32) - np.uint32(0x30303030)
+    # The word starting at each byte, as a view of the bytes (one gather of 4-byte items; a gather of 4-byte rows of
+    # a 2-D view was twice as slow). The first text byte is the word's lowest.
+    words = np.ndarray(shape=(len(data) - 3,), dtype=np.dtype("<u4"), buffer=data, strides=(1,))
+    word = words[start] - np.uint32(0x30303030)
     whole = (start >= first) & ((point > last) | (point < start)) & ~((word & np.uint32(0xF0F0F0F0)).astype(bool))
-    word = ((word >> np.uint32(8)) & np.uint32(0x00FF00FF)) * np.uint32(10) + (word & np.uint32(0x00FF00FF))
-    ending = ((word >> np.uint32(16)) * np.uint32(100) + (word & np.uint32(0xFFFF))).astype(np.float64)
+    # Digit pairs: the first and third digits times ten plus the second and fourth, then the two pairs.
+    word = (word & np.uint32(0x00FF00FF)) * np.uint32(10) + ((word >> np.uint32(8)) & np.uint32(0x00FF00FF))
+    ending = ((word & np.uint32(0xFFFF)) * np.uint32(100) + (word >> np.uint32(16))).astype(np.float64)
     other = np.flatnonzero(~whole)
     if len(other):
         last, first, point = last[other], first[other], point[other]
@@ -523,14 +561,14 @@ def _in_chunks(function: Callable[..., tuple[np.ndarray, ...]], texts: Any, *arr
     in the processor's cache (a join at the end would read them all again)."""
     n = len(texts)
     if n <= _CHUNK_TEXTS:
-        return function(texts, *arrays)
+        return function(_contiguous(texts), *arrays)
     bounds = [*range(0, n, _CHUNK_TEXTS), n]
     joined: list[np.ndarray] = []
     lock = threading.Lock()
 
     def step(k: int) -> None:
         a, b = bounds[k], bounds[k + 1]
-        results = function(texts.slice(a, b - a), *(_slice(array, a, b) for array in arrays))
+        results = function(_contiguous(texts.slice(a, b - a)), *(array[a:b] for array in arrays))
         with lock:
             if not joined:
                 joined.extend(np.empty(n, dtype=result.dtype) for result in results)
@@ -542,8 +580,12 @@ def _in_chunks(function: Callable[..., tuple[np.ndarray, ...]], texts: Any, *arr
     return tuple(joined)
 
 
-def _slice(array: Any, a: int, b: int) -> Any:
-    return array.slice(a, b) if isinstance(array, _NumberParts) else array[a:b]
+def _contiguous(texts: Any) -> Any:
+    """An Arrow array of the texts of an array or chunked array (the chunks copied into one only when several)."""
+    if not hasattr(texts, "chunks"):
+        return texts
+    chunks = [chunk for chunk in texts.chunks if len(chunk)]
+    return chunks[0] if len(chunks) == 1 else texts.combine_chunks()
 
 
 @dataclass(frozen=True)

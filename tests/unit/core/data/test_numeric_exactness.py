@@ -345,9 +345,9 @@ def test_the_bulk_test_agrees_with_the_oracle_on_long_texts_in_many_steps() -> N
     texts = [unique[i % len(unique)] for i in range(numbers._CHUNK_TEXTS * 2 + 123)]
     rng.shuffle(texts)
     array = pa.array(texts, type=pa.large_string())
-    (floats,) = numbers._floats(array)
-    parts = numbers._NumberParts(*numbers._in_chunks(numbers._number_parts_arrays, array))
-    kept, scale, _ = numbers._kept_floats(array, floats, parts, np.arange(len(texts)), len(texts))
+    reading = numbers._Reading(*numbers._in_chunks(numbers._read_numbers, array))
+    floats = reading.numbers
+    kept, scale, _ = numbers._kept_floats(array, reading, np.arange(len(texts)), len(texts))
     disagree = sorted({text for text, have in zip(texts, kept.tolist(), strict=True) if have != expected[text]})
     assert not disagree, disagree[:10]
     assert 0.3 < sum(expected.values()) / len(expected) < 0.95

@@ -74,3 +74,34 @@ def test_spaces_before_a_quote_are_refused_as_before(tmp_path: Any) -> None:
     csv = CsvText(tmp_path / "t.csv", ",")
     with pytest.raises(DataReadError, match="spaces before an opening quote"):
         type_like_the_reader(frame, ["a"], csv)
+
+
+def _in_chunks(values: np.ndarray, sizes: list[int]) -> pd.arrays.ArrowStringArray:
+    """A text column held as an Arrow chunked array cut at ``sizes`` (an engine's aggregate arrives in batches)."""
+    import pyarrow as pa
+
+    bounds = np.cumsum([0, *sizes])
+    chunks = [pa.array(values[a:b], type=pa.large_string()) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    return pd.array(pa.chunked_array(chunks, pa.large_string()), dtype=_TEXT)
+
+
+def test_columns_in_many_chunks_are_typed_as_in_one() -> None:
+    """Chunks of uneven sizes, across the numeric check's steps: floats at 17 digits, integers (one of 19 digits over
+    the limit), a float column whose last value has spaces around it (the check's slow path), a text column."""
+    rng = np.random.default_rng(11)
+    n = 150_001
+    floats = np.char.mod("%.17g", rng.normal(0, 100, n)).astype(object)
+    integers = rng.integers(-(10**6), 10**6, n).astype(str).astype(object)
+    integers[-5] = "9223372036854775808"
+    spaced = np.char.mod("%.6f", rng.normal(0, 1, n)).astype(object)
+    spaced[-1] = " 1.5 "
+    words = np.where(rng.random(n) < 0.5, "a", "b").astype(object)
+    sizes = [1, 65_535, 3, 70_000, 14_462]
+    columns = {"f": floats, "i": integers, "s": spaced, "w": words}
+    chunked = pd.DataFrame({name: _in_chunks(values, sizes) for name, values in columns.items()})
+    whole = pd.DataFrame({name: pd.array(values, dtype=_TEXT) for name, values in columns.items()})
+    assert chunked["f"].array._pa_array.num_chunks == len(sizes)
+    fast = type_like_the_reader(chunked, list(columns))
+    pd.testing.assert_frame_equal(fast, type_like_the_reader(whole, list(columns)), check_exact=True)
+    assert fast.dtypes.astype(str).tolist() == ["float64", "str", "float64", "str"]
+    assert fast["s"].iloc[-1] == 1.5 and fast["i"].iloc[-5] == "9223372036854775808"
