@@ -455,6 +455,9 @@ def _sorted_factorize_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     first[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
     ranks = np.empty(len(keys), dtype=np.intp)
+    if first.all():  # every key distinct (a long aggregate): a key's rank is its place in the order
+        ranks[order] = np.arange(len(keys), dtype=np.intp)
+        return ranks, ordered, order
     rank_in_order = np.cumsum(first, dtype=np.intp)
     rank_in_order -= 1
     ranks[order] = rank_in_order

@@ -450,11 +450,11 @@ def _kept_floats(texts: Any, reading: _Reading, cols: np.ndarray, width: int) ->
     """
     import pyarrow as pa
 
+    # The exact tests complete the reading's own arrays (made for this check), not copies of them.
     numbers, known, kept, scale = reading.numbers, reading.known, reading.kept, reading.scale
     n = len(numbers)
     unknown = np.flatnonzero(~known)
     if len(unknown):
-        kept, scale = kept.copy(), scale.copy()
         # The first text of each column known not to be kept: texts after it need no exact test.
         stop = np.full(width, n)
         refused = np.flatnonzero(known & ~kept)
@@ -688,16 +688,22 @@ def _merged_cells(numbers: np.ndarray, scale: np.ndarray, cols: np.ndarray, colu
     bounds = np.searchsorted(cols, np.arange(len(columns) + 1))
     for column in _flagged(columns & (np.diff(bounds) > 1)):
         a, b = bounds[column], bounds[column + 1]
-        bits = np.where(numbers[a:b] == 0, 0.0, numbers[a:b]).view(np.int64)  # -0.0 and 0.0: one number
-        ordered = np.sort(bits)
+        ordered = _bits(numbers[a:b])
+        ordered.sort()  # in place: the bits are made again in the rare column with a repeated float
         repeated = ordered[1:][ordered[1:] == ordered[:-1]]
         if not len(repeated):
             continue
+        bits = _bits(numbers[a:b])
         index = np.flatnonzero(np.isin(bits, repeated))
         groups = pd.DataFrame({"bits": bits[index], "scale": scale[a:b][index]})
         spread = groups.groupby("bits", sort=False)["scale"].transform("nunique").to_numpy() > 1
         merged[a + index[spread]] = True
     return merged
+
+
+def _bits(numbers: np.ndarray) -> np.ndarray:
+    """The floats' bits as integers, a new array (``-0.0`` and ``0.0`` alike: one number)."""
+    return np.where(numbers == 0, 0.0, numbers).view(np.int64)
 
 
 def _example(texts: Any, cols: np.ndarray, position: int, mask: np.ndarray | None) -> str:

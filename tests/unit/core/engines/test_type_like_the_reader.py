@@ -4,6 +4,7 @@ its value-by-value form (``_type_column``: each column through its distinct valu
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 import numpy as np
@@ -81,7 +82,7 @@ def _in_chunks(values: np.ndarray, sizes: list[int]) -> pd.arrays.ArrowStringArr
     import pyarrow as pa
 
     bounds = np.cumsum([0, *sizes])
-    chunks = [pa.array(values[a:b], type=pa.large_string()) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+    chunks = [pa.array(values[a:b], type=pa.large_string()) for a, b in itertools.pairwise(bounds)]
     return pd.array(pa.chunked_array(chunks, pa.large_string()), dtype=_TEXT)
 
 

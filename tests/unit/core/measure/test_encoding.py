@@ -110,6 +110,20 @@ def test_sorted_factorize_is_pandas_sorted_factorize(values: list[int], spread: 
     assert np.array_equal(ranks, expected_ranks) and np.array_equal(uniques, expected_uniques)
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.integers(min_value=-(2**62), max_value=2**62), unique=True, max_size=300), st.booleans())
+def test_sorted_factorize_of_distinct_keys_ranks_each_key(values: list[int], repeat: bool) -> None:
+    """Distinct keys (every row a group: a long aggregate) and keys with repeats give pandas' ranks and a row of
+    each distinct key."""
+    from privdash.measure.encoding import _sorted_factorize_rows
+
+    keys = np.array(values + values[:3] if repeat else values, dtype=np.int64)
+    ranks, uniques, rows = _sorted_factorize_rows(keys)
+    expected_ranks, expected_uniques = pd.factorize(keys, sort=True)
+    assert np.array_equal(ranks, expected_ranks) and np.array_equal(uniques, expected_uniques)
+    assert np.array_equal(keys[rows], uniques)
+
+
 def _hashed_encoding(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """The encoding by hashing: pandas' factorize, its categories sorted ascending and the codes remapped."""
     codes, uniques = pd.factorize(column, sort=False, use_na_sentinel=True)
