@@ -157,9 +157,9 @@ def _encode_by_sorting(column: pd.Series) -> tuple[np.ndarray, pd.Index] | None:
     first = np.empty(present, dtype=bool)
     first[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    ranks = np.cumsum(first)
-    ranks -= 1
-    categories = pd.Index(ordered[first])
+    distinct = bool(first.all())  # every value once: a value's rank is its place in the order
+    ranks = np.arange(present) if distinct else np.cumsum(first) - 1
+    categories = pd.Index(ordered if distinct else ordered[first])
     codes = np.empty(len(values), dtype=smallest_int_dtype(len(categories)))
     codes[order[:present]] = ranks
     codes[order[present:]] = -1

@@ -148,6 +148,7 @@ def test_long_numeric_columns_of_distinct_values_encode_by_one_sort_as_by_hashin
         "integers": rng.integers(-(10**12), 10**12, n),
         "float32": rng.normal(size=n).astype(np.float32),
         "unsigned": rng.integers(0, 2**40, n).astype(np.uint64),
+        "distinct_with_missing": np.where(rng.random(n) < 0.1, np.nan, rng.permutation(n) * 0.5),
     }
     for name, values in columns.items():
         column = pd.Series(values, name=name)
