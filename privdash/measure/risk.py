@@ -253,15 +253,21 @@ def risk_summary(
     ``population`` None uses the sample itself (``F_j = f_j``), as ARX does without a research subset.
     """
     tau = check_fraction(max_risk, "max_risk")
-    counts = _population_counts(classes, population)
-    resolved = population if population is not None else population_counts_from_sample(classes)
     sizes = classes.sizes.astype(np.float64)
+    counts = sizes if population is None else _population_counts(classes, population)
+    resolved = population if population is not None else population_counts_from_sample(classes)
     # The three models share the records of each class; the journalist's risks are the marketer's (1 / F_j), but
     # for the average: each array is made once (a million classes: 0.028 -> 0.012 s).
     records = classes.counts.astype(np.int64)
-    marketer = _attacker_risk("marketer", classes, counts, tau, journalist=False, counts=records)
+    prosecutor = _attacker_risk("prosecutor", classes, sizes, tau, journalist=False, counts=records)
+    # Without population counts F_j = f_j: the marketer's figures and arrays are the prosecutor's.
+    marketer = (
+        replace(prosecutor, model="marketer")
+        if population is None
+        else _attacker_risk("marketer", classes, counts, tau, journalist=False, counts=records)
+    )
     return RiskSummary(
-        prosecutor=_attacker_risk("prosecutor", classes, sizes, tau, journalist=False, counts=records),
+        prosecutor=prosecutor,
         journalist=_journalist_of(marketer, classes, counts),
         marketer=marketer,
         population=resolved,
