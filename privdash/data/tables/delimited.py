@@ -697,17 +697,23 @@ def _type_text_columns(columns: Sequence[Any], names: Sequence[str]) -> list[Any
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    settled = []
-    for column in columns:
+    def settle(column: Any) -> _TextColumn | None:
         chunked = column if isinstance(column, pa.ChunkedArray) else pa.chunked_array([column])
         if chunked.type != pa.large_string():
             chunked = chunked.cast(pa.large_string())
         if chunked.null_count:
             chunked = pc.fill_null(chunked, "")  # the empty field: a missing-value marker
-        text = _settle_text_column(chunked)
-        if text is None:
-            return None
-        settled.append(text)
+        return _settle_text_column(chunked)
+
+    # Arrow's kernels release the GIL: long columns are settled two at a time, as the reader settles a file's.
+    if len(columns) > 1 and len(columns[0]) >= _PARALLEL_ROWS:
+        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
+            found = list(pool.map(settle, columns))
+    else:
+        found = [settle(column) for column in columns]
+    if any(text is None for text in found):
+        return None
+    settled = [text for text in found if text is not None]
     kept: dict[str, list[tuple[str, str]]] = {reason: [] for reason in _KEPT_REASONS}
     typed = _typed_columns(settled, names, kept)
     return [
@@ -715,5 +721,8 @@ def _type_text_columns(columns: Sequence[Any], names: Sequence[str]) -> list[Any
         for text, column in zip(settled, typed, strict=True)
     ]
 
+
+#: Rows from which an aggregate's columns are settled on two threads (below, starting threads costs more).
+_PARALLEL_ROWS = 100_000
 
 _KEPT_REASONS = ("overflow", "inexact", "merged", "integers", "integers_missing")
