@@ -180,6 +180,16 @@ def test_integers_beyond_2_53_never_silently_become_floats() -> None:
     assert any("more than 15 digits" in note for note in info.notes)
 
 
+def test_whole_floats_become_integers_only_when_every_one_is_whole() -> None:
+    """A column of floats whose first hundred values are whole and one later value is not stays float64 (the test
+    of a column's start must not decide alone); whole floats throughout become int64."""
+    whole_start = ["2.0"] * 100 + ["2.5"] + ["1e3"] * 5
+    raw = ("a,b,c\n" + "".join(f"{v},{w},7\n" for v, w in zip(whole_start, ["3.0"] * 106, strict=True))).encode()
+    frame = read_table(raw, filename="w.csv")
+    assert frame["a"].dtype == np.float64 and frame["a"].iloc[100] == 2.5
+    assert frame["b"].dtype == np.int64 and frame["c"].dtype == np.int64
+
+
 def test_one_inexact_cell_keeps_its_column_as_text() -> None:
     values = [f"{v:.17g}" for v in np.random.default_rng(1).normal(size=2_000)]
     values[1_500] = "0.1234567890123456789"
