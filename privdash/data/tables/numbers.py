@@ -570,26 +570,55 @@ _CHUNK_TEXTS = 1 << 16
 def _in_chunks(function: Callable[..., tuple[np.ndarray, ...]], texts: Any, *arrays: Any) -> tuple[np.ndarray, ...]:
     """``function(texts, *arrays)`` on slices of at most ``_CHUNK_TEXTS`` cells, two at a time, the results (tuples
     of arrays, one value a cell) joined: each step writes its results into the joined arrays while they are still
-    in the processor's cache (a join at the end would read them all again)."""
+    in the processor's cache (a join at the end would read them all again).
+
+    The calling thread takes steps itself beside one helper thread (on two cores or more): its memory, and that of
+    the joined arrays it makes after the first step, comes from the allocator's main arena, which the command's
+    earlier work has freed, rather than from a new thread's arena faulted in afresh. A step that fails stops the
+    others from starting."""
     n = len(texts)
     if n <= _CHUNK_TEXTS:
         return function(_contiguous(texts), *arrays)
     bounds = [*range(0, n, _CHUNK_TEXTS), n]
-    joined: list[np.ndarray] = []
-    lock = threading.Lock()
 
-    def step(k: int) -> None:
+    def run(k: int) -> tuple[np.ndarray, ...]:
         a, b = bounds[k], bounds[k + 1]
-        results = function(_contiguous(texts.slice(a, b - a)), *(array[a:b] for array in arrays))
-        with lock:
-            if not joined:
-                joined.extend(np.empty(n, dtype=result.dtype) for result in results)
-        for out, result in zip(joined, results, strict=True):
-            out[a:b] = result
+        return function(_contiguous(texts.slice(a, b - a)), *(array[a:b] for array in arrays))
 
-    with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-        list(pool.map(step, range(len(bounds) - 1)))
-    return tuple(joined)
+    first = run(0)
+    joined = tuple(np.empty(n, dtype=result.dtype) for result in first)
+    for out, result in zip(joined, first, strict=True):
+        out[: bounds[1]] = result
+    steps = iter(range(1, len(bounds) - 1))
+    lock = threading.Lock()
+    failed = threading.Event()
+
+    def work() -> None:
+        while not failed.is_set():
+            with lock:
+                k = next(steps, None)
+            if k is None:
+                return
+            try:
+                results = run(k)
+            except BaseException:
+                failed.set()
+                raise
+            for out, result in zip(joined, results, strict=True):
+                out[bounds[k] : bounds[k + 1]] = result
+
+    if (os.cpu_count() or 1) < 2:
+        work()
+        return joined
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        helper = pool.submit(work)
+        try:
+            work()
+        finally:
+            helper_error = helper.exception()
+    if helper_error is not None:
+        raise helper_error
+    return joined
 
 
 def _contiguous(texts: Any) -> Any:

@@ -364,3 +364,27 @@ def test_the_bulk_test_agrees_with_the_oracle_on_long_texts_in_many_steps() -> N
     for text, number, found in zip(texts[:3_000], floats[:3_000], scale[:3_000], strict=True):
         if expected[text] and number != 0:
             assert numbers._kept_one(text, float(number)) == (True, int(found)), text
+
+
+@pytest.mark.parametrize("failing", [0, 1, 5])
+def test_a_failing_step_stops_the_steps_and_its_error_is_raised(failing: int) -> None:
+    """Steps run on the calling thread and a helper: the error of any step (the first, one the helper may take, the
+    last) reaches the caller; after a failing first step no other starts. The joined results are in order."""
+    from privdash.data.tables import numbers
+
+    size = numbers._CHUNK_TEXTS
+    texts = pa.array([str(i) for i in range(size * 6)], type=pa.large_string())
+    ran: list[int] = []
+
+    def step(chunk: pa.Array) -> tuple[np.ndarray]:
+        start = int(chunk[0].as_py())
+        ran.append(start // size)
+        if start // size == failing:
+            raise ValueError(f"step {failing}")
+        return (np.zeros(len(chunk)),)
+
+    with pytest.raises(ValueError, match=f"step {failing}"):
+        numbers._in_chunks(step, texts)
+    assert failing in ran and (failing != 0 or ran == [0])
+    joined = numbers._in_chunks(lambda chunk: (np.full(len(chunk), int(chunk[0].as_py())),), texts)
+    assert np.array_equal(joined[0], np.repeat(np.arange(6) * size, size))
