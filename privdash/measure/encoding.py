@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash._threads import map_beside
 from privdash.errors import ContractError, format_values
 
 __all__ = [
@@ -248,8 +249,7 @@ def encode_columns(
         return encode_column(data[name], order=orders.get(name), sort=sort)
 
     if len(columns) > 1 and len(data) >= 100_000:
-        with ThreadPoolExecutor(_THREADS) as pool:
-            return tuple(pool.map(encode, columns))
+        return tuple(map_beside(encode, columns, threads=_THREADS))
     return tuple(encode(name) for name in columns)
 
 

@@ -7,10 +7,8 @@ from __future__ import annotations
 import csv
 import functools
 import io
-import os
 import re
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from privdash._threads import map_beside
 from privdash.data.tables.common import _NA_MARKERS, _column_names, _reason
 from privdash.data.tables.limits import ReadLimits, _Deadline
 from privdash.data.tables.numbers import (
@@ -285,8 +284,7 @@ def _read_text_arrow(
         deadline.check()
     else:
         # Arrow's kernels release the GIL: the columns are settled two at a time.
-        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-            settled = list(pool.map(lambda i: _settle_text_column(data.column(i)), range(width)))
+        settled = map_beside(lambda i: _settle_text_column(data.column(i)), range(width))
         deadline.check()
         if any(column is None for column in settled):
             return None
@@ -706,11 +704,7 @@ def _type_text_columns(columns: Sequence[Any], names: Sequence[str]) -> list[Any
         return _settle_text_column(chunked)
 
     # Arrow's kernels release the GIL: long columns are settled two at a time, as the reader settles a file's.
-    if len(columns) > 1 and len(columns[0]) >= _PARALLEL_ROWS:
-        with ThreadPoolExecutor(max_workers=min(2, os.cpu_count() or 1)) as pool:
-            found = list(pool.map(settle, columns))
-    else:
-        found = [settle(column) for column in columns]
+    found = map_beside(settle, columns, threads=2 if len(columns) and len(columns[0]) >= _PARALLEL_ROWS else 1)
     if any(text is None for text in found):
         return None
     settled = [text for text in found if text is not None]

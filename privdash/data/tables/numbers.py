@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import re
-import threading
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
@@ -570,12 +567,10 @@ _CHUNK_TEXTS = 1 << 16
 def _in_chunks(function: Callable[..., tuple[np.ndarray, ...]], texts: Any, *arrays: Any) -> tuple[np.ndarray, ...]:
     """``function(texts, *arrays)`` on slices of at most ``_CHUNK_TEXTS`` cells, two at a time, the results (tuples
     of arrays, one value a cell) joined: each step writes its results into the joined arrays while they are still
-    in the processor's cache (a join at the end would read them all again).
+    in the processor's cache (a join at the end would read them all again). The first step runs alone, on the
+    calling thread, which then makes the joined arrays; the others run on it and a helper (:func:`map_beside`)."""
+    from privdash._threads import map_beside
 
-    The calling thread takes steps itself beside one helper thread (on two cores or more): its memory, and that of
-    the joined arrays it makes after the first step, comes from the allocator's main arena, which the command's
-    earlier work has freed, rather than from a new thread's arena faulted in afresh. A step that fails stops the
-    others from starting."""
     n = len(texts)
     if n <= _CHUNK_TEXTS:
         return function(_contiguous(texts), *arrays)
@@ -587,37 +582,13 @@ def _in_chunks(function: Callable[..., tuple[np.ndarray, ...]], texts: Any, *arr
 
     first = run(0)
     joined = tuple(np.empty(n, dtype=result.dtype) for result in first)
-    for out, result in zip(joined, first, strict=True):
-        out[: bounds[1]] = result
-    steps = iter(range(1, len(bounds) - 1))
-    lock = threading.Lock()
-    failed = threading.Event()
 
-    def work() -> None:
-        while not failed.is_set():
-            with lock:
-                k = next(steps, None)
-            if k is None:
-                return
-            try:
-                results = run(k)
-            except BaseException:
-                failed.set()
-                raise
-            for out, result in zip(joined, results, strict=True):
-                out[bounds[k] : bounds[k + 1]] = result
+    def write(k: int, results: tuple[np.ndarray, ...]) -> None:
+        for out, result in zip(joined, results, strict=True):
+            out[bounds[k] : bounds[k + 1]] = result
 
-    if (os.cpu_count() or 1) < 2:
-        work()
-        return joined
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        helper = pool.submit(work)
-        try:
-            work()
-        finally:
-            helper_error = helper.exception()
-    if helper_error is not None:
-        raise helper_error
+    write(0, first)
+    map_beside(lambda k: write(k, run(k)), range(1, len(bounds) - 1))
     return joined
 
 
