@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -316,10 +315,9 @@ def _parallel_ranges(n: int, work: Callable[[int, int], Any]) -> list[Any]:
 
     if n < 4 * _CHUNK or _THREADS == 1:
         return run(0, n)
-    bounds = np.linspace(0, n, _THREADS + 1).astype(np.int64)
-    with ThreadPoolExecutor(_THREADS) as pool:
-        parts = pool.map(run, bounds[:-1].tolist(), bounds[1:].tolist())
-        return [item for part in parts for item in part]
+    bounds = np.linspace(0, n, _THREADS + 1).astype(np.int64).tolist()
+    parts = map_beside(lambda k: run(bounds[k], bounds[k + 1]), range(_THREADS), threads=_THREADS)
+    return [item for part in parts for item in part]
 
 
 def _combined_keys(columns: Sequence[EncodedColumn], radices: list[int], shifted: list[bool]) -> tuple[np.ndarray, int]:
@@ -386,8 +384,8 @@ def class_sizes(columns: Sequence[EncodedColumn]) -> np.ndarray:
             totals = count(0, n)
         else:
             bounds = np.linspace(0, n, _THREADS + 1).astype(np.int64).tolist()
-            with ThreadPoolExecutor(_THREADS) as pool:
-                totals = sum(pool.map(count, bounds[:-1], bounds[1:]), np.zeros(space, dtype=np.int64))
+            parts = map_beside(lambda k: count(bounds[k], bounds[k + 1]), range(_THREADS), threads=_THREADS)
+            totals = sum(parts, np.zeros(space, dtype=np.int64))
         return totals[totals > 0]
     return group_rows(columns).sizes
 
