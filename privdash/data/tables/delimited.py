@@ -686,6 +686,10 @@ def sniff_delimited(sample: bytes, name: str | None = None) -> tuple[str, str]:
     return encoding, _detect_delimiter(text)
 
 
+#: Rows from which an aggregate's columns are settled on two threads (below, starting threads costs more).
+_PARALLEL_ROWS = 100_000
+
+
 def _type_text_columns(columns: Sequence[Any], names: Sequence[str]) -> list[Any] | None:
     """Columns of Arrow text (nulls for missing fields) typed by the reader's rules, all columns at once: surrounding
     spaces removed, the missing-value markers, the numeric rules (:func:`_typed_columns`), as :func:`_read_text_arrow`
@@ -715,8 +719,5 @@ def _type_text_columns(columns: Sequence[Any], names: Sequence[str]) -> list[Any
         for text, column in zip(settled, typed, strict=True)
     ]
 
-
-#: Rows from which an aggregate's columns are settled on two threads (below, starting threads costs more).
-_PARALLEL_ROWS = 100_000
 
 _KEPT_REASONS = ("overflow", "inexact", "merged", "integers", "integers_missing")
