@@ -495,9 +495,11 @@ def _typed_columns(
     ]
     decided: dict[int, np.ndarray] = {}
     if passed:
-        # The columns' chunks one after the other, not copied into one array: the steps of the numeric check take
-        # them a slice at a time (a million texts: 7 ms of copying spared).
-        texts = pa.chunked_array([chunk for i in passed for chunk in _chunks(settled[i].present)], pa.large_string())
+        # The columns' chunks one after the other, not copied into one array (a million texts: 7 ms of copying
+        # spared): the steps of the numeric check take them a slice at a time. Many small chunks (a wide table) are
+        # joined, as Arrow's kernels take time for each chunk.
+        chunks = [chunk for i in passed for chunk in _chunks(settled[i].present)]
+        texts = pa.chunked_array(chunks, pa.large_string()) if len(chunks) <= _FEW_CHUNKS else pa.concat_arrays(chunks)
         cols = np.repeat(np.array(passed), lengths[passed])
         decided = _settle_numbers(texts, cols, width, complete, [str(name) for name in names], kept)
     columns: list[Any] = []
@@ -685,6 +687,9 @@ def sniff_delimited(sample: bytes, name: str | None = None) -> tuple[str, str]:
     text, encoding = _decode(cut, name or "The file")
     return encoding, _detect_delimiter(text)
 
+
+#: Chunks of text passed to the numeric check as they are (more are joined into one array first).
+_FEW_CHUNKS = 256
 
 #: Rows from which an aggregate's columns are settled on two threads (below, starting threads costs more).
 _PARALLEL_ROWS = 100_000

@@ -86,9 +86,11 @@ def _in_chunks(values: np.ndarray, sizes: list[int]) -> pd.arrays.ArrowStringArr
     return pd.array(pa.chunked_array(chunks, pa.large_string()), dtype=_TEXT)
 
 
-def test_columns_in_many_chunks_are_typed_as_in_one() -> None:
-    """Chunks of uneven sizes, across the numeric check's steps: floats at 17 digits, integers (one of 19 digits over
-    the limit), a float column whose last value has spaces around it (the check's slow path), a text column."""
+@pytest.mark.parametrize("sizes", [[1, 65_535, 3, 70_000, 14_462], [500] * 300 + [1]], ids=["uneven", "hundreds"])
+def test_columns_in_many_chunks_are_typed_as_in_one(sizes: list[int]) -> None:
+    """Chunks of uneven sizes across the numeric check's steps, and hundreds of chunks (joined before the check):
+    floats at 17 digits, integers (one of 19 digits over the limit), a float column whose last value has spaces
+    around it (the check's slow path), a text column."""
     rng = np.random.default_rng(11)
     n = 150_001
     floats = np.char.mod("%.17g", rng.normal(0, 100, n)).astype(object)
@@ -97,7 +99,6 @@ def test_columns_in_many_chunks_are_typed_as_in_one() -> None:
     spaced = np.char.mod("%.6f", rng.normal(0, 1, n)).astype(object)
     spaced[-1] = " 1.5 "
     words = np.where(rng.random(n) < 0.5, "a", "b").astype(object)
-    sizes = [1, 65_535, 3, 70_000, 14_462]
     columns = {"f": floats, "i": integers, "s": spaced, "w": words}
     chunked = pd.DataFrame({name: _in_chunks(values, sizes) for name, values in columns.items()})
     whole = pd.DataFrame({name: pd.array(values, dtype=_TEXT) for name, values in columns.items()})
