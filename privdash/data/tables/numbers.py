@@ -187,7 +187,11 @@ def _settle_numbers(
     # columns by Python's regular expression: the first of Arrow's in a process costs 5 ms to set up).
     if len(firsts) <= _FEW_COLUMNS:
         first_ok = np.array(
-            [_FIRST_NUMBER.fullmatch(text.strip()) is not None for text in _texts_at(texts, firsts)], dtype=bool
+            [
+                text is not None and _FIRST_NUMBER.fullmatch(text.strip()) is not None
+                for text in _texts_at(texts, firsts)
+            ],
+            dtype=bool,
         )
     else:
         first_ok = _matches(_stripped(texts.take(pa.array(firsts))), _NUMBER_OR_INFINITY_PATTERN)
@@ -477,7 +481,6 @@ def _kept_floats(texts: Any, reading: _Reading, cols: np.ndarray, width: int) ->
     longer texts go to :func:`_kept_one`, the exact test in integers, stopping in each column at the first text that
     is not kept (the column is text then).
     """
-
     # The exact tests complete the reading's own arrays (made for this check), not copies of them.
     numbers, known, kept, scale = reading.numbers, reading.known, reading.kept, reading.scale
     n = len(numbers)
