@@ -192,7 +192,7 @@ def prosecutor_risk(classes: EquivalenceClasses, *, max_risk: float = DEFAULT_MA
     """
     tau = check_fraction(max_risk, "max_risk")
     sizes = classes.sizes.astype(np.float64)
-    return _attacker_risk("prosecutor", classes, sizes, tau, journalist=False)
+    return _attacker_risk("prosecutor", classes, sizes, tau)
 
 
 def journalist_risk(
@@ -220,7 +220,7 @@ def journalist_risk(
     """
     tau = check_fraction(max_risk, "max_risk")
     counts = _population_counts(classes, population)
-    return _attacker_risk("journalist", classes, counts, tau, journalist=True)
+    return _journalist_of(_attacker_risk("marketer", classes, counts, tau), classes, counts)
 
 
 def marketer_risk(
@@ -239,7 +239,7 @@ def marketer_risk(
     """
     tau = check_fraction(max_risk, "max_risk")
     counts = _population_counts(classes, population)
-    return _attacker_risk("marketer", classes, counts, tau, journalist=False)
+    return _attacker_risk("marketer", classes, counts, tau)
 
 
 def risk_summary(
@@ -259,12 +259,12 @@ def risk_summary(
     # The three models share the records of each class; the journalist's risks are the marketer's (1 / F_j), but
     # for the average: each array is made once (a million classes: 0.028 -> 0.012 s).
     records = classes.counts.astype(np.int64)
-    prosecutor = _attacker_risk("prosecutor", classes, sizes, tau, journalist=False, counts=records)
+    prosecutor = _attacker_risk("prosecutor", classes, sizes, tau, counts=records)
     # Without population counts F_j = f_j: the marketer's figures and arrays are the prosecutor's.
     marketer = (
         replace(prosecutor, model="marketer")
         if population is None
-        else _attacker_risk("marketer", classes, counts, tau, journalist=False, counts=records)
+        else _attacker_risk("marketer", classes, counts, tau, counts=records)
     )
     return RiskSummary(
         prosecutor=prosecutor,
@@ -277,7 +277,7 @@ def risk_summary(
 
 def _journalist_of(marketer: AttackerRisk, classes: EquivalenceClasses, risk_size: np.ndarray) -> AttackerRisk:
     """The journalist risk from the marketer risk of the same population counts ``risk_size`` (``F_j``): the same
-    per-record risks, and the average of :func:`_attacker_risk` with ``journalist=True``."""
+    per-record risks, and the average ``max(J' / sum_j F_j, marketer average)`` (see :func:`journalist_risk`)."""
     n = int(marketer.class_counts.sum())
     if n == 0:
         return replace(marketer, model="journalist")
@@ -307,11 +307,11 @@ def _attacker_risk(
     risk_size: np.ndarray,
     tau: float,
     *,
-    journalist: bool,
     counts: np.ndarray | None = None,
 ) -> AttackerRisk:
-    """Common part of the three models; ``risk_size`` is ``f_j`` (prosecutor) or ``F_j``; ``counts``: the records
-    of each class as int64, when another model made them already."""
+    """Common part of the three models (the journalist's average is then :func:`_journalist_of`'s); ``risk_size``
+    is ``f_j`` (prosecutor) or ``F_j``; ``counts``: the records of each class as int64, when another model made
+    them already."""
     counts = classes.counts.astype(np.int64) if counts is None else counts
     n = int(counts.sum())
     if n == 0:
@@ -321,9 +321,6 @@ def _attacker_risk(
     # numpy's pairwise sums rather than np.dot: the same figure whatever the machine's BLAS threads (OpenBLAS
     # splits a long dot product between them, and they then spin until the process ends: 0.2 s of CPU).
     average = float((counts * class_risk).sum()) / n
-    if journalist:
-        effective_classes = float((counts / classes.sizes).sum())
-        average = max(effective_classes / float(risk_size.sum()), average)
     at_risk = float(counts.sum(where=class_risk > tau)) / n
     return AttackerRisk(
         model=model,
