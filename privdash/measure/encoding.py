@@ -154,12 +154,8 @@ def _encode_by_sorting(column: pd.Series) -> tuple[np.ndarray, pd.Index] | None:
     order = np.argsort(values)  # NaN last; equal values need no stable order (their rank is one)
     present = len(values) - missing
     ordered = values[order[:present]]
-    first = np.empty(present, dtype=bool)
-    first[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    distinct = bool(first.all())  # every value once: a value's rank is its place in the order
-    ranks = np.arange(present) if distinct else np.cumsum(first) - 1
-    categories = pd.Index(ordered if distinct else ordered[first])
+    ranks, first = _ranks_of_sorted(ordered)
+    categories = pd.Index(ordered if first is None else ordered[first])
     codes = np.empty(len(values), dtype=smallest_int_dtype(len(categories)))
     codes[order[:present]] = ranks
     codes[order[present:]] = -1
@@ -449,17 +445,26 @@ def _sorted_factorize_rows(keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np
     """:func:`_sorted_factorize` and, for each distinct key, the position of one of its rows."""
     order = np.argsort(keys)
     ordered = keys[order]
-    first = np.empty(len(keys), dtype=bool)
+    rank_in_order, first = _ranks_of_sorted(ordered)
+    ranks = np.empty(len(keys), dtype=np.intp)
+    ranks[order] = rank_in_order
+    if first is None:
+        return ranks, ordered, order
+    return ranks, ordered[first], order[first]
+
+
+def _ranks_of_sorted(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """For values in ascending order, each one's rank among the distinct values, and which values are the first of
+    theirs (``None`` when every value is distinct, as in a long aggregate: a value's rank is then its place, and no
+    running count of a boolean array is made)."""
+    first = np.empty(len(ordered), dtype=bool)
     first[:1] = True
     np.not_equal(ordered[1:], ordered[:-1], out=first[1:])
-    ranks = np.empty(len(keys), dtype=np.intp)
-    if first.all():  # every key distinct (a long aggregate): a key's rank is its place in the order
-        ranks[order] = np.arange(len(keys), dtype=np.intp)
-        return ranks, ordered, order
-    rank_in_order = np.cumsum(first, dtype=np.intp)
-    rank_in_order -= 1
-    ranks[order] = rank_in_order
-    return ranks, ordered[first], order[first]
+    if first.all():
+        return np.arange(len(ordered), dtype=np.intp), None
+    ranks = np.cumsum(first, dtype=np.intp)
+    ranks -= 1
+    return ranks, first
 
 
 def _decode_keys(
