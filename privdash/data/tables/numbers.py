@@ -323,19 +323,19 @@ def _read_numbers(texts: Any, numbers: np.ndarray | None = None) -> tuple[np.nda
     such as ``inf`` or ``nan``, whose float is not finite and whose shape is not used), the floats read by Arrow
     unless given: one step of :func:`_in_chunks` does all three while the slice is in the cache."""
     if numbers is None:
-        (numbers,) = _floats(texts)
+        numbers = _floats(texts)
     parts = _NumberParts(*_number_parts_arrays(texts))
     kept, known, scale, long = _kept_in_bulk(texts, numbers, parts)
     return numbers, parts.lead, parts.shaped, parts.magnitude, kept, known, scale, long
 
 
-def _floats(texts: Any) -> tuple[np.ndarray]:
+def _floats(texts: Any) -> np.ndarray:
     """Texts read as floats by Arrow (correctly rounded, as Python's ``float``); ``ArrowInvalid`` for a text that
     is neither a decimal number nor a word such as ``inf`` or ``nan``."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    return (pc.cast(texts, pa.float64()).to_numpy(),)
+    return pc.cast(texts, pa.float64()).to_numpy()
 
 
 def _texts_at(texts: Any, positions: np.ndarray) -> list[str]:
