@@ -20,7 +20,7 @@ import os
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -44,6 +44,7 @@ _SMALL_KEY_SPACE = 1 << 16  # count each chunk with bincount; the per-chunk resu
 _DENSE_KEY_SPACE = 1 << 25  # one bincount over the whole key array; above this, hash the keys
 _MAX_RADIX_PRODUCT = 1 << 62
 _THREADS = max(1, min(4, os.cpu_count() or 1))
+_R = TypeVar("_R")
 
 
 @dataclass(frozen=True, eq=False)
@@ -311,9 +312,13 @@ def _parallel_ranges(n: int, work: Callable[[int, int], Any]) -> list[Any]:
 
     if n < 4 * _CHUNK or _THREADS == 1:
         return run(0, n)
+    return [item for part in _over_thread_ranges(n, run) for item in part]
+
+
+def _over_thread_ranges(n: int, work: Callable[[int, int], _R]) -> list[_R]:
+    """``work(lo, hi)`` on ``_THREADS`` equal ranges of ``range(n)``, on the calling thread and helpers."""
     bounds = np.linspace(0, n, _THREADS + 1).astype(np.int64).tolist()
-    parts = map_beside(lambda k: run(bounds[k], bounds[k + 1]), range(_THREADS), threads=_THREADS)
-    return [item for part in parts for item in part]
+    return map_beside(lambda k: work(bounds[k], bounds[k + 1]), range(_THREADS), threads=_THREADS)
 
 
 def _combined_keys(columns: Sequence[EncodedColumn], radices: list[int], shifted: list[bool]) -> tuple[np.ndarray, int]:
@@ -379,9 +384,7 @@ def class_sizes(columns: Sequence[EncodedColumn]) -> np.ndarray:
         if n < 4 * _COUNT_CHUNK or _THREADS == 1:
             totals = count(0, n)
         else:
-            bounds = np.linspace(0, n, _THREADS + 1).astype(np.int64).tolist()
-            parts = map_beside(lambda k: count(bounds[k], bounds[k + 1]), range(_THREADS), threads=_THREADS)
-            totals = sum(parts, np.zeros(space, dtype=np.int64))
+            totals = sum(_over_thread_ranges(n, count), np.zeros(space, dtype=np.int64))
         return totals[totals > 0]
     return group_rows(columns).sizes
 
