@@ -447,7 +447,7 @@ def _spaces_and_shortest(values: Any) -> tuple[bool, bool, int]:
 
     leading = trailing = False
     shortest: int | None = None
-    for chunk in values.chunks if hasattr(values, "chunks") else [values]:
+    for chunk in _chunks(values):
         if not len(chunk):
             continue
         if chunk.type != pa.large_string():
